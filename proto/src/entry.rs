@@ -1,0 +1,256 @@
+//! The registry entry: `ROOT/plugins.d/NAME.json`.
+//!
+//! An entry binds a plugin name and version to its publisher (or to local trust in a development
+//! root), the executable's SHA-256 and size, the protocol range it speaks, its declared inputs and
+//! the containment it requires. In a signed root the minisign signature covers the entry file's exact
+//! bytes, so every field is bound by it.
+
+use crate::digest::Sha256;
+use crate::name::Name;
+use crate::strict::{self, StrictError};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+use std::fmt;
+
+/// The entry schema this code writes and accepts.
+pub const ENTRY_SCHEMA: u32 = 1;
+
+/// A registry entry, exactly as stored.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Entry {
+    pub schema: u32,
+    pub name: Name,
+    pub version: semver::Version,
+    pub trust: Trust,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub publisher: Option<Name>,
+    pub sha256: Sha256,
+    pub size: u64,
+    /// A semver requirement on the launcher's protocol version, e.g. `>=1.0, <2`.
+    pub protocol: String,
+    pub inputs: Vec<InputDecl>,
+    pub containment: Containment,
+}
+
+/// Who vouches for an entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Trust {
+    /// Signed by a publisher in the root's trust store.
+    Signed,
+    /// Registered by the root's owner in a development root; no publisher signature.
+    Local,
+}
+
+/// The containment an entry requires.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Containment {
+    /// Environment filtering, deadlines and byte limits; no OS boundary.
+    Audit,
+    /// The Linux `dot-sandbox` runner.
+    Process,
+}
+
+/// One declared input.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InputDecl {
+    pub name: Name,
+    pub kind: InputKind,
+    pub required: bool,
+}
+
+/// What an input carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum InputKind {
+    /// A string value passed in the request.
+    String,
+    /// A regular file copied into the stage's `in/` directory.
+    File,
+}
+
+impl fmt::Display for Trust {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Trust::Signed => "signed",
+            Trust::Local => "local",
+        })
+    }
+}
+
+impl fmt::Display for Containment {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Containment::Audit => "audit",
+            Containment::Process => "process",
+        })
+    }
+}
+
+impl fmt::Display for InputKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            InputKind::String => "string",
+            InputKind::File => "file",
+        })
+    }
+}
+
+impl std::str::FromStr for Containment {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "audit" => Ok(Containment::Audit),
+            "process" => Ok(Containment::Process),
+            other => Err(format!("unknown containment {other:?}; expected audit or process")),
+        }
+    }
+}
+
+/// Why an entry's bytes are not a valid entry.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum EntryError {
+    #[error(transparent)]
+    Decode(#[from] StrictError),
+    #[error("field `{field}`: {message}")]
+    Invalid { field: &'static str, value: String, message: String },
+}
+
+impl EntryError {
+    /// The field that failed, when one did.
+    pub fn field(&self) -> Option<&str> {
+        match self {
+            EntryError::Decode(e) => e.field(),
+            EntryError::Invalid { field, .. } => Some(field),
+        }
+    }
+
+    /// The offending value, when known.
+    pub fn value(&self) -> Option<&str> {
+        match self {
+            EntryError::Decode(_) => None,
+            EntryError::Invalid { value, .. } => Some(value),
+        }
+    }
+}
+
+impl Entry {
+    /// Parses and validates an entry file's bytes.
+    pub fn parse(bytes: &[u8]) -> Result<Entry, EntryError> {
+        let entry: Entry = strict::from_slice(bytes, strict::MAX_DOCUMENT)?;
+        entry.validate()?;
+        Ok(entry)
+    }
+
+    /// Serializes the entry as it is written to disk (pretty JSON, trailing newline).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut v = serde_json::to_vec_pretty(self).unwrap_or_default();
+        v.push(b'\n');
+        v
+    }
+
+    /// The parsed protocol requirement.
+    pub fn protocol_req(&self) -> Result<semver::VersionReq, EntryError> {
+        semver::VersionReq::parse(&self.protocol).map_err(|e| EntryError::Invalid {
+            field: "protocol",
+            value: self.protocol.clone(),
+            message: format!("not a semver requirement: {e}"),
+        })
+    }
+
+    /// Checks what the types alone cannot: schema, trust/publisher agreement, protocol range,
+    /// duplicate inputs.
+    pub fn validate(&self) -> Result<(), EntryError> {
+        if self.schema != ENTRY_SCHEMA {
+            return Err(EntryError::Invalid {
+                field: "schema",
+                value: self.schema.to_string(),
+                message: format!("unsupported schema {}; this version reads {ENTRY_SCHEMA}", self.schema),
+            });
+        }
+        match (self.trust, &self.publisher) {
+            (Trust::Signed, None) => {
+                return Err(EntryError::Invalid {
+                    field: "publisher",
+                    value: String::new(),
+                    message: "a signed entry must name its publisher".to_owned(),
+                })
+            }
+            (Trust::Local, Some(p)) => {
+                return Err(EntryError::Invalid {
+                    field: "publisher",
+                    value: p.to_string(),
+                    message: "a local entry has no publisher".to_owned(),
+                })
+            }
+            _ => {}
+        }
+        self.protocol_req()?;
+        let mut seen = BTreeSet::new();
+        for input in &self.inputs {
+            if !seen.insert(input.name.as_str()) {
+                return Err(EntryError::Invalid {
+                    field: "inputs",
+                    value: input.name.to_string(),
+                    message: format!("input {:?} is declared twice", input.name.as_str()),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The declared input called `name`.
+    pub fn input(&self, name: &str) -> Option<&InputDecl> {
+        self.inputs.iter().find(|i| i.name.as_str() == name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> String {
+        format!(
+            r#"{{"schema":1,"name":"hello","version":"1.2.0","trust":"signed","publisher":"acme",
+            "sha256":"{}","size":10,"protocol":">=1.0, <2",
+            "inputs":[{{"name":"name","kind":"string","required":false}}],"containment":"process"}}"#,
+            "ab".repeat(32)
+        )
+    }
+
+    #[test]
+    fn parses_a_valid_entry() {
+        let e = Entry::parse(sample().as_bytes()).expect("valid");
+        assert_eq!(e.name.as_str(), "hello");
+        assert_eq!(e.containment, Containment::Process);
+        assert_eq!(Entry::parse(&e.to_bytes()), Ok(e));
+    }
+
+    #[test]
+    fn names_the_failing_field() {
+        let cases = [
+            (sample().replace(r#""size":10"#, r#""size":"10""#), "size"),
+            (sample().replace(r#""size":10,"#, ""), "size"),
+            (sample().replace(r#""size":10"#, r#""size":10,"extra":true"#), "extra"),
+            (sample().replace("process", "container"), "containment"),
+            (sample().replace(">=1.0, <2", "one or two"), "protocol"),
+            (sample().replace(r#""name":"hello""#, r#""name":"../x""#), "name"),
+            (sample().replace(r#""publisher":"acme","#, ""), "publisher"),
+            (sample().replace(r#""schema":1"#, r#""schema":2"#), "schema"),
+            (
+                sample().replace(
+                    r#"{"name":"name","kind":"string","required":false}"#,
+                    r#"{"name":"a","kind":"string","required":false},{"name":"a","kind":"file","required":true}"#,
+                ),
+                "inputs",
+            ),
+        ];
+        for (json, field) in cases {
+            let err = Entry::parse(json.as_bytes()).expect_err(field);
+            assert_eq!(err.field(), Some(field), "{err}");
+        }
+    }
+}

@@ -1,0 +1,428 @@
+//! Journal records and the pure state classifier shared by `dot-launch recover`, `dot-discard` and
+//! `dot-journal-fmt`.
+//!
+//! A journal is JSON lines. Every record carries `v`, `seq`, `kind`, `at_ms` and a checksum `sum`:
+//! the first 16 hex digits of the SHA-256 of the record's own bytes with the `,"sum":"…"` member
+//! removed. The checksum is always the last member, so checking it needs no re-serialization: it is
+//! computed over the exact bytes on disk. A last line without its newline is a torn write, not a
+//! record.
+
+use crate::digest::{hex, Sha256};
+use crate::entry::Containment;
+use crate::name::Name;
+use serde::{Deserialize, Serialize};
+use sha2::Digest as _;
+
+/// The record version this code writes and reads.
+pub const RECORD_VERSION: u32 = 1;
+/// The largest journal the classifier reads; anything longer is UNRECOGNIZED.
+pub const MAX_JOURNAL: usize = 4 * 1024 * 1024;
+const SUM_KEY: &[u8] = b",\"sum\":\"";
+
+/// One journal record.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "SCREAMING_SNAKE_CASE", deny_unknown_fields)]
+pub enum Record {
+    /// The run exists; no target mutation is authorized.
+    Begin {
+        v: u32,
+        seq: u64,
+        at_ms: u64,
+        txid: String,
+        name: Name,
+        version: String,
+        sha256: Sha256,
+        containment: Containment,
+        pid: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sum: Option<String>,
+    },
+    /// Temp files are durable in the target directory; renaming them into place is authorized.
+    Prepared {
+        v: u32,
+        seq: u64,
+        at_ms: u64,
+        /// Absolute path of the target directory.
+        target: String,
+        files: Vec<PreparedFile>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sum: Option<String>,
+    },
+    /// Every file is in place and the target directory is durable.
+    Committed {
+        v: u32,
+        seq: u64,
+        at_ms: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sum: Option<String>,
+    },
+}
+
+/// One output file of a PREPARED record.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PreparedFile {
+    /// Final name in the target directory (one path component).
+    pub name: String,
+    /// Temp file name in the target directory, renamed onto `name`.
+    pub temp: String,
+    pub size: u64,
+    pub sha256: Sha256,
+    /// Digest of the file `name` replaces, or `None` when it did not exist.
+    pub old: Option<Sha256>,
+}
+
+/// The kind of a record, for display.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum RecordKind {
+    Begin,
+    Prepared,
+    Committed,
+}
+
+impl Record {
+    pub fn seq(&self) -> u64 {
+        match self {
+            Record::Begin { seq, .. } | Record::Prepared { seq, .. } | Record::Committed { seq, .. } => *seq,
+        }
+    }
+
+    pub fn at_ms(&self) -> u64 {
+        match self {
+            Record::Begin { at_ms, .. } | Record::Prepared { at_ms, .. } | Record::Committed { at_ms, .. } => *at_ms,
+        }
+    }
+
+    pub fn kind(&self) -> RecordKind {
+        match self {
+            Record::Begin { .. } => RecordKind::Begin,
+            Record::Prepared { .. } => RecordKind::Prepared,
+            Record::Committed { .. } => RecordKind::Committed,
+        }
+    }
+
+    fn version(&self) -> u32 {
+        match self {
+            Record::Begin { v, .. } | Record::Prepared { v, .. } | Record::Committed { v, .. } => *v,
+        }
+    }
+
+    fn strip_sum(&mut self) {
+        match self {
+            Record::Begin { sum, .. } | Record::Prepared { sum, .. } | Record::Committed { sum, .. } => *sum = None,
+        }
+    }
+
+    /// Encodes the record as one journal line, checksum last, newline included.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut body = self.clone();
+        body.strip_sum();
+        let mut line = serde_json::to_vec(&body).unwrap_or_default();
+        let sum = checksum(&line);
+        line.pop(); // the closing brace
+        line.extend_from_slice(SUM_KEY);
+        line.extend_from_slice(sum.as_bytes());
+        line.extend_from_slice(b"\"}\n");
+        line
+    }
+
+    /// Decodes one complete line (without its newline), checking the checksum on the exact bytes.
+    pub fn decode(line: &[u8]) -> Result<Record, LineError> {
+        let at = find_last(line, SUM_KEY).ok_or(LineError::NoChecksum)?;
+        let mut body = line[..at].to_vec();
+        body.push(b'}');
+        let stated = &line[at + SUM_KEY.len()..];
+        let stated = stated.strip_suffix(b"\"}").ok_or(LineError::NoChecksum)?;
+        if stated != checksum(&body).as_bytes() {
+            return Err(LineError::BadChecksum);
+        }
+        let rec: Record = serde_json::from_slice(line).map_err(|e| LineError::Unknown(e.to_string()))?;
+        if rec.version() != RECORD_VERSION {
+            return Err(LineError::Unknown(format!("record version {} is not {RECORD_VERSION}", rec.version())));
+        }
+        Ok(rec)
+    }
+}
+
+/// A torn write is a prefix of a record. A tail that holds a whole valid record (followed by anything
+/// but its newline) is not one.
+fn whole_record_in(tail: &[u8]) -> Option<RecordKind> {
+    let at = find_last(tail, SUM_KEY)?;
+    let end = at + SUM_KEY.len() + 16 + 2;
+    Record::decode(tail.get(..end)?).ok().map(|r| r.kind())
+}
+
+fn checksum(body: &[u8]) -> String {
+    hex(&sha2::Sha256::digest(body)[..8])
+}
+
+fn find_last(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).rposition(|w| w == needle)
+}
+
+/// Why a complete line is not a record.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LineError {
+    #[error("no checksum member")]
+    NoChecksum,
+    #[error("checksum does not match the record's bytes")]
+    BadChecksum,
+    #[error("not a record this version knows: {0}")]
+    Unknown(String),
+}
+
+/// The state of a run directory, as DESIGN.md's journal table defines it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum RunState {
+    /// No target mutation was authorized: `dot-discard` may delete it.
+    Abandoned,
+    /// A durable PREPARED without COMMITTED: `dot-launch recover` rolls it forward.
+    Prepared,
+    /// Committed: only cleanup remains.
+    Committed,
+    /// Anything else: retained for the operator.
+    Unrecognized,
+}
+
+impl std::fmt::Display for RunState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            RunState::Abandoned => "ABANDONED",
+            RunState::Prepared => "PREPARED",
+            RunState::Committed => "COMMITTED",
+            RunState::Unrecognized => "UNRECOGNIZED",
+        })
+    }
+}
+
+/// One line of a journal as read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Line {
+    Record(Record),
+    Bad { line_no: usize, error: LineError, bytes: usize },
+}
+
+/// A journal read and classified.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Journal {
+    pub lines: Vec<Line>,
+    /// Length of a last line without its newline (a torn write), if any.
+    pub torn_tail: Option<usize>,
+    pub state: RunState,
+    /// Why the state is UNRECOGNIZED.
+    pub problem: Option<String>,
+}
+
+impl Journal {
+    /// The records, in order (bad lines skipped).
+    pub fn records(&self) -> impl Iterator<Item = &Record> {
+        self.lines.iter().filter_map(|l| match l {
+            Line::Record(r) => Some(r),
+            Line::Bad { .. } => None,
+        })
+    }
+
+    /// The PREPARED record, if the journal holds one.
+    pub fn prepared(&self) -> Option<&Record> {
+        self.records().find(|r| r.kind() == RecordKind::Prepared)
+    }
+
+    /// The BEGIN record, if the journal holds one.
+    pub fn begin(&self) -> Option<&Record> {
+        self.records().find(|r| r.kind() == RecordKind::Begin)
+    }
+}
+
+/// Reads and classifies a journal's bytes. Pure: never fails, never panics.
+pub fn classify(bytes: &[u8]) -> Journal {
+    let mut lines = Vec::new();
+    let mut problem: Option<String> = None;
+    if bytes.len() > MAX_JOURNAL {
+        return Journal {
+            lines,
+            torn_tail: None,
+            state: RunState::Unrecognized,
+            problem: Some(format!("journal is {} bytes, over {MAX_JOURNAL}", bytes.len())),
+        };
+    }
+    let mut rest = bytes;
+    let mut line_no = 0;
+    let mut torn_tail = None;
+    while !rest.is_empty() {
+        line_no += 1;
+        match rest.iter().position(|&b| b == b'\n') {
+            None => {
+                // A tail that is a whole valid record lost only its newline: that is not a torn
+                // write we can prove harmless, so fail closed.
+                if let Some(kind) = whole_record_in(rest) {
+                    problem = Some(format!("line {line_no}: a complete {kind:?} record without its newline"));
+                }
+                torn_tail = Some(rest.len());
+                break;
+            }
+            Some(nl) => {
+                let line = &rest[..nl];
+                rest = &rest[nl + 1..];
+                match Record::decode(line) {
+                    Ok(r) => lines.push(Line::Record(r)),
+                    Err(error) => {
+                        problem.get_or_insert_with(|| format!("line {line_no}: {error}"));
+                        lines.push(Line::Bad { line_no, error, bytes: line.len() });
+                    }
+                }
+            }
+        }
+    }
+    let state = match problem {
+        Some(_) => RunState::Unrecognized,
+        None => match sequence_state(&lines) {
+            Ok(s) => s,
+            Err(p) => {
+                problem = Some(p);
+                RunState::Unrecognized
+            }
+        },
+    };
+    Journal { lines, torn_tail, state, problem }
+}
+
+/// The state a well-formed sequence of records stands for: BEGIN, then PREPARED, then COMMITTED,
+/// with seq 0, 1, 2.
+fn sequence_state(lines: &[Line]) -> Result<RunState, String> {
+    const ORDER: [RecordKind; 3] = [RecordKind::Begin, RecordKind::Prepared, RecordKind::Committed];
+    let mut n = 0usize;
+    for line in lines {
+        let Line::Record(r) = line else { return Err("bad line".into()) };
+        let Some(expected) = ORDER.get(n) else {
+            return Err(format!("record {} after COMMITTED", n + 1));
+        };
+        if r.kind() != *expected {
+            return Err(format!("record {} is {:?}, expected {:?}", n + 1, r.kind(), expected));
+        }
+        if r.seq() != n as u64 {
+            return Err(format!("record {} has seq {}, expected {n}", n + 1, r.seq()));
+        }
+        n += 1;
+    }
+    Ok(match n {
+        0 | 1 => RunState::Abandoned,
+        2 => RunState::Prepared,
+        _ => RunState::Committed,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn begin() -> Record {
+        Record::Begin {
+            v: 1,
+            seq: 0,
+            at_ms: 1,
+            txid: "t1".into(),
+            name: Name::new("hello").expect("name"),
+            version: "1.0.0".into(),
+            sha256: Sha256::of(b"x"),
+            containment: Containment::Audit,
+            pid: 7,
+            sum: None,
+        }
+    }
+
+    fn prepared() -> Record {
+        Record::Prepared {
+            v: 1,
+            seq: 1,
+            at_ms: 2,
+            target: "/t".into(),
+            files: vec![PreparedFile {
+                name: "a".into(),
+                temp: ".dot-tmp.a".into(),
+                size: 1,
+                sha256: Sha256::of(b"a"),
+                old: None,
+            }],
+            sum: None,
+        }
+    }
+
+    fn committed() -> Record {
+        Record::Committed { v: 1, seq: 2, at_ms: 3, sum: None }
+    }
+
+    fn journal(records: &[Record]) -> Vec<u8> {
+        records.iter().flat_map(|r| r.encode()).collect()
+    }
+
+    #[test]
+    fn round_trips_with_checksum() {
+        for r in [begin(), prepared(), committed()] {
+            let line = r.encode();
+            let decoded = Record::decode(&line[..line.len() - 1]).expect("decodes");
+            assert_eq!(decoded.kind(), r.kind());
+            assert_eq!(decoded.seq(), r.seq());
+        }
+    }
+
+    #[test]
+    fn classifies_the_table() {
+        assert_eq!(classify(b"").state, RunState::Abandoned);
+        assert_eq!(classify(b"{\"v\":1,\"se").state, RunState::Abandoned);
+        assert_eq!(classify(&journal(&[begin()])).state, RunState::Abandoned);
+        let mut torn = journal(&[begin()]);
+        let p = prepared().encode();
+        torn.extend_from_slice(&p[..p.len() - 5]); // a prefix of PREPARED: torn
+        let j = classify(&torn);
+        assert_eq!((j.state, j.torn_tail.is_some()), (RunState::Abandoned, true));
+        assert_eq!(classify(&journal(&[begin(), prepared()])).state, RunState::Prepared);
+        assert_eq!(classify(&journal(&[begin(), prepared(), committed()])).state, RunState::Committed);
+    }
+
+    #[test]
+    fn anything_odd_is_unrecognized() {
+        let mut bad = journal(&[begin()]);
+        let at = bad.iter().position(|&b| b == b'h').expect("has an h");
+        bad[at] = b'j'; // "hello" -> "jello": checksum no longer matches
+        assert_eq!(classify(&bad).state, RunState::Unrecognized);
+        // out of order
+        assert_eq!(classify(&journal(&[prepared()])).state, RunState::Unrecognized);
+        // a complete record this version does not know
+        let unknown = b"{\"v\":1,\"seq\":1,\"kind\":\"FROB\",\"sum\":\"0000000000000000\"}\n";
+        let mut j = journal(&[begin()]);
+        j.extend_from_slice(unknown);
+        assert_eq!(classify(&j).state, RunState::Unrecognized);
+        // an empty complete line
+        assert_eq!(classify(b"\n").state, RunState::Unrecognized);
+        // a whole PREPARED that lost only its newline is not a torn write
+        let mut j = journal(&[begin(), prepared()]);
+        j.pop();
+        assert_eq!(classify(&j).state, RunState::Unrecognized);
+    }
+
+    #[test]
+    fn every_prefix_and_single_byte_corruption_is_safe() {
+        let full = journal(&[begin(), prepared(), committed()]);
+        let two = journal(&[begin(), prepared()]);
+        for cut in 0..=full.len() {
+            let s = classify(&full[..cut]).state;
+            if cut >= two.len() {
+                assert_ne!(s, RunState::Abandoned, "prefix {cut} holds an intact PREPARED");
+            }
+        }
+        for base in [&full, &two] {
+            for i in 0..two.len() {
+                for b in [0u8, b'\n', b'x', b'}', b'"', 0xff] {
+                    let mut c = base.clone();
+                    if c[i] == b {
+                        continue;
+                    }
+                    c[i] = b;
+                    assert_ne!(classify(&c).state, RunState::Abandoned, "byte {i} set to {b}");
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,85 @@
+//! The platform root's layout (DESIGN.md "Platform root"). Pure path arithmetic, no I/O.
+
+use crate::digest::Sha256;
+use crate::name::Name;
+use std::path::{Path, PathBuf};
+
+pub const DEV_MARKER: &str = "DEV";
+pub const PLUGINS_DIR: &str = "plugins.d";
+pub const STORE_DIR: &str = "store/sha256";
+pub const PUBLISHERS_DIR: &str = "trust/publishers";
+pub const TXN_DIR: &str = "txn";
+pub const JOURNAL_FILE: &str = "journal";
+pub const STAGE_DIR: &str = "stage";
+
+/// The directories every root has, in creation order.
+pub const ROOT_DIRS: [&str; 6] = [PLUGINS_DIR, "store", STORE_DIR, "trust", PUBLISHERS_DIR, TXN_DIR];
+
+/// Paths inside one platform root.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Root {
+    pub dir: PathBuf,
+}
+
+impl Root {
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Root { dir: dir.into() }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn dev_marker(&self) -> PathBuf {
+        self.dir.join(DEV_MARKER)
+    }
+
+    pub fn plugins(&self) -> PathBuf {
+        self.dir.join(PLUGINS_DIR)
+    }
+
+    pub fn entry(&self, name: &Name) -> PathBuf {
+        self.plugins().join(format!("{name}.json"))
+    }
+
+    pub fn entry_sig(&self, name: &Name) -> PathBuf {
+        self.plugins().join(format!("{name}.json.minisig"))
+    }
+
+    pub fn store(&self) -> PathBuf {
+        self.dir.join(STORE_DIR)
+    }
+
+    pub fn store_file(&self, digest: &Sha256) -> PathBuf {
+        self.store().join(digest.to_hex())
+    }
+
+    pub fn publishers(&self) -> PathBuf {
+        self.dir.join(PUBLISHERS_DIR)
+    }
+
+    pub fn publisher(&self, id: &Name) -> PathBuf {
+        self.publishers().join(format!("{id}.json"))
+    }
+
+    pub fn txn(&self) -> PathBuf {
+        self.dir.join(TXN_DIR)
+    }
+
+    pub fn run_dir(&self, txid: &str) -> PathBuf {
+        self.txn().join(txid)
+    }
+
+    pub fn journal(&self, txid: &str) -> PathBuf {
+        self.run_dir(txid).join(JOURNAL_FILE)
+    }
+
+    pub fn stage(&self, txid: &str) -> PathBuf {
+        self.run_dir(txid).join(STAGE_DIR)
+    }
+}
+
+/// A transaction id: 32 lowercase hex digits. Checked before it is used as a path component.
+pub fn is_txid(s: &str) -> bool {
+    s.len() == 32 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}

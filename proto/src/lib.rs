@@ -1,0 +1,25 @@
+//! The shared data model of dot, and nothing else: no I/O, no tool logic.
+//!
+//! Everything here is what two or more tools exchange or must agree on: the registry entry and the
+//! publisher record (files in a platform root), journal records and the pure state classifier that
+//! `dot-launch recover`, `dot-discard` and `dot-journal-fmt` share, the plugin protocol messages, the
+//! result and error objects, exit codes, and the name and digest newtypes.
+#![forbid(unsafe_code)]
+
+pub mod digest;
+pub mod entry;
+pub mod cli;
+pub mod error;
+pub mod journal;
+pub mod layout;
+pub mod name;
+pub mod protocol;
+pub mod publisher;
+pub mod result;
+pub mod strict;
+
+pub use digest::Sha256;
+pub use entry::{Containment, Entry, InputDecl, InputKind, Trust};
+pub use error::{ErrorObject, ExitCode, ToErrorObject};
+pub use name::{Name, NameError};
+pub use publisher::{Publisher, PublisherKey};

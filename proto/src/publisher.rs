@@ -1,0 +1,95 @@
+//! Publisher records: `ROOT/trust/publishers/ID.json`, the root's trust store.
+
+use crate::name::Name;
+use crate::strict::{self, StrictError};
+use serde::{Deserialize, Serialize};
+
+/// The publisher schema this code writes and accepts.
+pub const PUBLISHER_SCHEMA: u32 = 1;
+
+/// A publisher the root's owner trusts, with the minisign keys it signs with.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Publisher {
+    pub schema: u32,
+    pub id: Name,
+    /// Unix seconds when the publisher was added.
+    pub added_at: u64,
+    pub keys: Vec<PublisherKey>,
+    /// Set when the whole publisher is revoked: none of its keys is accepted any more.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revoked: Option<Revocation>,
+}
+
+/// One minisign public key of a publisher.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PublisherKey {
+    /// The key id as minisign prints it: 16 uppercase hex digits.
+    pub key_id: String,
+    /// The base64 public key line of a `minisign -G` public key file.
+    pub public_key: String,
+    /// Unix seconds when the key was added.
+    pub added_at: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revoked: Option<Revocation>,
+}
+
+/// Why and when something was revoked.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Revocation {
+    /// Unix seconds.
+    pub at: u64,
+    pub reason: String,
+}
+
+/// Why a publisher file is not valid.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PublisherError {
+    #[error(transparent)]
+    Decode(#[from] StrictError),
+    #[error("field `{field}`: {message}")]
+    Invalid { field: &'static str, message: String },
+}
+
+impl Publisher {
+    /// Parses and validates a publisher file's bytes.
+    pub fn parse(bytes: &[u8]) -> Result<Publisher, PublisherError> {
+        let p: Publisher = strict::from_slice(bytes, strict::MAX_DOCUMENT)?;
+        if p.schema != PUBLISHER_SCHEMA {
+            return Err(PublisherError::Invalid {
+                field: "schema",
+                message: format!("unsupported schema {}; this version reads {PUBLISHER_SCHEMA}", p.schema),
+            });
+        }
+        if p.keys.is_empty() {
+            return Err(PublisherError::Invalid { field: "keys", message: "a publisher needs at least one key".into() });
+        }
+        for k in &p.keys {
+            let ok = k.key_id.len() == 16 && k.key_id.bytes().all(|b| b.is_ascii_digit() || (b'A'..=b'F').contains(&b));
+            if !ok {
+                return Err(PublisherError::Invalid {
+                    field: "keys.key_id",
+                    message: format!("{:?} is not 16 uppercase hex digits", k.key_id),
+                });
+            }
+        }
+        Ok(p)
+    }
+
+    /// Serializes the record as written to disk.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut v = serde_json::to_vec_pretty(self).unwrap_or_default();
+        v.push(b'\n');
+        v
+    }
+
+    /// The key with this id that is not revoked, if the publisher itself is not revoked.
+    pub fn usable_key(&self, key_id: &str) -> Option<&PublisherKey> {
+        if self.revoked.is_some() {
+            return None;
+        }
+        self.keys.iter().find(|k| k.key_id == key_id && k.revoked.is_none())
+    }
+}

@@ -1,0 +1,92 @@
+//! The result object `dot-launch` prints (and embeds in its error object when the plugin failed).
+
+use crate::digest::Sha256;
+use crate::entry::{Containment, Trust};
+use crate::name::Name;
+use crate::protocol::Response;
+use serde::{Deserialize, Serialize};
+
+/// What happened to one run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunResult {
+    pub txid: String,
+    pub name: Name,
+    pub version: String,
+    pub sha256: Sha256,
+    pub trust: Trust,
+    /// The containment actually enforced.
+    pub containment: Containment,
+    pub status: RunStatus,
+    pub exit: ExitStatus,
+    pub duration_ms: u64,
+    pub stdout_bytes: u64,
+    pub stderr_bytes: u64,
+    /// Files committed to the target directory (empty unless `status` is `committed`).
+    pub outputs: Vec<OutputFile>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    pub response: Option<Response>,
+    /// Why the run failed, for a failed run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
+    /// For `process`: the containment the runner reported as enforced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enforced: Option<Enforced>,
+}
+
+/// The outcome of a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RunStatus {
+    /// The plugin succeeded and its outputs are in place.
+    Committed,
+    /// The plugin ran and failed; nothing was committed.
+    Failed,
+}
+
+/// How the plugin process ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExitStatus {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
+}
+
+/// One committed output.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutputFile {
+    pub name: String,
+    pub size: u64,
+    pub sha256: Sha256,
+}
+
+/// The containment `dot-sandbox` applied, as reported by it before the final exec.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Enforced {
+    pub landlock_abi: u32,
+    pub landlock_status: String,
+    pub landlock_net: bool,
+    pub landlock_scopes: bool,
+    pub no_new_privs: bool,
+    pub capabilities: String,
+    pub rlimits: Rlimits,
+    pub seccomp_policy_sha256: Sha256,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confine_us: Option<u64>,
+}
+
+/// Hard resource limits set on the plugin.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rlimits {
+    pub as_bytes: u64,
+    pub cpu_seconds: u64,
+    pub fsize_bytes: u64,
+    pub nofile: u64,
+    pub core: u64,
+}

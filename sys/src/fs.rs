@@ -1,0 +1,171 @@
+//! Safe open of executables and inputs, and atomic, durable writes.
+
+use std::fs::{File, Metadata, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// Why a path could not be opened as a plain regular file.
+#[derive(Debug)]
+pub enum OpenError {
+    /// The final component is a symbolic link (`O_NOFOLLOW` refused it).
+    Symlink,
+    /// Not a regular file; carries the kind seen.
+    NotRegular(&'static str),
+    /// The set-user-ID or set-group-ID bit is set.
+    SetId(u32),
+    /// Any other I/O error (missing, permission, …).
+    Io(io::Error),
+}
+
+impl std::fmt::Display for OpenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OpenError::Symlink => f.write_str("is a symbolic link"),
+            OpenError::NotRegular(kind) => write!(f, "is a {kind}, not a regular file"),
+            OpenError::SetId(mode) => write!(f, "has the setuid or setgid bit (mode {mode:o})"),
+            OpenError::Io(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for OpenError {}
+
+/// Opens `path` read-only with `O_NOFOLLOW|O_CLOEXEC` (and `O_NONBLOCK`, so a FIFO cannot block the
+/// open) and checks, on the opened descriptor, that it is a regular file without setuid/setgid.
+/// Returns the file and its metadata from `fstat`.
+pub fn open_regular(path: &Path) -> Result<(File, Metadata), OpenError> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => OpenError::Symlink,
+            _ => OpenError::Io(e),
+        })?;
+    let meta = file.metadata().map_err(OpenError::Io)?;
+    check_regular(&meta)?;
+    // The descriptor stays O_NONBLOCK; for a regular file that changes nothing.
+    Ok((file, meta))
+}
+
+/// Regular file, no setuid/setgid.
+pub fn check_regular(meta: &Metadata) -> Result<(), OpenError> {
+    let ft = meta.file_type();
+    if !ft.is_file() {
+        return Err(OpenError::NotRegular(file_kind(meta)));
+    }
+    if meta.mode() & (libc::S_ISUID | libc::S_ISGID) != 0 {
+        return Err(OpenError::SetId(meta.mode() & 0o7777));
+    }
+    Ok(())
+}
+
+/// A word for the type of a file, for messages.
+pub fn file_kind(meta: &Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let ft = meta.file_type();
+    if ft.is_file() {
+        "regular file"
+    } else if ft.is_dir() {
+        "directory"
+    } else if ft.is_symlink() {
+        "symbolic link"
+    } else if ft.is_fifo() {
+        "fifo"
+    } else if ft.is_socket() {
+        "socket"
+    } else if ft.is_block_device() {
+        "block device"
+    } else if ft.is_char_device() {
+        "character device"
+    } else {
+        "special file"
+    }
+}
+
+/// fsyncs a directory so the names created, renamed or removed in it are durable.
+pub fn fsync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+/// Creates `dir` with mode 0700 if missing (the parent must exist).
+pub fn create_private_dir(dir: &Path) -> io::Result<()> {
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// A unique temp name in the same directory as `path`'s final component.
+pub fn temp_name(name: &str) -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    format!(".{name}.tmp-{}-{n}", std::process::id())
+}
+
+/// Writes `bytes` to `dir/name` atomically: a temp file in the same directory (created exclusively,
+/// mode `mode`), fsync, rename over `name`, fsync the directory. A reader sees the old file or the new
+/// one, never a part.
+pub fn atomic_write(dir: &Path, name: &str, bytes: &[u8], mode: u32) -> io::Result<PathBuf> {
+    let tmp = dir.join(temp_name(name));
+    let dest = dir.join(name);
+    let result = (|| {
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW)
+            .open(&tmp)?;
+        f.write_all(bytes)?;
+        f.set_permissions(std::fs::Permissions::from_mode(mode))?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, &dest)?;
+        fsync_dir(dir)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result.map(|()| dest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tempdir() -> PathBuf {
+        let d = std::env::temp_dir().join(format!("sys-fs-{}-{}", std::process::id(), temp_name("t")));
+        std::fs::create_dir_all(&d).expect("tempdir");
+        d
+    }
+
+    #[test]
+    fn open_regular_refuses_symlink_dir_fifo_and_setuid() {
+        let d = tempdir();
+        let f = d.join("f");
+        std::fs::write(&f, b"x").expect("write");
+        std::os::unix::fs::symlink(&f, d.join("l")).expect("symlink");
+        assert!(open_regular(&f).is_ok());
+        assert!(matches!(open_regular(&d.join("l")), Err(OpenError::Symlink)));
+        assert!(matches!(open_regular(&d), Err(OpenError::NotRegular("directory"))));
+        nix::unistd::mkfifo(&d.join("p"), nix::sys::stat::Mode::from_bits_truncate(0o600)).expect("mkfifo");
+        assert!(matches!(open_regular(&d.join("p")), Err(OpenError::NotRegular("fifo"))));
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o4755)).expect("chmod");
+        assert!(matches!(open_regular(&f), Err(OpenError::SetId(_))));
+        std::fs::remove_dir_all(&d).expect("cleanup");
+    }
+
+    #[test]
+    fn atomic_write_replaces_and_leaves_no_temp() {
+        let d = tempdir();
+        atomic_write(&d, "a.json", b"one", 0o600).expect("first");
+        atomic_write(&d, "a.json", b"two", 0o600).expect("second");
+        assert_eq!(std::fs::read(d.join("a.json")).expect("read"), b"two");
+        let names: Vec<_> = std::fs::read_dir(&d).expect("ls").map(|e| e.expect("entry").file_name()).collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("a.json")]);
+        assert_eq!(std::fs::metadata(d.join("a.json")).expect("meta").mode() & 0o777, 0o600);
+        std::fs::remove_dir_all(&d).expect("cleanup");
+    }
+}

@@ -1,0 +1,9 @@
+//! The only crate of dot with `unsafe`: thin, documented wrappers for what the kernel interface needs.
+//!
+//! Every `unsafe` block is one syscall (or one std hook that runs between fork and exec), converted at
+//! once to `io::Result`, with a `// SAFETY:` line. Raw descriptors become `OwnedFd`/`BorrowedFd` as soon
+//! as a call returns them; no `c_int` crosses this crate's API.
+#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
+
+pub mod fs;
+pub mod process;

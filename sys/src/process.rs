@@ -1,0 +1,94 @@
+//! Process plumbing for the launcher: child subreaper, and spawning a child with exact descriptor
+//! placement and a parent-death signal.
+
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command};
+
+/// Makes the calling process a child subreaper: orphaned descendants are reparented to it, so they
+/// cannot hide from its process-group sampling and it reaps them itself.
+pub fn set_child_subreaper() -> io::Result<()> {
+    nix::sys::prctl::set_child_subreaper(true).map_err(io::Error::from)
+}
+
+/// Reaps every already-exited child that is not `keep` without blocking (orphans the subreaper
+/// inherited). Returns how many were reaped.
+pub fn reap_orphans(keep: Option<u32>) -> usize {
+    use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
+    let mut n = 0;
+    loop {
+        // Peek first (WNOWAIT) so our own child, whose pgid must stay reserved, is never reaped here.
+        let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
+        match waitid(Id::All, flags) {
+            Ok(WaitStatus::StillAlive) | Err(_) => return n,
+            Ok(status) => {
+                let Some(pid) = status.pid() else { return n };
+                if Some(pid.as_raw() as u32) == keep {
+                    return n;
+                }
+                let _ = waitid(Id::Pid(pid), WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG);
+                n += 1;
+            }
+        }
+    }
+}
+
+/// Spawns `cmd` so that, in the child, each `(fd, n)` of `moves` sits on descriptor `n` without
+/// close-on-exec, the parent-death signal is SIGKILL, and the child exits at once if the parent is
+/// already gone. Every other descriptor of ours is close-on-exec (std and dot open them so).
+pub fn spawn_with_fds(cmd: &mut Command, moves: &[(BorrowedFd<'_>, i32)]) -> io::Result<Child> {
+    // Lift every source above the targets first, so no dup2 in the child can overwrite a source
+    // that a later move still needs.
+    let mut lifted: Vec<(OwnedFd, RawFd)> = Vec::with_capacity(moves.len());
+    for (fd, n) in moves {
+        lifted.push((dup_above(*fd, 64)?, *n as RawFd));
+    }
+    let plan: Vec<(RawFd, RawFd)> = lifted.iter().map(|(fd, n)| (fd.as_raw_fd(), *n)).collect();
+    let parent = std::process::id() as libc::pid_t;
+    let hook = move || -> io::Result<()> {
+        child_set_pdeathsig(parent)?;
+        for &(src, dst) in &plan {
+            child_dup2(src, dst)?;
+        }
+        Ok(())
+    };
+    // SAFETY: the hook runs in the forked child before exec and only makes async-signal-safe
+    // syscalls (prctl, getppid, dup2); it allocates nothing (the plan vector was built before fork).
+    unsafe { cmd.pre_exec(hook) };
+    let child = cmd.spawn();
+    drop(lifted);
+    child
+}
+
+/// Duplicates `fd` onto the lowest free descriptor number ≥ `min`, close-on-exec.
+fn dup_above(fd: BorrowedFd<'_>, min: RawFd) -> io::Result<OwnedFd> {
+    // SAFETY: F_DUPFD_CLOEXEC on a descriptor the borrow keeps open; integer arguments only.
+    let new = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, min) };
+    if new < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `new` was just returned by the kernel as a fresh descriptor that nothing else owns.
+    Ok(unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(new) })
+}
+
+fn child_set_pdeathsig(parent: libc::pid_t) -> io::Result<()> {
+    // SAFETY: PR_SET_PDEATHSIG takes only integer arguments and touches no memory of ours.
+    if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: getppid has no arguments and cannot fail.
+    if unsafe { libc::getppid() } != parent {
+        return Err(io::Error::from_raw_os_error(libc::ESRCH));
+    }
+    Ok(())
+}
+
+fn child_dup2(src: RawFd, dst: RawFd) -> io::Result<()> {
+    // SAFETY: dup2 on descriptors the parent lifted and holds open across the fork; the new
+    // descriptor has close-on-exec clear, which is what the exec needs.
+    if unsafe { libc::dup2(src, dst) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
