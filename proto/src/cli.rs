@@ -22,12 +22,18 @@ impl Output {
     pub fn json<T: Serialize>(value: &T) -> Output {
         let mut stdout = serde_json::to_string(value).unwrap_or_default();
         stdout.push('\n');
-        Output { stdout, code: ExitCode::Success }
+        Output {
+            stdout,
+            code: ExitCode::Success,
+        }
     }
 
     /// Plain text, exit 0.
     pub fn text(stdout: String) -> Output {
-        Output { stdout, code: ExitCode::Success }
+        Output {
+            stdout,
+            code: ExitCode::Success,
+        }
     }
 
     /// The same output with another exit code.
@@ -50,7 +56,12 @@ impl std::process::Termination for Outcome {
         let mut code = self.code;
         if !self.stdout.is_empty() {
             let mut out = std::io::stdout().lock();
-            if out.write_all(self.stdout.as_bytes()).and_then(|()| out.flush()).is_err() && code == ExitCode::Success {
+            if out
+                .write_all(self.stdout.as_bytes())
+                .and_then(|()| out.flush())
+                .is_err()
+                && code == ExitCode::Success
+            {
                 code = ExitCode::System;
             }
         }
@@ -71,12 +82,32 @@ where
     let argv: Vec<String> = argv.into_iter().collect();
     let args = match parse::<A>(&argv) {
         Ok(a) => a,
-        Err(Early::Help(text)) => return Outcome { stdout: text, stderr: None, code: ExitCode::Success },
-        Err(Early::Usage(obj)) => return Outcome { stdout: String::new(), stderr: Some(obj), code: ExitCode::Usage },
+        Err(Early::Help(text)) => {
+            return Outcome {
+                stdout: text,
+                stderr: None,
+                code: ExitCode::Success,
+            }
+        }
+        Err(Early::Usage(obj)) => {
+            return Outcome {
+                stdout: String::new(),
+                stderr: Some(obj),
+                code: ExitCode::Usage,
+            }
+        }
     };
     match run(args) {
-        Ok(out) => Outcome { stdout: out.stdout, stderr: None, code: out.code },
-        Err(e) => Outcome { stdout: String::new(), stderr: Some(e.to_error_object()), code: e.exit_code() },
+        Ok(out) => Outcome {
+            stdout: out.stdout,
+            stderr: None,
+            code: out.code,
+        },
+        Err(e) => Outcome {
+            stdout: String::new(),
+            stderr: Some(e.to_error_object()),
+            code: e.exit_code(),
+        },
     }
 }
 
@@ -96,6 +127,9 @@ pub fn parse<A: argh::FromArgs>(argv: &[String]) -> Result<A, Early> {
     let rest: Vec<&str> = argv.iter().skip(1).map(String::as_str).collect();
     A::from_args(&[name], &rest).map_err(|e| match e.status {
         Ok(()) => Early::Help(e.output),
-        Err(()) => Early::Usage(ErrorObject::new("usage", e.output.trim_end().to_owned()).next(format!("{name} --help"))),
+        Err(()) => Early::Usage(
+            ErrorObject::new("usage", e.output.trim_end().to_owned())
+                .next(format!("{name} --help")),
+        ),
     })
 }

@@ -97,7 +97,10 @@ mod tests {
     #[test]
     fn known_digest_round_trips() {
         let d = Sha256::of(b"abc");
-        assert_eq!(d.to_hex(), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+        assert_eq!(
+            d.to_hex(),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
         assert_eq!(Sha256::parse_hex(&d.to_hex()), Ok(d));
     }
 

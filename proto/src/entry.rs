@@ -105,7 +105,9 @@ impl std::str::FromStr for Containment {
         match s {
             "audit" => Ok(Containment::Audit),
             "process" => Ok(Containment::Process),
-            other => Err(format!("unknown containment {other:?}; expected audit or process")),
+            other => Err(format!(
+                "unknown containment {other:?}; expected audit or process"
+            )),
         }
     }
 }
@@ -116,7 +118,11 @@ pub enum EntryError {
     #[error(transparent)]
     Decode(#[from] StrictError),
     #[error("field `{field}`: {message}")]
-    Invalid { field: &'static str, value: String, message: String },
+    Invalid {
+        field: &'static str,
+        value: String,
+        message: String,
+    },
 }
 
 impl EntryError {
@@ -168,7 +174,10 @@ impl Entry {
             return Err(EntryError::Invalid {
                 field: "schema",
                 value: self.schema.to_string(),
-                message: format!("unsupported schema {}; this version reads {ENTRY_SCHEMA}", self.schema),
+                message: format!(
+                    "unsupported schema {}; this version reads {ENTRY_SCHEMA}",
+                    self.schema
+                ),
             });
         }
         match (self.trust, &self.publisher) {

@@ -56,7 +56,11 @@ pub struct ErrorObject {
 
 impl ErrorObject {
     pub fn new(kind: impl Into<String>, message: impl Into<String>) -> Self {
-        ErrorObject { error: kind.into(), message: message.into(), ..Default::default() }
+        ErrorObject {
+            error: kind.into(),
+            message: message.into(),
+            ..Default::default()
+        }
     }
 
     pub fn field(mut self, f: impl Into<String>) -> Self {

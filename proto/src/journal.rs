@@ -84,13 +84,17 @@ pub enum RecordKind {
 impl Record {
     pub fn seq(&self) -> u64 {
         match self {
-            Record::Begin { seq, .. } | Record::Prepared { seq, .. } | Record::Committed { seq, .. } => *seq,
+            Record::Begin { seq, .. }
+            | Record::Prepared { seq, .. }
+            | Record::Committed { seq, .. } => *seq,
         }
     }
 
     pub fn at_ms(&self) -> u64 {
         match self {
-            Record::Begin { at_ms, .. } | Record::Prepared { at_ms, .. } | Record::Committed { at_ms, .. } => *at_ms,
+            Record::Begin { at_ms, .. }
+            | Record::Prepared { at_ms, .. }
+            | Record::Committed { at_ms, .. } => *at_ms,
         }
     }
 
@@ -104,13 +108,17 @@ impl Record {
 
     fn version(&self) -> u32 {
         match self {
-            Record::Begin { v, .. } | Record::Prepared { v, .. } | Record::Committed { v, .. } => *v,
+            Record::Begin { v, .. } | Record::Prepared { v, .. } | Record::Committed { v, .. } => {
+                *v
+            }
         }
     }
 
     fn strip_sum(&mut self) {
         match self {
-            Record::Begin { sum, .. } | Record::Prepared { sum, .. } | Record::Committed { sum, .. } => *sum = None,
+            Record::Begin { sum, .. }
+            | Record::Prepared { sum, .. }
+            | Record::Committed { sum, .. } => *sum = None,
         }
     }
 
@@ -137,9 +145,13 @@ impl Record {
         if stated != checksum(&body).as_bytes() {
             return Err(LineError::BadChecksum);
         }
-        let rec: Record = serde_json::from_slice(line).map_err(|e| LineError::Unknown(e.to_string()))?;
+        let rec: Record =
+            serde_json::from_slice(line).map_err(|e| LineError::Unknown(e.to_string()))?;
         if rec.version() != RECORD_VERSION {
-            return Err(LineError::Unknown(format!("record version {} is not {RECORD_VERSION}", rec.version())));
+            return Err(LineError::Unknown(format!(
+                "record version {} is not {RECORD_VERSION}",
+                rec.version()
+            )));
         }
         Ok(rec)
     }
@@ -201,7 +213,11 @@ impl std::fmt::Display for RunState {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Line {
     Record(Record),
-    Bad { line_no: usize, error: LineError, bytes: usize },
+    Bad {
+        line_no: usize,
+        error: LineError,
+        bytes: usize,
+    },
 }
 
 /// A journal read and classified.
@@ -244,7 +260,10 @@ pub fn classify(bytes: &[u8]) -> Journal {
             lines,
             torn_tail: None,
             state: RunState::Unrecognized,
-            problem: Some(format!("journal is {} bytes, over {MAX_JOURNAL}", bytes.len())),
+            problem: Some(format!(
+                "journal is {} bytes, over {MAX_JOURNAL}",
+                bytes.len()
+            )),
         };
     }
     let mut rest = bytes;
@@ -257,7 +276,9 @@ pub fn classify(bytes: &[u8]) -> Journal {
                 // A tail that is a whole valid record lost only its newline: that is not a torn
                 // write we can prove harmless, so fail closed.
                 if let Some(kind) = whole_record_in(rest) {
-                    problem = Some(format!("line {line_no}: a complete {kind:?} record without its newline"));
+                    problem = Some(format!(
+                        "line {line_no}: a complete {kind:?} record without its newline"
+                    ));
                 }
                 torn_tail = Some(rest.len());
                 break;
@@ -269,7 +290,11 @@ pub fn classify(bytes: &[u8]) -> Journal {
                     Ok(r) => lines.push(Line::Record(r)),
                     Err(error) => {
                         problem.get_or_insert_with(|| format!("line {line_no}: {error}"));
-                        lines.push(Line::Bad { line_no, error, bytes: line.len() });
+                        lines.push(Line::Bad {
+                            line_no,
+                            error,
+                            bytes: line.len(),
+                        });
                     }
                 }
             }
@@ -285,24 +310,44 @@ pub fn classify(bytes: &[u8]) -> Journal {
             }
         },
     };
-    Journal { lines, torn_tail, state, problem }
+    Journal {
+        lines,
+        torn_tail,
+        state,
+        problem,
+    }
 }
 
 /// The state a well-formed sequence of records stands for: BEGIN, then PREPARED, then COMMITTED,
 /// with seq 0, 1, 2.
 fn sequence_state(lines: &[Line]) -> Result<RunState, String> {
-    const ORDER: [RecordKind; 3] = [RecordKind::Begin, RecordKind::Prepared, RecordKind::Committed];
+    const ORDER: [RecordKind; 3] = [
+        RecordKind::Begin,
+        RecordKind::Prepared,
+        RecordKind::Committed,
+    ];
     let mut n = 0usize;
     for line in lines {
-        let Line::Record(r) = line else { return Err("bad line".into()) };
+        let Line::Record(r) = line else {
+            return Err("bad line".into());
+        };
         let Some(expected) = ORDER.get(n) else {
             return Err(format!("record {} after COMMITTED", n + 1));
         };
         if r.kind() != *expected {
-            return Err(format!("record {} is {:?}, expected {:?}", n + 1, r.kind(), expected));
+            return Err(format!(
+                "record {} is {:?}, expected {:?}",
+                n + 1,
+                r.kind(),
+                expected
+            ));
         }
         if r.seq() != n as u64 {
-            return Err(format!("record {} has seq {}, expected {n}", n + 1, r.seq()));
+            return Err(format!(
+                "record {} has seq {}, expected {n}",
+                n + 1,
+                r.seq()
+            ));
         }
         n += 1;
     }
@@ -350,7 +395,12 @@ mod tests {
     }
 
     fn committed() -> Record {
-        Record::Committed { v: 1, seq: 2, at_ms: 3, sum: None }
+        Record::Committed {
+            v: 1,
+            seq: 2,
+            at_ms: 3,
+            sum: None,
+        }
     }
 
     fn journal(records: &[Record]) -> Vec<u8> {
@@ -376,9 +426,18 @@ mod tests {
         let p = prepared().encode();
         torn.extend_from_slice(&p[..p.len() - 5]); // a prefix of PREPARED: torn
         let j = classify(&torn);
-        assert_eq!((j.state, j.torn_tail.is_some()), (RunState::Abandoned, true));
-        assert_eq!(classify(&journal(&[begin(), prepared()])).state, RunState::Prepared);
-        assert_eq!(classify(&journal(&[begin(), prepared(), committed()])).state, RunState::Committed);
+        assert_eq!(
+            (j.state, j.torn_tail.is_some()),
+            (RunState::Abandoned, true)
+        );
+        assert_eq!(
+            classify(&journal(&[begin(), prepared()])).state,
+            RunState::Prepared
+        );
+        assert_eq!(
+            classify(&journal(&[begin(), prepared(), committed()])).state,
+            RunState::Committed
+        );
     }
 
     #[test]
@@ -388,7 +447,10 @@ mod tests {
         bad[at] = b'j'; // "hello" -> "jello": checksum no longer matches
         assert_eq!(classify(&bad).state, RunState::Unrecognized);
         // out of order
-        assert_eq!(classify(&journal(&[prepared()])).state, RunState::Unrecognized);
+        assert_eq!(
+            classify(&journal(&[prepared()])).state,
+            RunState::Unrecognized
+        );
         // a complete record this version does not know
         let unknown = b"{\"v\":1,\"seq\":1,\"kind\":\"FROB\",\"sum\":\"0000000000000000\"}\n";
         let mut j = journal(&[begin()]);
@@ -409,7 +471,11 @@ mod tests {
         for cut in 0..=full.len() {
             let s = classify(&full[..cut]).state;
             if cut >= two.len() {
-                assert_ne!(s, RunState::Abandoned, "prefix {cut} holds an intact PREPARED");
+                assert_ne!(
+                    s,
+                    RunState::Abandoned,
+                    "prefix {cut} holds an intact PREPARED"
+                );
             }
         }
         for base in [&full, &two] {
@@ -420,7 +486,11 @@ mod tests {
                         continue;
                     }
                     c[i] = b;
-                    assert_ne!(classify(&c).state, RunState::Abandoned, "byte {i} set to {b}");
+                    assert_ne!(
+                        classify(&c).state,
+                        RunState::Abandoned,
+                        "byte {i} set to {b}"
+                    );
                 }
             }
         }

@@ -13,7 +13,14 @@ pub const JOURNAL_FILE: &str = "journal";
 pub const STAGE_DIR: &str = "stage";
 
 /// The directories every root has, in creation order.
-pub const ROOT_DIRS: [&str; 6] = [PLUGINS_DIR, "store", STORE_DIR, "trust", PUBLISHERS_DIR, TXN_DIR];
+pub const ROOT_DIRS: [&str; 6] = [
+    PLUGINS_DIR,
+    "store",
+    STORE_DIR,
+    "trust",
+    PUBLISHERS_DIR,
+    TXN_DIR,
+];
 
 /// Paths inside one platform root.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -81,5 +88,7 @@ impl Root {
 
 /// A transaction id: 32 lowercase hex digits. Checked before it is used as a path component.
 pub fn is_txid(s: &str) -> bool {
-    s.len() == 32 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    s.len() == 32
+        && s.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }

@@ -6,9 +6,9 @@
 //! result and error objects, exit codes, and the name and digest newtypes.
 #![forbid(unsafe_code)]
 
+pub mod cli;
 pub mod digest;
 pub mod entry;
-pub mod cli;
 pub mod error;
 pub mod journal;
 pub mod layout;

@@ -45,9 +45,13 @@ impl Name {
             }
         }
         for ch in s.chars() {
-            let ok = ch.is_ascii_lowercase() || ch.is_ascii_digit() || matches!(ch, '.' | '_' | '-');
+            let ok =
+                ch.is_ascii_lowercase() || ch.is_ascii_digit() || matches!(ch, '.' | '_' | '-');
             if !ok {
-                return Err(NameError::BadChar { name: s.to_owned(), ch });
+                return Err(NameError::BadChar {
+                    name: s.to_owned(),
+                    ch,
+                });
             }
         }
         Ok(Name(s.to_owned()))
@@ -95,10 +99,19 @@ mod tests {
         assert!(matches!(Name::new("."), Err(NameError::Dots(_))));
         assert!(matches!(Name::new(".."), Err(NameError::Dots(_))));
         assert!(matches!(Name::new("../x"), Err(NameError::BadStart(_))));
-        assert!(matches!(Name::new("a/b"), Err(NameError::BadChar { ch: '/', .. })));
+        assert!(matches!(
+            Name::new("a/b"),
+            Err(NameError::BadChar { ch: '/', .. })
+        ));
         assert!(matches!(Name::new("Hello"), Err(NameError::BadStart(_))));
-        assert!(matches!(Name::new("hEllo"), Err(NameError::BadChar { ch: 'E', .. })));
-        assert!(matches!(Name::new(&"x".repeat(65)), Err(NameError::TooLong(_))));
+        assert!(matches!(
+            Name::new("hEllo"),
+            Err(NameError::BadChar { ch: 'E', .. })
+        ));
+        assert!(matches!(
+            Name::new(&"x".repeat(65)),
+            Err(NameError::TooLong(_))
+        ));
         assert!(matches!(Name::new("-x"), Err(NameError::BadStart(_))));
         assert!(matches!(Name::new("a\0b"), Err(NameError::BadChar { .. })));
     }

@@ -67,7 +67,10 @@ mod tests {
         let ok = br#"{"protocol":"1.0","status":"ok","outputs":["hello.txt"]}"#;
         let mut nl = ok.to_vec();
         nl.push(b'\n');
-        assert_eq!(Response::parse(&nl, 4096).map(|r| r.outputs), Ok(vec!["hello.txt".to_owned()]));
+        assert_eq!(
+            Response::parse(&nl, 4096).map(|r| r.outputs),
+            Ok(vec!["hello.txt".to_owned()])
+        );
         for bad in [
             &b"noise\n{\"protocol\":\"1.0\",\"status\":\"ok\"}"[..],
             br#"{"protocol":"1.0","status":"ok"} {"protocol":"1.0","status":"ok"}"#,
@@ -77,7 +80,11 @@ mod tests {
             b"",
             br#"{"protocol":"1.0","status":"fine"}"#,
         ] {
-            assert!(Response::parse(bad, 4096).is_err(), "{}", String::from_utf8_lossy(bad));
+            assert!(
+                Response::parse(bad, 4096).is_err(),
+                "{}",
+                String::from_utf8_lossy(bad)
+            );
         }
     }
 }

@@ -50,7 +50,10 @@ pub enum PublisherError {
     #[error(transparent)]
     Decode(#[from] StrictError),
     #[error("field `{field}`: {message}")]
-    Invalid { field: &'static str, message: String },
+    Invalid {
+        field: &'static str,
+        message: String,
+    },
 }
 
 impl Publisher {
@@ -60,14 +63,23 @@ impl Publisher {
         if p.schema != PUBLISHER_SCHEMA {
             return Err(PublisherError::Invalid {
                 field: "schema",
-                message: format!("unsupported schema {}; this version reads {PUBLISHER_SCHEMA}", p.schema),
+                message: format!(
+                    "unsupported schema {}; this version reads {PUBLISHER_SCHEMA}",
+                    p.schema
+                ),
             });
         }
         if p.keys.is_empty() {
-            return Err(PublisherError::Invalid { field: "keys", message: "a publisher needs at least one key".into() });
+            return Err(PublisherError::Invalid {
+                field: "keys",
+                message: "a publisher needs at least one key".into(),
+            });
         }
         for k in &p.keys {
-            let ok = k.key_id.len() == 16 && k.key_id.bytes().all(|b| b.is_ascii_digit() || (b'A'..=b'F').contains(&b));
+            let ok = k.key_id.len() == 16
+                && k.key_id
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || (b'A'..=b'F').contains(&b));
             if !ok {
                 return Err(PublisherError::Invalid {
                     field: "keys.key_id",
@@ -90,6 +102,8 @@ impl Publisher {
         if self.revoked.is_some() {
             return None;
         }
-        self.keys.iter().find(|k| k.key_id == key_id && k.revoked.is_none())
+        self.keys
+            .iter()
+            .find(|k| k.key_id == key_id && k.revoked.is_none())
     }
 }

@@ -14,7 +14,11 @@ pub enum StrictError {
     #[error("field `{field}`: {message}")]
     Field { field: String, message: String },
     #[error("not valid JSON at line {line} column {column}: {message}")]
-    Syntax { line: usize, column: usize, message: String },
+    Syntax {
+        line: usize,
+        column: usize,
+        message: String,
+    },
 }
 
 impl StrictError {
@@ -30,7 +34,10 @@ impl StrictError {
 /// Decodes one JSON document of at most `limit` bytes into `T`.
 pub fn from_slice<T: DeserializeOwned>(bytes: &[u8], limit: usize) -> Result<T, StrictError> {
     if bytes.len() > limit {
-        return Err(StrictError::Oversized { size: bytes.len(), limit });
+        return Err(StrictError::Oversized {
+            size: bytes.len(),
+            limit,
+        });
     }
     let mut de = serde_json::Deserializer::from_slice(bytes);
     let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
@@ -119,8 +126,14 @@ mod tests {
     #[test]
     fn refuses_oversized_and_trailing_garbage() {
         let big = format!(r#"{{"a":1,"inner":{{"b":"{}"}}}}"#, "x".repeat(2000));
-        assert!(matches!(from_slice::<Doc>(big.as_bytes(), 1024), Err(StrictError::Oversized { .. })));
+        assert!(matches!(
+            from_slice::<Doc>(big.as_bytes(), 1024),
+            Err(StrictError::Oversized { .. })
+        ));
         let two = r#"{"a":1,"inner":{"b":"x"}} {}"#;
-        assert!(matches!(from_slice::<Doc>(two.as_bytes(), 1024), Err(StrictError::Syntax { .. })));
+        assert!(matches!(
+            from_slice::<Doc>(two.as_bytes(), 1024),
+            Err(StrictError::Syntax { .. })
+        ));
     }
 }

@@ -136,7 +136,8 @@ mod tests {
     use super::*;
 
     fn tempdir() -> PathBuf {
-        let d = std::env::temp_dir().join(format!("sys-fs-{}-{}", std::process::id(), temp_name("t")));
+        let d =
+            std::env::temp_dir().join(format!("sys-fs-{}-{}", std::process::id(), temp_name("t")));
         std::fs::create_dir_all(&d).expect("tempdir");
         d
     }
@@ -148,10 +149,23 @@ mod tests {
         std::fs::write(&f, b"x").expect("write");
         std::os::unix::fs::symlink(&f, d.join("l")).expect("symlink");
         assert!(open_regular(&f).is_ok());
-        assert!(matches!(open_regular(&d.join("l")), Err(OpenError::Symlink)));
-        assert!(matches!(open_regular(&d), Err(OpenError::NotRegular("directory"))));
-        nix::unistd::mkfifo(&d.join("p"), nix::sys::stat::Mode::from_bits_truncate(0o600)).expect("mkfifo");
-        assert!(matches!(open_regular(&d.join("p")), Err(OpenError::NotRegular("fifo"))));
+        assert!(matches!(
+            open_regular(&d.join("l")),
+            Err(OpenError::Symlink)
+        ));
+        assert!(matches!(
+            open_regular(&d),
+            Err(OpenError::NotRegular("directory"))
+        ));
+        nix::unistd::mkfifo(
+            &d.join("p"),
+            nix::sys::stat::Mode::from_bits_truncate(0o600),
+        )
+        .expect("mkfifo");
+        assert!(matches!(
+            open_regular(&d.join("p")),
+            Err(OpenError::NotRegular("fifo"))
+        ));
         std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o4755)).expect("chmod");
         assert!(matches!(open_regular(&f), Err(OpenError::SetId(_))));
         std::fs::remove_dir_all(&d).expect("cleanup");
@@ -163,9 +177,15 @@ mod tests {
         atomic_write(&d, "a.json", b"one", 0o600).expect("first");
         atomic_write(&d, "a.json", b"two", 0o600).expect("second");
         assert_eq!(std::fs::read(d.join("a.json")).expect("read"), b"two");
-        let names: Vec<_> = std::fs::read_dir(&d).expect("ls").map(|e| e.expect("entry").file_name()).collect();
+        let names: Vec<_> = std::fs::read_dir(&d)
+            .expect("ls")
+            .map(|e| e.expect("entry").file_name())
+            .collect();
         assert_eq!(names, vec![std::ffi::OsString::from("a.json")]);
-        assert_eq!(std::fs::metadata(d.join("a.json")).expect("meta").mode() & 0o777, 0o600);
+        assert_eq!(
+            std::fs::metadata(d.join("a.json")).expect("meta").mode() & 0o777,
+            0o600
+        );
         std::fs::remove_dir_all(&d).expect("cleanup");
     }
 }

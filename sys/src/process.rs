@@ -74,7 +74,16 @@ fn dup_above(fd: BorrowedFd<'_>, min: RawFd) -> io::Result<OwnedFd> {
 
 fn child_set_pdeathsig(parent: libc::pid_t) -> io::Result<()> {
     // SAFETY: PR_SET_PDEATHSIG takes only integer arguments and touches no memory of ours.
-    if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) } != 0 {
+    if unsafe {
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL as libc::c_ulong,
+            0,
+            0,
+            0,
+        )
+    } != 0
+    {
         return Err(io::Error::last_os_error());
     }
     // SAFETY: getppid has no arguments and cannot fail.

@@ -1,1 +1,4 @@
+//! Verification shared by `dot-verify`, `dot-register`, `dot-launch` and `dot-sandbox`.
 #![forbid(unsafe_code)]
+
+pub mod elf;

@@ -1,0 +1,377 @@
+//! The static-ELF rule (KERNEL-FACTS.md): what `process` containment can run.
+//!
+//! Accept iff: ELF64 little-endian for this build's machine; no `PT_INTERP`; no `DT_NEEDED`, no text
+//! relocations; `ET_EXEC`, or `ET_DYN` whose `DT_FLAGS_1` has `DF_1_PIE` (static-pie — this is what
+//! rejects a plain shared object); `PT_GNU_STACK` present without execute; nonzero entry point.
+//!
+//! Only the ELF header, the program headers and the dynamic segment are read (positioned reads on
+//! the open descriptor), never the whole file.
+
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+
+const EHDR_LEN: usize = 64;
+const PHDR_LEN: usize = 56;
+const DYN_LEN: usize = 16;
+const MAX_PHNUM: usize = 512;
+const MAX_DYNAMIC: u64 = 64 * 1024;
+
+const ET_EXEC: u16 = 2;
+const ET_DYN: u16 = 3;
+const PT_DYNAMIC: u32 = 2;
+const PT_INTERP: u32 = 3;
+const PT_GNU_STACK: u32 = 0x6474_e551;
+const PF_X: u32 = 1;
+const DT_NULL: u64 = 0;
+const DT_NEEDED: u64 = 1;
+const DT_TEXTREL: u64 = 22;
+const DT_FLAGS: u64 = 30;
+const DF_TEXTREL: u64 = 4;
+const DT_FLAGS_1: u64 = 0x6fff_fffb;
+const DF_1_PIE: u64 = 0x0800_0000;
+
+/// The ELF machine this build runs on.
+#[cfg(target_arch = "x86_64")]
+pub const HOST_MACHINE: u16 = 62;
+#[cfg(target_arch = "aarch64")]
+pub const HOST_MACHINE: u16 = 183;
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+pub const HOST_MACHINE: u16 = 0;
+
+/// What a static executable looks like.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ElfFacts {
+    /// `true` for static-pie (`ET_DYN` with `DF_1_PIE`), `false` for `ET_EXEC`.
+    pub pie: bool,
+}
+
+/// Why a file is not a static ELF executable for this machine.
+#[derive(Debug, thiserror::Error)]
+pub enum ElfError {
+    #[error("is a script (starts with #!), not a static ELF executable")]
+    Script,
+    #[error("is not an ELF file")]
+    NotElf,
+    #[error("is truncated: {0}")]
+    Truncated(&'static str),
+    #[error("is malformed: {0}")]
+    Malformed(String),
+    #[error("is not ELF64 little-endian")]
+    WrongClass,
+    #[error("is for ELF machine {found}, this machine is {HOST_MACHINE}")]
+    ForeignArch { found: u16 },
+    #[error("has an interpreter (PT_INTERP): it is dynamically linked")]
+    Interpreter,
+    #[error("needs shared libraries (DT_NEEDED): it is dynamically linked")]
+    Needed,
+    #[error("has text relocations")]
+    TextRel,
+    #[error("is a shared object, not an executable (ET_DYN without DF_1_PIE)")]
+    SharedObject,
+    #[error("has ELF type {0}, not an executable")]
+    NotExecutable(u16),
+    #[error("has no PT_GNU_STACK header (executable stack by default)")]
+    NoStackHeader,
+    #[error("asks for an executable stack")]
+    ExecStack,
+    #[error("has no entry point")]
+    NoEntry,
+    #[error("could not be read: {0}")]
+    Io(#[from] io::Error),
+}
+
+/// Checks that the open `file` is a static ELF executable for this machine.
+pub fn check_static_elf(file: &File) -> Result<ElfFacts, ElfError> {
+    let size = file.metadata()?.len();
+    let mut ehdr = [0u8; EHDR_LEN];
+    let got = read_up_to(file, &mut ehdr, 0)?;
+    if got >= 2 && &ehdr[..2] == b"#!" {
+        return Err(ElfError::Script);
+    }
+    if got < 4 || ehdr[..4] != *b"\x7fELF" {
+        return Err(ElfError::NotElf);
+    }
+    if got < EHDR_LEN {
+        return Err(ElfError::Truncated("ELF header"));
+    }
+    check_header(&ehdr, size)
+        .and_then(|h| check_program_headers(file, &h, size).map(|dynamic| (h, dynamic)))
+        .and_then(|(h, dynamic)| check_dynamic(file, &h, dynamic, size))
+}
+
+struct Header {
+    e_type: u16,
+    phoff: u64,
+    phnum: usize,
+}
+
+fn u16_at(b: &[u8], at: usize) -> u16 {
+    u16::from_le_bytes([b[at], b[at + 1]])
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[at..at + 8]);
+    u64::from_le_bytes(a)
+}
+
+fn check_header(ehdr: &[u8; EHDR_LEN], size: u64) -> Result<Header, ElfError> {
+    const ELFCLASS64: u8 = 2;
+    const ELFDATA2LSB: u8 = 1;
+    if ehdr[4] != ELFCLASS64 || ehdr[5] != ELFDATA2LSB {
+        return Err(ElfError::WrongClass);
+    }
+    if ehdr[6] != 1 || u32_at(ehdr, 20) != 1 {
+        return Err(ElfError::Malformed("unknown ELF version".into()));
+    }
+    let machine = u16_at(ehdr, 18);
+    if machine != HOST_MACHINE {
+        return Err(ElfError::ForeignArch { found: machine });
+    }
+    let e_type = u16_at(ehdr, 16);
+    if e_type != ET_EXEC && e_type != ET_DYN {
+        return Err(ElfError::NotExecutable(e_type));
+    }
+    if u64_at(ehdr, 24) == 0 {
+        return Err(ElfError::NoEntry);
+    }
+    let phoff = u64_at(ehdr, 32);
+    let phentsize = usize::from(u16_at(ehdr, 54));
+    let phnum = usize::from(u16_at(ehdr, 56));
+    if phentsize != PHDR_LEN {
+        return Err(ElfError::Malformed(format!(
+            "program header size {phentsize}"
+        )));
+    }
+    if phnum == 0 || phnum > MAX_PHNUM {
+        return Err(ElfError::Malformed(format!("{phnum} program headers")));
+    }
+    let end = phoff.checked_add((phnum * PHDR_LEN) as u64);
+    if end.is_none_or(|end| end > size) {
+        return Err(ElfError::Truncated("program headers"));
+    }
+    Ok(Header {
+        e_type,
+        phoff,
+        phnum,
+    })
+}
+
+/// Returns the dynamic segment's (offset, size), if any.
+fn check_program_headers(
+    file: &File,
+    h: &Header,
+    size: u64,
+) -> Result<Option<(u64, u64)>, ElfError> {
+    let mut table = vec![0u8; h.phnum * PHDR_LEN];
+    if read_up_to(file, &mut table, h.phoff)? != table.len() {
+        return Err(ElfError::Truncated("program headers"));
+    }
+    let mut dynamic = None;
+    let mut stack = None;
+    for ph in table.chunks_exact(PHDR_LEN) {
+        let (p_type, p_flags) = (u32_at(ph, 0), u32_at(ph, 4));
+        let (p_offset, p_filesz) = (u64_at(ph, 8), u64_at(ph, 32));
+        match p_type {
+            PT_INTERP => return Err(ElfError::Interpreter),
+            PT_GNU_STACK => stack = Some(p_flags),
+            PT_DYNAMIC => {
+                if p_offset.checked_add(p_filesz).is_none_or(|end| end > size) {
+                    return Err(ElfError::Truncated("dynamic segment"));
+                }
+                if p_filesz > MAX_DYNAMIC || p_filesz % DYN_LEN as u64 != 0 {
+                    return Err(ElfError::Malformed(format!(
+                        "dynamic segment of {p_filesz} bytes"
+                    )));
+                }
+                dynamic = Some((p_offset, p_filesz));
+            }
+            _ => {}
+        }
+    }
+    match stack {
+        None => Err(ElfError::NoStackHeader),
+        Some(flags) if flags & PF_X != 0 => Err(ElfError::ExecStack),
+        Some(_) => Ok(dynamic),
+    }
+}
+
+fn check_dynamic(
+    file: &File,
+    h: &Header,
+    dynamic: Option<(u64, u64)>,
+    _size: u64,
+) -> Result<ElfFacts, ElfError> {
+    let mut pie = false;
+    if let Some((offset, len)) = dynamic {
+        let mut buf = vec![0u8; len as usize];
+        if read_up_to(file, &mut buf, offset)? != buf.len() {
+            return Err(ElfError::Truncated("dynamic segment"));
+        }
+        for d in buf.chunks_exact(DYN_LEN) {
+            let (tag, val) = (u64_at(d, 0), u64_at(d, 8));
+            match tag {
+                DT_NULL => break,
+                DT_NEEDED => return Err(ElfError::Needed),
+                DT_TEXTREL => return Err(ElfError::TextRel),
+                DT_FLAGS if val & DF_TEXTREL != 0 => return Err(ElfError::TextRel),
+                DT_FLAGS_1 if val & DF_1_PIE != 0 => pie = true,
+                _ => {}
+            }
+        }
+    }
+    if h.e_type == ET_DYN && !pie {
+        return Err(ElfError::SharedObject);
+    }
+    Ok(ElfFacts {
+        pie: h.e_type == ET_DYN,
+    })
+}
+
+/// Reads into `buf` from `offset` until it is full or the file ends; returns the bytes read.
+fn read_up_to(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    let mut done = 0;
+    while done < buf.len() {
+        match file.read_at(&mut buf[done..], offset + done as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(done)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn check_bytes(bytes: &[u8]) -> Result<ElfFacts, ElfError> {
+        let path =
+            std::env::temp_dir().join(format!("elf-test-{}-{}", std::process::id(), bytes.len()));
+        let mut f = File::create(&path).expect("create");
+        f.write_all(bytes).expect("write");
+        let f = File::open(&path).expect("open");
+        let _ = std::fs::remove_file(&path);
+        check_static_elf(&f)
+    }
+
+    /// A minimal ELF64 image: header, `phdrs`, then the dynamic entries at offset 0x200.
+    fn image(e_type: u16, machine: u16, phdrs: &[(u32, u32)], dynamic: &[(u64, u64)]) -> Vec<u8> {
+        let mut b = vec![0u8; 0x400];
+        b[..4].copy_from_slice(b"\x7fELF");
+        b[4] = 2;
+        b[5] = 1;
+        b[6] = 1;
+        b[16..18].copy_from_slice(&e_type.to_le_bytes());
+        b[18..20].copy_from_slice(&machine.to_le_bytes());
+        b[20..24].copy_from_slice(&1u32.to_le_bytes());
+        b[24..32].copy_from_slice(&0x1000u64.to_le_bytes());
+        b[32..40].copy_from_slice(&64u64.to_le_bytes());
+        b[54..56].copy_from_slice(&(PHDR_LEN as u16).to_le_bytes());
+        b[56..58].copy_from_slice(&(phdrs.len() as u16).to_le_bytes());
+        for (i, (t, flags)) in phdrs.iter().enumerate() {
+            let at = 64 + i * PHDR_LEN;
+            b[at..at + 4].copy_from_slice(&t.to_le_bytes());
+            b[at + 4..at + 8].copy_from_slice(&flags.to_le_bytes());
+            if *t == PT_DYNAMIC {
+                b[at + 8..at + 16].copy_from_slice(&0x200u64.to_le_bytes());
+                let len = (dynamic.len() * DYN_LEN) as u64;
+                b[at + 32..at + 40].copy_from_slice(&len.to_le_bytes());
+            }
+        }
+        for (i, (tag, val)) in dynamic.iter().enumerate() {
+            let at = 0x200 + i * DYN_LEN;
+            b[at..at + 8].copy_from_slice(&tag.to_le_bytes());
+            b[at + 8..at + 16].copy_from_slice(&val.to_le_bytes());
+        }
+        b
+    }
+
+    const STACK: (u32, u32) = (PT_GNU_STACK, 6);
+
+    #[test]
+    fn accepts_static_exec_and_static_pie() {
+        assert_eq!(
+            check_bytes(&image(ET_EXEC, HOST_MACHINE, &[(1, 5), STACK], &[])).ok(),
+            Some(ElfFacts { pie: false })
+        );
+        let pie = image(
+            ET_DYN,
+            HOST_MACHINE,
+            &[(1, 5), (PT_DYNAMIC, 6), STACK],
+            &[(DT_FLAGS_1, DF_1_PIE), (0, 0)],
+        );
+        assert_eq!(check_bytes(&pie).ok(), Some(ElfFacts { pie: true }));
+    }
+
+    #[test]
+    fn refuses_each_rule() {
+        let r = |b: Vec<u8>| check_bytes(&b).expect_err("refused");
+        assert!(matches!(
+            r(b"#!/bin/sh\necho hi\n".to_vec()),
+            ElfError::Script
+        ));
+        assert!(matches!(r(b"hello".to_vec()), ElfError::NotElf));
+        assert!(matches!(
+            r(b"\x7fELF\x02\x01".to_vec()),
+            ElfError::Truncated(_)
+        ));
+        assert!(matches!(
+            r(image(ET_EXEC, 3, &[STACK], &[])),
+            ElfError::ForeignArch { found: 3 }
+        ));
+        assert!(matches!(
+            r(image(ET_EXEC, HOST_MACHINE, &[(PT_INTERP, 4), STACK], &[])),
+            ElfError::Interpreter
+        ));
+        assert!(matches!(
+            r(image(ET_EXEC, HOST_MACHINE, &[(1, 5)], &[])),
+            ElfError::NoStackHeader
+        ));
+        assert!(matches!(
+            r(image(ET_EXEC, HOST_MACHINE, &[(PT_GNU_STACK, 7)], &[])),
+            ElfError::ExecStack
+        ));
+        let so = image(ET_DYN, HOST_MACHINE, &[(PT_DYNAMIC, 6), STACK], &[(0, 0)]);
+        assert!(matches!(r(so), ElfError::SharedObject));
+        let needed = image(
+            ET_DYN,
+            HOST_MACHINE,
+            &[(PT_DYNAMIC, 6), STACK],
+            &[(DT_NEEDED, 1), (DT_FLAGS_1, DF_1_PIE)],
+        );
+        assert!(matches!(r(needed), ElfError::Needed));
+        let textrel = image(
+            ET_EXEC,
+            HOST_MACHINE,
+            &[(PT_DYNAMIC, 6), STACK],
+            &[(DT_TEXTREL, 0)],
+        );
+        assert!(matches!(r(textrel), ElfError::TextRel));
+        assert!(matches!(
+            r(image(1, HOST_MACHINE, &[STACK], &[])),
+            ElfError::NotExecutable(1)
+        ));
+        let mut big_phnum = image(ET_EXEC, HOST_MACHINE, &[STACK], &[]);
+        big_phnum[56..58].copy_from_slice(&60u16.to_le_bytes());
+        assert!(matches!(r(big_phnum), ElfError::Truncated(_)));
+        let mut class32 = image(ET_EXEC, HOST_MACHINE, &[STACK], &[]);
+        class32[4] = 1;
+        assert!(matches!(r(class32), ElfError::WrongClass));
+    }
+
+    #[test]
+    fn checks_real_binaries_on_this_machine() {
+        // /bin/sh on Debian is dynamic.
+        if let Ok(f) = File::open("/bin/sh") {
+            assert!(matches!(check_static_elf(&f), Err(ElfError::Interpreter)));
+        }
+    }
+}
