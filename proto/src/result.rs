@@ -90,3 +90,12 @@ pub struct Rlimits {
     pub nofile: u64,
     pub core: u64,
 }
+
+/// The one line `dot-sandbox` writes on its report descriptor (fd 5) before the final exec: what it
+/// enforced, or why it refused. The descriptor is close-on-exec, so the launcher reads to EOF.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "lowercase")]
+pub enum SandboxReport {
+    Enforced(Enforced),
+    Error(crate::error::ErrorObject),
+}
