@@ -1,2 +1,649 @@
-//! Not yet built: see the open issue that delivers `dot-reap`.
+//! Process-group termination with zombie sampling: what `dot-launch` runs before it decides anything
+//! about a run, and what `dot-reap` runs on the command line.
+//!
+//! [`reap_group`], in order:
+//! 1. refuse a pgid ≤ 1 and the caller's own group: `kill(-1)` and `kill(0)` are never sent;
+//! 2. SIGKILL the group;
+//! 3. sample the members from `/proc`: one readdir, then each `/proc/PID/stat`, parsed after the
+//!    last `)` (state, ppid, pgrp, thread count). A member is a process of the group, the leader,
+//!    or, with [`Options::descendants_of`], any process whose parent chain leads to that pid (this
+//!    catches children that called `setsid()`);
+//! 4. a member is dead when it is a zombie (`Z`, or `X`) with no thread still running. While a
+//!    member lives: SIGKILL the group and each live member, wait [`Options::interval`], sample
+//!    again, at most [`Options::max_samples`] samples in all. Success needs two clean samples in a
+//!    row (the second taken at once), so a process forked during one pass of `/proc` by a process
+//!    that then died is seen by the next pass;
+//! 5. only then wait for the leader (until here its pid, which is the pgid, stays reserved), then
+//!    reap the dead members that are the caller's own children (orphans a subreaper inherited).
+//!
+//! Running out of samples is [`ReapError::Survivors`], never success.
 #![forbid(unsafe_code)]
+
+use nix::errno::Errno;
+use nix::sys::signal::{kill, killpg, Signal};
+use nix::sys::wait::{waitpid, WaitPidFlag};
+use nix::unistd::Pid;
+use proto::cli::Output;
+use proto::{ErrorObject, ExitCode, ToErrorObject};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::io::{self, Read};
+use std::process::Child;
+use std::time::Duration;
+
+/// How many samples [`Options::default`] allows.
+pub const DEFAULT_MAX_SAMPLES: u32 = 50;
+/// The pause between two samples in [`Options::default`].
+pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(2);
+
+/// What a termination did. Printed by `dot-reap`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReapReport {
+    pub pgid: i32,
+    /// SIGKILLs delivered, to the group and to single members.
+    pub signals: u32,
+    /// `/proc` samples taken.
+    pub samples: u32,
+    pub outcome: Outcome,
+    /// Members alive at the last sample: always empty in a report (a survivor is an error).
+    pub survivors: Vec<i32>,
+}
+
+/// How the group ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    /// No member was left at the last sample.
+    Absent,
+    /// Every member left at the last sample was a zombie.
+    AllZombie,
+}
+
+/// How hard to look.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// The most `/proc` samples taken before giving up.
+    pub max_samples: u32,
+    /// The pause before a sample that follows one that found a live member.
+    pub interval: Duration,
+    /// Also count as members all descendants of this pid (the caller's own pid when it is a child
+    /// subreaper), so children that left the group with `setsid()` are killed too.
+    pub descendants_of: Option<i32>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            max_samples: DEFAULT_MAX_SAMPLES,
+            interval: DEFAULT_INTERVAL,
+            descendants_of: None,
+        }
+    }
+}
+
+/// Why a group could not be confirmed dead.
+#[derive(Debug, thiserror::Error)]
+pub enum ReapError {
+    #[error("refusing process group {pgid}: {why}")]
+    BadPgid { pgid: i32, why: &'static str },
+    #[error("refusing leader pid {pid}: {why}")]
+    BadLeader { pid: i32, why: &'static str },
+    #[error("could not signal process group {pgid}: {source}")]
+    SignalGroup { pgid: i32, source: io::Error },
+    #[error("could not sample processes from {path}: {source}")]
+    Sample { path: String, source: io::Error },
+    #[error(
+        "process group {pgid} not confirmed dead after {samples} samples; alive at the last: {survivors:?}"
+    )]
+    Survivors {
+        pgid: i32,
+        samples: u32,
+        survivors: Vec<i32>,
+    },
+    #[error("could not wait for the group leader {pid}: {source}")]
+    WaitLeader { pid: i32, source: io::Error },
+}
+
+impl ToErrorObject for ReapError {
+    fn kind(&self) -> &'static str {
+        match self {
+            ReapError::BadPgid { .. } => "bad-pgid",
+            ReapError::BadLeader { .. } => "bad-leader",
+            ReapError::Survivors { .. } => "reap-survivors",
+            ReapError::SignalGroup { .. } | ReapError::Sample { .. } | ReapError::WaitLeader { .. } => {
+                "io"
+            }
+        }
+    }
+
+    fn exit_code(&self) -> ExitCode {
+        match self {
+            ReapError::BadPgid { .. } | ReapError::BadLeader { .. } => ExitCode::Usage,
+            _ => ExitCode::System,
+        }
+    }
+
+    fn to_error_object(&self) -> ErrorObject {
+        let obj = ErrorObject::new(self.kind(), self.to_string());
+        match self {
+            ReapError::BadPgid { pgid, .. } => obj.field("pgid").value(pgid.to_string()),
+            ReapError::BadLeader { pid, .. } => obj.field("leader").value(pid.to_string()),
+            ReapError::SignalGroup { pgid, .. } => obj.field("pgid").value(pgid.to_string()),
+            ReapError::Sample { path, .. } => obj.path(path),
+            ReapError::Survivors {
+                pgid, survivors, ..
+            } => obj
+                .field("survivors")
+                .value(format!("{survivors:?}"))
+                .next(format!("dot-reap --pgid {pgid}")),
+            ReapError::WaitLeader { pid, .. } => obj.field("leader").value(pid.to_string()),
+        }
+    }
+}
+
+/// One process as one sample saw it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProcStat {
+    pub pid: i32,
+    /// The state letter (`R`, `S`, `D`, `Z`, …).
+    pub state: u8,
+    pub ppid: i32,
+    pub pgrp: i32,
+    /// Threads not yet released: a zombie group leader whose other threads still run shows `Z`
+    /// with more than one.
+    pub threads: u32,
+}
+
+impl ProcStat {
+    /// Parses the contents of `/proc/PID/stat`. The command name may hold spaces and `)`, so the
+    /// fields are read after the last `)`.
+    pub fn parse(pid: i32, stat: &[u8]) -> Option<ProcStat> {
+        let close = stat.iter().rposition(|&b| b == b')')?;
+        let rest = std::str::from_utf8(stat.get(close + 1..)?).ok()?;
+        let mut fields = rest.split_ascii_whitespace();
+        let state = *fields.next()?.as_bytes().first()?;
+        let ppid = fields.next()?.parse().ok()?;
+        let pgrp = fields.next()?.parse().ok()?;
+        // session tty_nr tpgid flags minflt cminflt majflt cmajflt utime stime cutime cstime
+        // priority nice, then num_threads.
+        let threads = fields.nth(14)?.parse().ok()?;
+        Some(ProcStat {
+            pid,
+            state,
+            ppid,
+            pgrp,
+            threads,
+        })
+    }
+
+    /// Dead: a zombie with no thread left running.
+    pub fn is_dead(&self) -> bool {
+        matches!(self.state, b'Z' | b'X' | b'x') && self.threads <= 1
+    }
+}
+
+/// Kills the group `pgid`, confirms every member dead, then waits for `leader` and reaps the dead
+/// members that are our own children. See the crate documentation for the order.
+pub fn reap_group(
+    pgid: i32,
+    leader: Option<&mut Child>,
+    opts: &Options,
+) -> Result<ReapReport, ReapError> {
+    let leader_pid = match &leader {
+        Some(child) => Some(i32::try_from(child.id()).map_err(|_| ReapError::BadLeader {
+            pid: -1,
+            why: "the child's pid does not fit a pid_t",
+        })?),
+        None => None,
+    };
+    let (report, last) = terminate(&mut ProcFs::default(), pgid, leader_pid, opts)?;
+    if let (Some(child), Some(pid)) = (leader, leader_pid) {
+        child
+            .wait()
+            .map_err(|source| ReapError::WaitLeader { pid, source })?;
+    }
+    let me = own_pid();
+    for p in last
+        .iter()
+        .filter(|p| p.ppid == me && Some(p.pid) != leader_pid)
+    {
+        // Only members we saw dead and whose parent we are: never another child of ours.
+        let _ = waitpid(Pid::from_raw(p.pid), Some(WaitPidFlag::WNOHANG));
+    }
+    Ok(report)
+}
+
+/// Kills the group `pgid` and confirms every member dead, without waiting for anything: for a
+/// caller that is not the leader's parent (`dot-reap`). `leader` is counted as a member even if it
+/// left the group.
+pub fn terminate_group(
+    pgid: i32,
+    leader: Option<i32>,
+    opts: &Options,
+) -> Result<ReapReport, ReapError> {
+    terminate(&mut ProcFs::default(), pgid, leader, opts).map(|(report, _)| report)
+}
+
+/// What the sampling loop needs from the system; a fake stands in for it in unit tests.
+trait System {
+    /// One pass over all processes.
+    fn scan(&mut self, out: &mut Vec<ProcStat>) -> Result<(), ReapError>;
+    /// SIGKILL to the group: `Ok(true)` delivered, `Ok(false)` no such group.
+    fn kill_group(&mut self, pgid: i32) -> Result<bool, ReapError>;
+    /// SIGKILL to one process: delivered or not.
+    fn kill_one(&mut self, pid: i32) -> bool;
+    fn pause(&mut self, d: Duration);
+}
+
+fn own_pid() -> i32 {
+    i32::try_from(std::process::id()).unwrap_or(i32::MAX)
+}
+
+fn check(pgid: i32, leader: Option<i32>) -> Result<(), ReapError> {
+    if pgid <= 1 {
+        return Err(ReapError::BadPgid {
+            pgid,
+            why: "a process group id must be greater than 1",
+        });
+    }
+    if pgid == nix::unistd::getpgrp().as_raw() {
+        return Err(ReapError::BadPgid {
+            pgid,
+            why: "it is the caller's own process group",
+        });
+    }
+    if let Some(pid) = leader {
+        if pid <= 1 {
+            return Err(ReapError::BadLeader {
+                pid,
+                why: "a pid must be greater than 1",
+            });
+        }
+        if pid == own_pid() {
+            return Err(ReapError::BadLeader {
+                pid,
+                why: "it is the caller itself",
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The sampling loop: returns the report and the members of the last sample.
+fn terminate(
+    sys: &mut impl System,
+    pgid: i32,
+    leader: Option<i32>,
+    opts: &Options,
+) -> Result<(ReapReport, Vec<ProcStat>), ReapError> {
+    check(pgid, leader)?;
+    let me = own_pid();
+    let mut signals = 0u32;
+    let mut samples = 0u32;
+    let mut procs = Vec::new();
+    let mut live: Vec<i32> = Vec::new();
+    let mut clean_before = false;
+    loop {
+        if samples >= opts.max_samples {
+            return Err(ReapError::Survivors {
+                pgid,
+                samples,
+                survivors: live,
+            });
+        }
+        // Before every sample: the group, and each member the previous sample found alive.
+        for &pid in &live {
+            if pid > 1 && pid != me && sys.kill_one(pid) {
+                signals += 1;
+            }
+        }
+        if sys.kill_group(pgid)? {
+            signals += 1;
+        }
+        if !live.is_empty() {
+            sys.pause(opts.interval);
+        }
+        samples += 1;
+        sys.scan(&mut procs)?;
+        let members = members(&procs, pgid, leader, opts.descendants_of, me);
+        live = members
+            .iter()
+            .filter(|p| !p.is_dead())
+            .map(|p| p.pid)
+            .collect();
+        if !live.is_empty() {
+            clean_before = false;
+        } else if clean_before {
+            let outcome = if members.is_empty() {
+                Outcome::Absent
+            } else {
+                Outcome::AllZombie
+            };
+            let report = ReapReport {
+                pgid,
+                signals,
+                samples,
+                outcome,
+                survivors: Vec::new(),
+            };
+            return Ok((report, members));
+        } else {
+            clean_before = true;
+        }
+    }
+}
+
+/// The processes of one sample that belong to the group: same pgrp, the leader, or (with `root`)
+/// a descendant of `root`. The caller itself never is one.
+fn members(
+    procs: &[ProcStat],
+    pgid: i32,
+    leader: Option<i32>,
+    root: Option<i32>,
+    me: i32,
+) -> Vec<ProcStat> {
+    let under = root.map(|r| descendants(procs, r));
+    procs
+        .iter()
+        .enumerate()
+        .filter(|&(i, p)| {
+            p.pid != me
+                && (p.pgrp == pgid
+                    || Some(p.pid) == leader
+                    || under.as_ref().is_some_and(|u| u[i]))
+        })
+        .map(|(_, p)| *p)
+        .collect()
+}
+
+/// For each process of the sample: does its parent chain lead to `root`? One pass, memoized; a
+/// chain longer than the sample (possible only in a torn snapshot) counts as no.
+fn descendants(procs: &[ProcStat], root: i32) -> Vec<bool> {
+    let index: HashMap<i32, usize> = procs.iter().enumerate().map(|(i, p)| (p.pid, i)).collect();
+    let mut memo: Vec<Option<bool>> = vec![None; procs.len()];
+    let mut path = Vec::new();
+    for start in 0..procs.len() {
+        path.clear();
+        let mut at = start;
+        let verdict = loop {
+            if let Some(v) = memo[at] {
+                break v;
+            }
+            let p = &procs[at];
+            if p.pid == root || path.len() > procs.len() {
+                break false;
+            }
+            path.push(at);
+            if p.ppid == root {
+                break true;
+            }
+            match index.get(&p.ppid) {
+                Some(&parent) => at = parent,
+                None => break false,
+            }
+        };
+        for &i in &path {
+            memo[i] = Some(verdict);
+        }
+    }
+    memo.into_iter().map(|v| v.unwrap_or(false)).collect()
+}
+
+/// The real system: `/proc` and `kill(2)`.
+#[derive(Debug, Default)]
+struct ProcFs {
+    path: String,
+}
+
+const PROC: &str = "/proc";
+/// `/proc/PID/stat` is far shorter (52 numbers and a 16-byte name); a longer read is malformed.
+const STAT_MAX: usize = 4096;
+
+impl System for ProcFs {
+    fn scan(&mut self, out: &mut Vec<ProcStat>) -> Result<(), ReapError> {
+        use std::fmt::Write as _;
+        let sample_err = |path: &str, source| ReapError::Sample {
+            path: path.to_owned(),
+            source,
+        };
+        out.clear();
+        let dir = std::fs::read_dir(PROC).map_err(|e| sample_err(PROC, e))?;
+        let mut buf = [0u8; STAT_MAX];
+        for entry in dir {
+            let entry = entry.map_err(|e| sample_err(PROC, e))?;
+            let name = entry.file_name();
+            let Some(pid) = name
+                .to_str()
+                .filter(|s| s.bytes().all(|b| b.is_ascii_digit()))
+                .and_then(|s| s.parse::<i32>().ok())
+            else {
+                continue;
+            };
+            self.path.clear();
+            let _ = write!(self.path, "{PROC}/{pid}/stat");
+            // open + one read + close: the kernel produces the whole line on the first read.
+            let n = match std::fs::File::open(&self.path).and_then(|mut f| f.read(&mut buf)) {
+                Ok(n) => n,
+                Err(e) if gone(&e) => continue,
+                Err(e) => return Err(sample_err(&self.path, e)),
+            };
+            let stat = buf
+                .get(..n)
+                .filter(|_| n < STAT_MAX)
+                .and_then(|b| ProcStat::parse(pid, b))
+                .ok_or_else(|| {
+                    sample_err(
+                        &self.path,
+                        io::Error::new(io::ErrorKind::InvalidData, "malformed stat line"),
+                    )
+                })?;
+            out.push(stat);
+        }
+        Ok(())
+    }
+
+    fn kill_group(&mut self, pgid: i32) -> Result<bool, ReapError> {
+        match killpg(Pid::from_raw(pgid), Signal::SIGKILL) {
+            Ok(()) => Ok(true),
+            Err(Errno::ESRCH) => Ok(false),
+            Err(e) => Err(ReapError::SignalGroup {
+                pgid,
+                source: e.into(),
+            }),
+        }
+    }
+
+    fn kill_one(&mut self, pid: i32) -> bool {
+        kill(Pid::from_raw(pid), Signal::SIGKILL).is_ok()
+    }
+
+    fn pause(&mut self, d: Duration) {
+        std::thread::sleep(d);
+    }
+}
+
+/// The process went away between the readdir and the read.
+fn gone(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::NotFound || e.raw_os_error() == Some(Errno::ESRCH as i32)
+}
+
+/// `dot-reap`: SIGKILL a process group and sample /proc until every member is a zombie or gone;
+/// print the report as JSON.
+#[derive(argh::FromArgs, Debug)]
+pub struct Args {
+    /// the process group to kill: greater than 1, not dot-reap's own
+    #[argh(option)]
+    pub pgid: i32,
+    /// the group leader's pid, counted as a member even if it left the group
+    #[argh(option)]
+    pub leader: Option<i32>,
+}
+
+/// `dot-reap`'s entry point. `dot-reap` is not the leader's parent, so it waits for nothing; it
+/// reports once every member is dead.
+pub fn run(args: Args) -> Result<Output, ReapError> {
+    let report = terminate_group(args.pgid, args.leader, &Options::default())?;
+    Ok(Output::json(&report))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(pid: i32, state: u8, ppid: i32, pgrp: i32) -> ProcStat {
+        ProcStat {
+            pid,
+            state,
+            ppid,
+            pgrp,
+            threads: 1,
+        }
+    }
+
+    #[test]
+    fn parses_after_the_last_paren() {
+        let line = b"4242 (a) b) S (c) Z 7 4242 4242 0 -1 4194560 99 0 0 0 0 0 0 0 20 0 3 0 1 2 3\n";
+        let s = ProcStat::parse(4242, line).expect("parses");
+        assert_eq!(
+            (s.state, s.ppid, s.pgrp, s.threads, s.is_dead()),
+            (b'Z', 7, 4242, 3, false)
+        );
+        assert_eq!(ProcStat::parse(1, b"1 (x S 0 1"), None);
+        assert_eq!(ProcStat::parse(1, b"1 (x) S 0"), None);
+    }
+
+    #[test]
+    fn a_zombie_leader_with_running_threads_is_alive() {
+        let mut z = p(10, b'Z', 1, 10);
+        assert!(z.is_dead());
+        z.threads = 2;
+        assert!(!z.is_dead());
+        assert!(p(10, b'X', 1, 10).is_dead());
+        assert!(!p(10, b'D', 1, 10).is_dead());
+    }
+
+    #[test]
+    fn descendants_follow_the_parent_chain() {
+        // 100 is the root; 101 its child in another session; 102 a grandchild; 200 unrelated.
+        let procs = [
+            p(100, b'S', 1, 100),
+            p(102, b'S', 101, 102),
+            p(101, b'S', 100, 101),
+            p(200, b'S', 1, 200),
+            p(300, b'S', 301, 300),
+            p(301, b'S', 300, 300), // a cycle a torn snapshot could show
+        ];
+        assert_eq!(
+            descendants(&procs, 100),
+            vec![false, true, true, false, false, false]
+        );
+        let m = members(&procs, 200, None, Some(100), 999);
+        let pids: Vec<i32> = m.iter().map(|p| p.pid).collect();
+        assert_eq!(pids, vec![102, 101, 200]);
+        // The caller is never a member, even in the group.
+        assert!(members(&procs, 200, None, None, 200).is_empty());
+        // The leader is a member even in another group.
+        assert_eq!(members(&procs, 7, Some(300), None, 1).len(), 1);
+    }
+
+    /// A system whose samples are scripted.
+    struct Script {
+        samples: Vec<Vec<ProcStat>>,
+        at: usize,
+        killed: Vec<i32>,
+        pauses: u32,
+    }
+
+    impl System for Script {
+        fn scan(&mut self, out: &mut Vec<ProcStat>) -> Result<(), ReapError> {
+            let i = self.at.min(self.samples.len() - 1);
+            self.at += 1;
+            *out = self.samples[i].clone();
+            Ok(())
+        }
+        fn kill_group(&mut self, _: i32) -> Result<bool, ReapError> {
+            Ok(true)
+        }
+        fn kill_one(&mut self, pid: i32) -> bool {
+            self.killed.push(pid);
+            true
+        }
+        fn pause(&mut self, _: Duration) {
+            self.pauses += 1;
+        }
+    }
+
+    fn script(samples: Vec<Vec<ProcStat>>) -> Script {
+        Script {
+            samples,
+            at: 0,
+            killed: Vec::new(),
+            pauses: 0,
+        }
+    }
+
+    #[test]
+    fn never_succeeds_while_a_member_lives() {
+        let mut sys = script(vec![vec![p(50, b'Z', 1, 50), p(51, b'S', 1, 50)]]);
+        let err = terminate(&mut sys, 50, None, &Options::default()).expect_err("a survivor");
+        match err {
+            ReapError::Survivors {
+                samples, survivors, ..
+            } => assert_eq!((samples, survivors), (DEFAULT_MAX_SAMPLES, vec![51])),
+            other => panic!("{other}"),
+        }
+        assert_eq!(sys.killed.len() as u32, DEFAULT_MAX_SAMPLES - 1);
+        assert_eq!(sys.pauses, DEFAULT_MAX_SAMPLES - 1);
+    }
+
+    #[test]
+    fn one_clean_sample_is_not_enough() {
+        // Clean, then a member shows up alive (forked during the first pass), then all dead.
+        let mut sys = script(vec![
+            vec![p(50, b'Z', 1, 50)],
+            vec![p(50, b'Z', 1, 50), p(60, b'S', 50, 60)],
+            vec![p(50, b'Z', 1, 50), p(60, b'Z', 1, 60)],
+        ]);
+        let opts = Options {
+            descendants_of: Some(1),
+            ..Options::default()
+        };
+        let (report, last) = terminate(&mut sys, 50, None, &opts).expect("dies");
+        assert_eq!(report.samples, 4);
+        assert_eq!(report.outcome, Outcome::AllZombie);
+        assert_eq!(sys.killed, vec![60]);
+        assert_eq!(last.len(), 2);
+        // Two clean samples but the limit allows only one: not confirmed.
+        let mut sys = script(vec![vec![]]);
+        let one = Options {
+            max_samples: 1,
+            ..Options::default()
+        };
+        assert!(matches!(
+            terminate(&mut sys, 50, None, &one),
+            Err(ReapError::Survivors { samples: 1, .. })
+        ));
+    }
+
+    #[test]
+    fn absent_group_is_absent() {
+        let mut sys = script(vec![vec![p(9, b'S', 1, 9)]]);
+        let (report, last) = terminate(&mut sys, 50, None, &Options::default()).expect("absent");
+        assert_eq!((report.outcome, report.samples), (Outcome::Absent, 2));
+        assert!(last.is_empty());
+        assert_eq!(sys.pauses, 0);
+    }
+
+    #[test]
+    fn refuses_pgid_zero_one_negative_and_our_own() {
+        for pgid in [0, 1, -1, -5, nix::unistd::getpgrp().as_raw()] {
+            let mut sys = script(vec![vec![]]);
+            assert!(matches!(
+                terminate(&mut sys, pgid, None, &Options::default()),
+                Err(ReapError::BadPgid { .. })
+            ));
+            assert_eq!(sys.at, 0, "nothing sampled or signalled for {pgid}");
+        }
+    }
+}

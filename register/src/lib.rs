@@ -1,1 +1,103 @@
+//! `dot-register`: create a platform root, manage its trust store, register signed plugins (and
+//! local ones in a development root), remove and list them.
+//!
+//! Every writing command checks everything first and writes only then; writers of one root are
+//! serialized by an exclusive `flock` on its `plugins.d` directory. Registry and trust files are
+//! written atomically (temp file, fsync, rename, fsync directory); an executable is pinned by
+//! copying exactly the bytes that were digested into `store/sha256/HEX`, mode 0500, never rewritten.
 #![forbid(unsafe_code)]
+
+pub mod args;
+pub mod error;
+pub mod init;
+pub mod install;
+pub mod list;
+pub mod publisher;
+pub mod report;
+
+pub use args::Args;
+pub use error::RegisterError;
+
+use args::{Command, PublisherCommand};
+use proto::cli::Output;
+use proto::layout::Root;
+use proto::Name;
+use std::io::Read;
+use std::path::Path;
+use verify::VerifyError;
+
+/// Runs one `dot-register` command.
+pub fn run(args: Args) -> Result<Output, RegisterError> {
+    match args.command {
+        Command::Init(a) => Ok(Output::json(&init::init(&Root::new(a.root), a.dev)?)),
+        Command::Publisher(p) => match p.command {
+            PublisherCommand::Add(a) => {
+                let id = name(&a.id)?;
+                Ok(Output::json(&publisher::add(
+                    &Root::new(a.root),
+                    &id,
+                    &a.pubkey,
+                )?))
+            }
+            PublisherCommand::Revoke(a) => {
+                let id = name(&a.id)?;
+                let root = Root::new(a.root);
+                Ok(Output::json(&publisher::revoke(
+                    &root,
+                    &id,
+                    &a.reason,
+                    a.key.as_deref(),
+                )?))
+            }
+            PublisherCommand::List(a) => Ok(Output::json(&publisher::list(&Root::new(a.root))?)),
+        },
+        Command::Add(a) => Ok(Output::json(&install::add(&a)?)),
+        Command::Dev(a) => Ok(Output::json(&install::dev(&a)?)),
+        Command::Remove(a) => {
+            let n = name(&a.name)?;
+            Ok(Output::json(&install::remove(&Root::new(a.root), &n)?))
+        }
+        Command::List(a) => Ok(Output::json(&list::list(&Root::new(a.root))?)),
+    }
+}
+
+/// Validates a name given on the command line.
+pub fn name(s: &str) -> Result<Name, RegisterError> {
+    Name::new(s).map_err(|e| VerifyError::BadName(e).into())
+}
+
+/// The exclusive writer lock of a root: `flock(LOCK_EX)` on its `plugins.d` directory, held until
+/// dropped. Blocks while another writer holds it.
+#[derive(Debug)]
+pub struct WriterLock {
+    _lock: nix::fcntl::Flock<std::fs::File>,
+}
+
+impl WriterLock {
+    pub fn take(root: &Root) -> Result<WriterLock, RegisterError> {
+        let dir = root.plugins();
+        let f = std::fs::File::open(&dir).map_err(|e| VerifyError::io(&dir, e))?;
+        let lock = nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusive)
+            .map_err(|(_, errno)| VerifyError::io(&dir, errno.into()))?;
+        Ok(WriterLock { _lock: lock })
+    }
+}
+
+/// Reads an input file given on the command line (entry, signature, public key): a regular file
+/// (not a link), at most 64 KiB (one more byte is read so an oversized document is seen as such).
+pub fn read_input(path: &Path) -> Result<Vec<u8>, RegisterError> {
+    let (file, _) = sys::fs::open_regular(path).map_err(|e| VerifyError::from_open(path, e))?;
+    let mut bytes = Vec::new();
+    file.take(proto::strict::MAX_DOCUMENT as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| VerifyError::io(path, e))?;
+    Ok(bytes)
+}
+
+/// Unix seconds now.
+pub fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}

@@ -5,5 +5,6 @@
 //! as a call returns them; no `c_int` crosses this crate's API.
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
+pub mod confine;
 pub mod fs;
 pub mod process;

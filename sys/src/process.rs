@@ -101,3 +101,17 @@ fn child_dup2(src: RawFd, dst: RawFd) -> io::Result<()> {
     }
     Ok(())
 }
+
+/// Opens a pidfd for `pid`: pollable (readable once the process exits) without reaping it, so the
+/// launcher can wait for its child with a deadline while the child's pgid stays reserved.
+pub fn pidfd_open(pid: u32) -> io::Result<OwnedFd> {
+    let pid = libc::pid_t::try_from(pid).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    // SAFETY: pidfd_open takes a pid and flags (integers) and returns a new descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let fd = RawFd::try_from(fd).map_err(|_| io::Error::from_raw_os_error(libc::EBADF))?;
+    // SAFETY: the kernel just returned `fd` as a fresh close-on-exec descriptor nobody else owns.
+    Ok(unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) })
+}

@@ -1,4 +1,15 @@
-//! Verification shared by `dot-verify`, `dot-register`, `dot-launch` and `dot-sandbox`.
+//! Verification shared by `dot-verify`, `dot-register`, `dot-launch` and `dot-sandbox`: digests of
+//! open files, minisign signatures, the platform root check, and the full check of a registry
+//! entry that `dot-launch` makes before every spawn.
 #![forbid(unsafe_code)]
 
+pub mod cli;
+pub mod digest;
 pub mod elf;
+pub mod entry;
+pub mod error;
+pub mod root;
+pub mod signature;
+
+pub use cli::{run, Args};
+pub use error::VerifyError;

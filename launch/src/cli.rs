@@ -1,0 +1,100 @@
+//! Command line of `dot-launch`.
+
+use crate::exec::Limits;
+use crate::inputs::{GivenInputs, RequestSource};
+use crate::{LaunchError, Options};
+use argh::FromArgs;
+use proto::cli::Output;
+use proto::ExitCode;
+use std::io::Read;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Run a registered plugin with explicit consent, or recover interrupted runs.
+#[derive(FromArgs, Debug)]
+pub struct Args {
+    /// the platform root
+    #[argh(option)]
+    pub root: PathBuf,
+    /// consent to run an `audit` entry (no OS boundary)
+    #[argh(switch)]
+    pub allow_audit_plugin: bool,
+    /// consent to run a `process` entry, only under the dot-sandbox runner
+    #[argh(switch)]
+    pub require_process_sandbox: bool,
+    /// a string input, KEY=VALUE (repeatable)
+    #[argh(option)]
+    pub input: Vec<String>,
+    /// a file input, KEY=PATH, copied into the stage's in/ (repeatable)
+    #[argh(option)]
+    pub input_file: Vec<String>,
+    /// a request document whose string inputs are used (FILE, or - for stdin)
+    #[argh(option)]
+    pub request: Option<String>,
+    /// directory the outputs are committed into (default: the current directory)
+    #[argh(option, default = "PathBuf::from(\".\")")]
+    pub target: PathBuf,
+    /// wall deadline in milliseconds (default 30000)
+    #[argh(option, default = "30_000")]
+    pub deadline_ms: u64,
+    /// stdout limit in bytes (default 1 MiB)
+    #[argh(option, default = "1 << 20")]
+    pub max_stdout: usize,
+    /// stderr limit in bytes; stderr is read and discarded (default 64 KiB)
+    #[argh(option, default = "64 << 10")]
+    pub max_stderr: usize,
+    /// the plugin name, or `recover` to roll interrupted runs forward
+    #[argh(positional)]
+    pub name: String,
+    /// with `recover`: the one run to recover (default: every run)
+    #[argh(positional)]
+    pub txid: Option<String>,
+}
+
+/// Default limits that have no flag.
+pub const MAX_OUTPUTS: usize = 256;
+pub const MAX_OUTPUT_BYTES: u64 = 64 << 20;
+pub const MAX_MEMORY: u64 = 1 << 30;
+pub const MAX_FILES: u64 = 64;
+
+pub fn run(args: Args) -> Result<Output, LaunchError> {
+    if args.name == "recover" {
+        let root = proto::layout::Root::new(&args.root);
+        let report = crate::recover::recover(&root, args.txid.as_deref())?;
+        let code = if report.needs_operator() { ExitCode::Retained } else { ExitCode::Success };
+        return Ok(Output::json(&report).with_code(code));
+    }
+    if let Some(extra) = args.txid {
+        return Err(LaunchError::Usage(format!("unexpected argument {extra:?} after the plugin name")));
+    }
+    let request = match args.request.as_deref() {
+        None => None,
+        Some("-") => {
+            let mut b = Vec::new();
+            std::io::stdin()
+                .take((1 << 20) + 1)
+                .read_to_end(&mut b)
+                .map_err(|e| LaunchError::io("reading the request", "-", e))?;
+            Some(RequestSource::Stdin(b))
+        }
+        Some(p) => Some(RequestSource::File(PathBuf::from(p))),
+    };
+    let opts = Options {
+        root: args.root,
+        name: args.name,
+        allow_audit_plugin: args.allow_audit_plugin,
+        require_process_sandbox: args.require_process_sandbox,
+        inputs: GivenInputs { strings: args.input, files: args.input_file, request },
+        target: args.target,
+        limits: Limits {
+            deadline: Duration::from_millis(args.deadline_ms),
+            max_stdout: args.max_stdout,
+            max_stderr: args.max_stderr,
+            max_outputs: MAX_OUTPUTS,
+            max_output_bytes: MAX_OUTPUT_BYTES,
+            max_memory: MAX_MEMORY,
+            max_files: MAX_FILES,
+        },
+    };
+    crate::launch(&opts).map(|r| Output::json(&r))
+}

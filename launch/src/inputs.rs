@@ -1,0 +1,140 @@
+//! Inputs: checked against the entry's declarations before anything is created; file inputs are
+//! opened (no symlink, regular, no setuid/setgid) now and copied into the stage later from the very
+//! descriptors opened here.
+
+use crate::error::LaunchError;
+use proto::protocol::{Request, PROTOCOL_VERSION};
+use proto::{Entry, InputKind};
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::PathBuf;
+
+/// Inputs as given on the command line.
+#[derive(Debug, Default)]
+pub struct GivenInputs {
+    /// `--input KEY=VALUE`.
+    pub strings: Vec<String>,
+    /// `--input-file KEY=PATH`.
+    pub files: Vec<String>,
+    /// `--request FILE|-`: the request's string inputs.
+    pub request: Option<RequestSource>,
+}
+
+/// Where a `--request` document comes from.
+#[derive(Debug)]
+pub enum RequestSource {
+    Stdin(Vec<u8>),
+    File(PathBuf),
+}
+
+/// Inputs checked against the entry.
+#[derive(Debug)]
+pub struct Inputs {
+    pub strings: BTreeMap<String, String>,
+    pub files: Vec<FileInput>,
+}
+
+/// An opened file input.
+#[derive(Debug)]
+pub struct FileInput {
+    pub key: String,
+    pub path: PathBuf,
+    pub file: File,
+}
+
+fn split(arg: &str) -> Result<(String, String), LaunchError> {
+    match arg.split_once('=') {
+        Some((k, v)) if !k.is_empty() => Ok((k.to_owned(), v.to_owned())),
+        _ => Err(LaunchError::InputSyntax { arg: arg.to_owned() }),
+    }
+}
+
+/// Largest `--request` document read.
+const MAX_REQUEST: usize = 1 << 20;
+
+fn request_inputs(src: &RequestSource, entry: &Entry) -> Result<BTreeMap<String, String>, LaunchError> {
+    let (label, bytes) = match src {
+        RequestSource::Stdin(b) => ("-".to_owned(), b.clone()),
+        RequestSource::File(p) => {
+            let (mut f, _) = sys::fs::open_regular(p)
+                .map_err(|e| LaunchError::Request { path: p.display().to_string(), why: e.to_string() })?;
+            let mut b = Vec::new();
+            std::io::Read::read_to_end(&mut std::io::Read::take(&mut f, MAX_REQUEST as u64 + 1), &mut b)
+                .map_err(|e| LaunchError::Request { path: p.display().to_string(), why: e.to_string() })?;
+            (p.display().to_string(), b)
+        }
+    };
+    let req: Request = proto::strict::from_slice(&bytes, MAX_REQUEST)
+        .map_err(|e| LaunchError::Request { path: label.clone(), why: e.to_string() })?;
+    if req.plugin != entry.name {
+        return Err(LaunchError::Request {
+            path: label,
+            why: format!("names plugin {:?}, not {:?}", req.plugin.as_str(), entry.name.as_str()),
+        });
+    }
+    if req.protocol != PROTOCOL_VERSION {
+        return Err(LaunchError::Request { path: label, why: format!("protocol {:?} is not {PROTOCOL_VERSION}", req.protocol) });
+    }
+    Ok(req.inputs)
+}
+
+/// Checks the given inputs against `entry` and opens file inputs.
+pub fn check(given: &GivenInputs, entry: &Entry) -> Result<Inputs, LaunchError> {
+    let mut strings = BTreeMap::new();
+    let mut seen = std::collections::BTreeSet::new();
+    let mut add_string = |key: String, value: String| -> Result<(), LaunchError> {
+        let decl = entry.input(&key).ok_or_else(|| LaunchError::InputUndeclared { key: key.clone() })?;
+        if decl.kind != InputKind::String {
+            return Err(LaunchError::InputKind { key, expected: decl.kind, flag: "--input-file KEY=PATH" });
+        }
+        if strings.insert(key.clone(), value).is_some() {
+            return Err(LaunchError::InputTwice { key });
+        }
+        Ok(())
+    };
+    if let Some(src) = &given.request {
+        for (k, v) in request_inputs(src, entry)? {
+            add_string(k, v)?;
+        }
+    }
+    for arg in &given.strings {
+        let (k, v) = split(arg)?;
+        add_string(k, v)?;
+    }
+    let mut files = Vec::new();
+    for arg in &given.files {
+        let (key, path) = split(arg)?;
+        let decl = entry.input(&key).ok_or_else(|| LaunchError::InputUndeclared { key: key.clone() })?;
+        if decl.kind != InputKind::File {
+            return Err(LaunchError::InputKind { key, expected: decl.kind, flag: "--input KEY=VALUE" });
+        }
+        if strings.contains_key(&key) || !seen.insert(key.clone()) {
+            return Err(LaunchError::InputTwice { key });
+        }
+        let path = PathBuf::from(path);
+        let (file, _) = sys::fs::open_regular(&path).map_err(|e| LaunchError::InputFileUnsafe {
+            key: key.clone(),
+            path: path.clone(),
+            why: e.to_string(),
+        })?;
+        files.push(FileInput { key, path, file });
+    }
+    for decl in &entry.inputs {
+        let present = strings.contains_key(decl.name.as_str()) || seen.contains(decl.name.as_str());
+        if decl.required && !present {
+            return Err(LaunchError::InputMissing { key: decl.name.to_string() });
+        }
+    }
+    Ok(Inputs { strings, files })
+}
+
+impl Inputs {
+    /// The request the plugin reads on stdin.
+    pub fn request(&self, entry: &Entry) -> Request {
+        let mut inputs = self.strings.clone();
+        for f in &self.files {
+            inputs.insert(f.key.clone(), format!("in/{}", f.key));
+        }
+        Request { protocol: PROTOCOL_VERSION.to_owned(), plugin: entry.name.clone(), inputs }
+    }
+}

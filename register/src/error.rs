@@ -1,0 +1,109 @@
+//! `RegisterError`: the verification refusals shared with `dot-verify`, plus the registry's own.
+
+use proto::{ErrorObject, ExitCode, ToErrorObject};
+use std::path::PathBuf;
+use verify::VerifyError;
+
+/// Why a `dot-register` command refused or failed. Nothing is written before every check passed.
+#[derive(Debug, thiserror::Error)]
+pub enum RegisterError {
+    /// A check shared with `dot-verify` (root, entry, signature, publisher, executable).
+    #[error(transparent)]
+    Verify(#[from] VerifyError),
+    #[error("plugin {name:?} is already registered; pass --replace to replace it")]
+    EntryExists {
+        name: String,
+        path: PathBuf,
+        next: String,
+    },
+    #[error("plugin {name:?} is registered at version {registered}; {offered} is lower (rollback); pass --allow-downgrade to accept it")]
+    Downgrade {
+        name: String,
+        path: PathBuf,
+        registered: semver::Version,
+        offered: semver::Version,
+        next: String,
+    },
+    #[error("{} is a local entry: `add` registers signed entries only; use `dot-register dev` in a development root", .path.display())]
+    LocalEntryInAdd { path: PathBuf, next: String },
+    #[error("{} is an existing root without the DEV marker; it is not turned into a development root", .path.display())]
+    RootNotDev { path: PathBuf },
+    #[error("{} is not a development root (no DEV marker): `dev` registers local entries only there", .path.display())]
+    DevNeedsDevRoot { path: PathBuf },
+    #[error("--input {spec:?}: {reason}")]
+    InputSpec { spec: String, reason: String },
+    #[error("--version {value:?} is not a semantic version: {reason}")]
+    VersionSpec { value: String, reason: String },
+    #[error("key {key_id} of publisher {id:?} is revoked and is not added again")]
+    KeyWasRevoked {
+        id: String,
+        key_id: String,
+        path: PathBuf,
+    },
+    #[error("publisher {id:?} has no key {key_id}")]
+    KeyUnknown {
+        id: String,
+        key_id: String,
+        path: PathBuf,
+    },
+}
+
+impl ToErrorObject for RegisterError {
+    fn kind(&self) -> &'static str {
+        match self {
+            RegisterError::Verify(e) => e.kind(),
+            RegisterError::EntryExists { .. } => "entry-exists",
+            RegisterError::Downgrade { .. } => "downgrade",
+            RegisterError::LocalEntryInAdd { .. } => "local-entry-in-add",
+            RegisterError::RootNotDev { .. } => "root-not-dev",
+            RegisterError::DevNeedsDevRoot { .. } => "local-entry-not-dev",
+            RegisterError::InputSpec { .. } | RegisterError::VersionSpec { .. } => {
+                "entry-malformed"
+            }
+            RegisterError::KeyWasRevoked { .. } => "key-revoked",
+            RegisterError::KeyUnknown { .. } => "key-unknown",
+        }
+    }
+
+    fn exit_code(&self) -> ExitCode {
+        match self {
+            RegisterError::Verify(e) => e.exit_code(),
+            RegisterError::InputSpec { .. } | RegisterError::VersionSpec { .. } => ExitCode::Usage,
+            _ => ExitCode::Refused,
+        }
+    }
+
+    fn to_error_object(&self) -> ErrorObject {
+        let obj = ErrorObject::new(self.kind(), self.to_string());
+        match self {
+            RegisterError::Verify(e) => e.to_error_object(),
+            RegisterError::EntryExists { name, path, next } => {
+                obj.path(path).value(name.clone()).next(next.clone())
+            }
+            RegisterError::Downgrade {
+                path,
+                offered,
+                next,
+                ..
+            } => obj
+                .path(path)
+                .field("version")
+                .value(offered.to_string())
+                .next(next.clone()),
+            RegisterError::LocalEntryInAdd { path, next } => obj
+                .path(path)
+                .field("trust")
+                .value("local")
+                .next(next.clone()),
+            RegisterError::RootNotDev { path } | RegisterError::DevNeedsDevRoot { path } => {
+                obj.path(path)
+            }
+            RegisterError::InputSpec { spec, .. } => obj.field("inputs").value(spec.clone()),
+            RegisterError::VersionSpec { value, .. } => obj.field("version").value(value.clone()),
+            RegisterError::KeyWasRevoked { key_id, path, .. }
+            | RegisterError::KeyUnknown { key_id, path, .. } => {
+                obj.path(path).value(key_id.clone())
+            }
+        }
+    }
+}

@@ -1,0 +1,108 @@
+//! `dot-register init`: create or check a platform root.
+//!
+//! 1. inspect what exists: the root and every layout directory must be real directories of ours,
+//!    not group- or world-writable; an existing DEV marker must be a private regular file
+//! 2. `--dev` on an existing root (it has `plugins.d`) without the DEV marker: refuse
+//! 3. only then create what is missing: directories 0700, the DEV marker 0600
+
+use crate::error::RegisterError;
+use crate::report::InitReport;
+use proto::layout::{Root, DEV_MARKER, ROOT_DIRS};
+use std::fs;
+use std::io::ErrorKind;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::path::Path;
+use verify::VerifyError;
+
+/// Creates the root's missing parts, or checks an existing root.
+pub fn init(root: &Root, dev: bool) -> Result<InitReport, RegisterError> {
+    let dir = root.path();
+    let mut missing = Vec::new();
+    if !inspect_dir(dir, true)? {
+        missing.push(dir.to_path_buf());
+    }
+    for d in ROOT_DIRS {
+        let p = dir.join(d);
+        if !inspect_dir(&p, false)? {
+            missing.push(p);
+        }
+    }
+    let marker = root.dev_marker();
+    let has_marker = match fs::symlink_metadata(&marker) {
+        Ok(m) => {
+            if !m.file_type().is_file() {
+                return Err(VerifyError::RootUnsafe {
+                    path: marker,
+                    reason: format!("the DEV marker is a {}", sys::fs::file_kind(&m)),
+                }
+                .into());
+            }
+            verify::root::check_private(&marker, &m)?;
+            true
+        }
+        Err(e) if e.kind() == ErrorKind::NotFound => false,
+        Err(e) => return Err(VerifyError::io(&marker, e).into()),
+    };
+    let existing = !missing.iter().any(|p| p == &root.plugins());
+    if dev && existing && !has_marker {
+        return Err(RegisterError::RootNotDev {
+            path: dir.to_path_buf(),
+        });
+    }
+
+    let mut created = Vec::new();
+    for p in &missing {
+        make_private_dir(p)?;
+        created.push(p.display().to_string());
+    }
+    if dev && !has_marker {
+        sys::fs::atomic_write(dir, DEV_MARKER, b"", 0o600)
+            .map_err(|e| VerifyError::io(&marker, e))?;
+        created.push(marker.display().to_string());
+    }
+    // What was made must pass the same check every other tool makes.
+    let info = verify::root::check_root(root)?;
+    Ok(InitReport {
+        root: dir.display().to_string(),
+        dev: info.dev,
+        created,
+    })
+}
+
+/// `true` if `p` is an acceptable existing directory, `false` if it does not exist. The root itself
+/// may be reached through a symbolic link (`follow`), as `verify::root::check_root` allows; layout
+/// directories may not.
+fn inspect_dir(p: &Path, follow: bool) -> Result<bool, RegisterError> {
+    let meta = if follow {
+        fs::metadata(p)
+    } else {
+        fs::symlink_metadata(p)
+    };
+    match meta {
+        Ok(m) => {
+            if !m.file_type().is_dir() {
+                return Err(VerifyError::RootUnsafe {
+                    path: p.to_path_buf(),
+                    reason: format!("it is a {}, not a directory", sys::fs::file_kind(&m)),
+                }
+                .into());
+            }
+            verify::root::check_private(p, &m)?;
+            Ok(true)
+        }
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(VerifyError::io(p, e).into()),
+    }
+}
+
+fn make_private_dir(p: &Path) -> Result<(), RegisterError> {
+    let io = |e| VerifyError::io(p, e);
+    fs::DirBuilder::new().mode(0o700).create(p).map_err(io)?;
+    fs::set_permissions(p, fs::Permissions::from_mode(0o700)).map_err(io)?;
+    let parent = p
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    sys::fs::fsync_dir(parent).map_err(|e| VerifyError::io(parent, e))?;
+    Ok(())
+}

@@ -1,0 +1,387 @@
+//! `dot-register add`, `dev` and `remove`: registering and unregistering plugins.
+//!
+//! `add`, in order — everything is checked before anything is written:
+//! 1. the root (owner, modes, layout)
+//! 2. the entry file: a regular file of at most 64 KiB, a valid entry, `trust: "signed"`
+//! 3. its signature over the file's exact bytes, by a non-revoked key of the named, non-revoked
+//!    publisher
+//! 4. the executable, opened once (`O_NOFOLLOW`; regular, no setuid/setgid): size, digest, and the
+//!    static-ELF rule for `process`
+//! 5. under the root's writer lock: an entry of the same name needs `--replace`, and a lower
+//!    version than the registered one needs `--allow-downgrade`
+//! 6. pin: copy the bytes read from that same descriptor into `store/sha256/HEX` (digesting them as
+//!    they are copied; the copy is kept only if that digest is the entry's), mode 0500
+//! 7. write `NAME.json.minisig`, then `NAME.json`, each atomically (mode 0600)
+
+use crate::args::{AddArgs, DevArgs};
+use crate::error::RegisterError;
+use crate::report::{AddReport, RemoveReport};
+use crate::{name, read_input, WriterLock};
+use proto::entry::ENTRY_SCHEMA;
+use proto::layout::Root;
+use proto::{Entry, InputDecl, InputKind, Name, Sha256, Trust};
+use std::fs::{File, OpenOptions};
+use std::io::{ErrorKind, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use verify::entry::{check_exe_file, check_signed, parse_entry, read_doc};
+use verify::VerifyError;
+
+/// Registers a signed plugin (module documentation, steps 1–7).
+pub fn add(a: &AddArgs) -> Result<AddReport, RegisterError> {
+    let root = Root::new(&a.root);
+    verify::root::check_root(&root)?;
+    let entry_bytes = read_input(&a.entry)?;
+    let entry = parse_entry(&a.entry, &entry_bytes)?;
+    if entry.trust == Trust::Local {
+        return Err(RegisterError::LocalEntryInAdd {
+            path: a.entry.clone(),
+            next: format!(
+                "dot-register dev --root {} --name {} --exe {} --containment {}",
+                root.path().display(),
+                entry.name,
+                a.exe.display(),
+                entry.containment
+            ),
+        });
+    }
+    let sig = read_input(&a.signature)?;
+    let signed =
+        check_signed(&root, &entry, &entry_bytes, &sig).map_err(|e| e.with_path(&a.signature))?;
+    let exe = open_checked_exe(&a.exe, &entry)?;
+
+    let _lock = WriterLock::take(&root)?;
+    let replaced = check_existing(&root, &entry, a.replace, a.allow_downgrade, |flag| {
+        format!(
+            "dot-register add --root {} --entry {} --signature {} --exe {}{flag}",
+            root.path().display(),
+            a.entry.display(),
+            a.signature.display(),
+            a.exe.display()
+        )
+    })?;
+    let store = pin(&root, &exe, &entry)?;
+    let plugins = root.plugins();
+    sys::fs::atomic_write(
+        &plugins,
+        &format!("{}.json.minisig", entry.name),
+        &sig,
+        0o600,
+    )
+    .map_err(|e| VerifyError::io(&root.entry_sig(&entry.name), e))?;
+    sys::fs::atomic_write(
+        &plugins,
+        &format!("{}.json", entry.name),
+        &entry_bytes,
+        0o600,
+    )
+    .map_err(|e| VerifyError::io(&root.entry(&entry.name), e))?;
+    Ok(report(&entry, Some(signed.key_id), store, replaced))
+}
+
+/// Registers a local plugin in a development root: the entry is built from the options, the
+/// executable checked and pinned as for `add`.
+pub fn dev(a: &DevArgs) -> Result<AddReport, RegisterError> {
+    let root = Root::new(&a.root);
+    let info = verify::root::check_root(&root)?;
+    if !info.dev {
+        return Err(RegisterError::DevNeedsDevRoot {
+            path: root.path().to_path_buf(),
+        });
+    }
+    let plugin = name(&a.name)?;
+    let version = semver::Version::parse(&a.version).map_err(|e| RegisterError::VersionSpec {
+        value: a.version.clone(),
+        reason: e.to_string(),
+    })?;
+    let inputs = a
+        .input
+        .iter()
+        .map(|s| parse_input(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    let (file, meta) =
+        sys::fs::open_regular(&a.exe).map_err(|e| VerifyError::from_open(&a.exe, e))?;
+    let (sha256, size) =
+        verify::digest::digest_file(&file).map_err(|e| VerifyError::io(&a.exe, e))?;
+    let entry = Entry {
+        schema: ENTRY_SCHEMA,
+        name: plugin,
+        version,
+        trust: Trust::Local,
+        publisher: None,
+        sha256,
+        size,
+        protocol: a.protocol.clone(),
+        inputs,
+        containment: a.containment,
+    };
+    entry
+        .validate()
+        .map_err(|source| VerifyError::EntryMalformed {
+            path: PathBuf::new(),
+            source,
+        })?;
+    check_exe_file(&file, &meta, &sha256, size, entry.containment)
+        .map_err(|e| e.with_path(&a.exe))?;
+
+    let _lock = WriterLock::take(&root)?;
+    let replaced = check_existing(&root, &entry, a.replace, true, |flag| {
+        format!(
+            "dot-register dev --root {} --name {} --exe {} --containment {}{flag}",
+            root.path().display(),
+            entry.name,
+            a.exe.display(),
+            entry.containment
+        )
+    })?;
+    let store = pin(&root, &file, &entry)?;
+    let plugins = root.plugins();
+    sys::fs::atomic_write(
+        &plugins,
+        &format!("{}.json", entry.name),
+        &entry.to_bytes(),
+        0o600,
+    )
+    .map_err(|e| VerifyError::io(&root.entry(&entry.name), e))?;
+    // A signature left by an earlier signed entry of this name no longer means anything.
+    remove_if_present(&root.entry_sig(&entry.name))?;
+    sys::fs::fsync_dir(&plugins).map_err(|e| VerifyError::io(&plugins, e))?;
+    Ok(report(&entry, None, store, replaced))
+}
+
+/// Removes a plugin's entry and signature. The pinned copy stays: store files are never rewritten
+/// or removed by `dot-register`.
+pub fn remove(root: &Root, plugin: &Name) -> Result<RemoveReport, RegisterError> {
+    verify::root::check_root(root)?;
+    let _lock = WriterLock::take(root)?;
+    let entry_path = root.entry(plugin);
+    match std::fs::symlink_metadata(&entry_path) {
+        Ok(_) => {}
+        Err(e) if e.kind() == ErrorKind::NotFound => {
+            return Err(VerifyError::EntryMissing {
+                name: plugin.to_string(),
+                path: entry_path,
+                next: format!("dot-register list --root {}", root.path().display()),
+            }
+            .into())
+        }
+        Err(e) => return Err(VerifyError::io(&entry_path, e).into()),
+    }
+    let mut removed = Vec::new();
+    for p in [entry_path, root.entry_sig(plugin)] {
+        if remove_if_present(&p)? {
+            removed.push(p.display().to_string());
+        }
+    }
+    let plugins = root.plugins();
+    sys::fs::fsync_dir(&plugins).map_err(|e| VerifyError::io(&plugins, e))?;
+    Ok(RemoveReport {
+        name: plugin.clone(),
+        removed,
+    })
+}
+
+/// Opens the executable and runs the file checks against the entry.
+fn open_checked_exe(path: &Path, entry: &Entry) -> Result<File, RegisterError> {
+    let (file, meta) = sys::fs::open_regular(path).map_err(|e| VerifyError::from_open(path, e))?;
+    check_exe_file(&file, &meta, &entry.sha256, entry.size, entry.containment)
+        .map_err(|e| e.with_path(path))?;
+    Ok(file)
+}
+
+/// Refuses to overwrite a registered name without `replace`, and a lower version without
+/// `allow_downgrade`. Returns whether an entry is being replaced. `hint` makes the command that
+/// passes the named flag.
+fn check_existing(
+    root: &Root,
+    entry: &Entry,
+    replace: bool,
+    allow_downgrade: bool,
+    hint: impl Fn(&str) -> String,
+) -> Result<bool, RegisterError> {
+    let path = root.entry(&entry.name);
+    let exists = match std::fs::symlink_metadata(&path) {
+        Ok(_) => true,
+        Err(e) if e.kind() == ErrorKind::NotFound => false,
+        Err(e) => return Err(VerifyError::io(&path, e).into()),
+    };
+    if !exists {
+        return Ok(false);
+    }
+    if !replace {
+        return Err(RegisterError::EntryExists {
+            name: entry.name.to_string(),
+            path,
+            next: hint(" --replace"),
+        });
+    }
+    // An unreadable or malformed old entry may be replaced; its version cannot be compared.
+    let old = read_doc(&path)
+        .ok()
+        .flatten()
+        .and_then(|b| Entry::parse(&b).ok());
+    if let Some(old) = old {
+        if entry.version < old.version && !allow_downgrade {
+            return Err(RegisterError::Downgrade {
+                name: entry.name.to_string(),
+                path,
+                registered: old.version,
+                offered: entry.version.clone(),
+                next: hint(" --replace --allow-downgrade"),
+            });
+        }
+    }
+    Ok(true)
+}
+
+/// Pins the executable: `store/sha256/HEX` with mode 0500. An existing pinned copy is never
+/// rewritten: it is checked instead (a differing copy is `store-tampered`). A new copy is made from
+/// the already-open, already-checked descriptor, digesting exactly the bytes written; it is renamed
+/// into place only if they are the entry's bytes.
+fn pin(root: &Root, exe: &File, entry: &Entry) -> Result<PathBuf, RegisterError> {
+    let dest = root.store_file(&entry.sha256);
+    match sys::fs::open_regular(&dest) {
+        Ok((f, meta)) => {
+            verify::entry::check_exe_owner(&meta).map_err(|e| e.with_path(&dest))?;
+            let (found, len) =
+                verify::digest::digest_file(&f).map_err(|e| VerifyError::io(&dest, e))?;
+            if found != entry.sha256 || len != entry.size {
+                return Err(VerifyError::StoreTampered {
+                    path: dest.clone(),
+                    what: format!("its sha256 is {found} ({len} bytes)"),
+                    next: format!("rm {}", dest.display()),
+                }
+                .into());
+            }
+            return Ok(dest);
+        }
+        Err(sys::fs::OpenError::Io(e)) if e.kind() == ErrorKind::NotFound => {}
+        Err(e) => return Err(VerifyError::from_open(&dest, e).into()),
+    }
+    let store = root.store();
+    let tmp = store.join(sys::fs::temp_name(&entry.sha256.to_hex()));
+    let result = copy_verified(exe, &tmp, &entry.sha256, entry.size).and_then(|()| {
+        std::fs::rename(&tmp, &dest).map_err(|e| VerifyError::io(&dest, e))?;
+        sys::fs::fsync_dir(&store).map_err(|e| VerifyError::io(&store, e))
+    });
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result?;
+    Ok(dest)
+}
+
+/// Copies `exe` (from offset 0, positioned reads) into a new file `tmp`, digesting what it copies;
+/// fsync and mode 0500 only if the digest and size are the expected ones.
+fn copy_verified(exe: &File, tmp: &Path, sha: &Sha256, size: u64) -> Result<(), VerifyError> {
+    let io = |e| VerifyError::io(tmp, e);
+    let mut out = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(tmp)
+        .map_err(io)?;
+    let (found, len) =
+        verify::digest::digest_file_with(exe, |chunk| out.write_all(chunk)).map_err(io)?;
+    if len != size {
+        return Err(VerifyError::SizeMismatch {
+            path: tmp.to_path_buf(),
+            expected: size,
+            found: len,
+        });
+    }
+    if found != *sha {
+        return Err(VerifyError::DigestMismatch {
+            path: tmp.to_path_buf(),
+            expected: *sha,
+            found,
+        });
+    }
+    out.set_permissions(std::fs::Permissions::from_mode(0o500))
+        .map_err(io)?;
+    out.sync_all().map_err(io)
+}
+
+/// `NAME:string|file[:optional]`.
+fn parse_input(spec: &str) -> Result<InputDecl, RegisterError> {
+    let bad = |reason: &str| RegisterError::InputSpec {
+        spec: spec.to_owned(),
+        reason: reason.to_owned(),
+    };
+    let mut parts = spec.split(':');
+    let n = parts.next().unwrap_or_default();
+    let name = Name::new(n).map_err(|e| bad(&e.to_string()))?;
+    let kind = match parts.next() {
+        Some("string") => InputKind::String,
+        Some("file") => InputKind::File,
+        Some(other) => {
+            return Err(bad(&format!(
+                "unknown kind {other:?}; expected string or file"
+            )))
+        }
+        None => return Err(bad("expected NAME:string or NAME:file")),
+    };
+    let required = match parts.next() {
+        None => true,
+        Some("optional") => false,
+        Some(other) => return Err(bad(&format!("unknown flag {other:?}; expected optional"))),
+    };
+    if parts.next().is_some() {
+        return Err(bad("too many `:` parts"));
+    }
+    Ok(InputDecl {
+        name,
+        kind,
+        required,
+    })
+}
+
+fn remove_if_present(p: &Path) -> Result<bool, RegisterError> {
+    match std::fs::remove_file(p) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(VerifyError::io(p, e).into()),
+    }
+}
+
+fn report(entry: &Entry, key_id: Option<String>, store: PathBuf, replaced: bool) -> AddReport {
+    AddReport {
+        name: entry.name.clone(),
+        version: entry.version.clone(),
+        trust: entry.trust,
+        publisher: entry.publisher.clone(),
+        key_id,
+        sha256: entry.sha256,
+        size: entry.size,
+        containment: entry.containment,
+        store: store.display().to_string(),
+        replaced,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn input_specs_parse_and_refuse() {
+        let d = parse_input("name:string").expect("plain");
+        assert_eq!(
+            (d.name.as_str(), d.kind, d.required),
+            ("name", InputKind::String, true)
+        );
+        let d = parse_input("doc:file:optional").expect("optional file");
+        assert_eq!((d.kind, d.required), (InputKind::File, false));
+        for bad in [
+            "name",
+            "name:int",
+            "Name:string",
+            "n:file:maybe",
+            "n:file:optional:x",
+            ":file",
+        ] {
+            let e = parse_input(bad).expect_err(bad);
+            assert!(matches!(e, RegisterError::InputSpec { .. }), "{bad}");
+        }
+    }
+}

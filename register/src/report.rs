@@ -1,0 +1,59 @@
+//! What `dot-register` prints on success: typed, strictly parsed JSON.
+
+use proto::{Containment, ErrorObject, Name, Sha256, Trust};
+use serde::{Deserialize, Serialize};
+
+/// `init`: the root and whether it is a development root.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InitReport {
+    pub root: String,
+    pub dev: bool,
+    /// The directories and files this run created (empty when the root was already complete).
+    pub created: Vec<String>,
+}
+
+/// `add` and `dev`: what was registered.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AddReport {
+    pub name: Name,
+    pub version: semver::Version,
+    pub trust: Trust,
+    pub publisher: Option<Name>,
+    /// The key that signed the entry (`None` for a local entry).
+    pub key_id: Option<String>,
+    pub sha256: Sha256,
+    pub size: u64,
+    pub containment: Containment,
+    /// The pinned copy.
+    pub store: String,
+    /// An entry of the same name was replaced.
+    pub replaced: bool,
+}
+
+/// `remove`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RemoveReport {
+    pub name: Name,
+    /// The files removed (the entry, and its signature if there was one).
+    pub removed: Vec<String>,
+}
+
+/// One element of `list`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListItem {
+    /// The entry's name (from the file name when the entry cannot be read).
+    pub name: String,
+    pub version: Option<semver::Version>,
+    pub trust: Option<Trust>,
+    pub publisher: Option<Name>,
+    pub sha256: Option<Sha256>,
+    pub containment: Option<Containment>,
+    /// `dot-verify entry` (and so `dot-launch`) accepts this entry now.
+    pub valid: bool,
+    /// Why not, as the error object `dot-verify entry` prints.
+    pub problem: Option<ErrorObject>,
+}

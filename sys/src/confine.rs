@@ -1,0 +1,360 @@
+//! The kernel calls `dot-sandbox` makes to confine itself before it executes a plugin: inherited
+//! descriptors, parent-death signal, capabilities and securebits, `no_new_privs`, the Landlock ABI
+//! probe, seccomp installation, close-on-exec for every inherited descriptor, and the final `execve`
+//! that carries the seccomp cookie. One syscall per function, each converted at once to
+//! `io::Result`.
+
+use std::ffi::CStr;
+use std::io;
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+fn check_long(ret: libc::c_long) -> io::Result<libc::c_long> {
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+/// Descriptors 3..64 already claimed by `claim_inherited_fd`, one bit each.
+static CLAIMED: AtomicU64 = AtomicU64::new(0);
+
+/// Takes ownership of descriptor `n` (3 ≤ n < 64) that this process inherited at exec.
+///
+/// Call it at start-up, before the process opens anything itself: the number must name a
+/// descriptor the parent placed there on purpose. Each number can be claimed once; a second claim,
+/// a number out of range or a closed descriptor is an error (`EBADF`), so two owners never exist.
+pub fn claim_inherited_fd(n: i32) -> io::Result<OwnedFd> {
+    if !(3..64).contains(&n) {
+        return Err(io::Error::from_raw_os_error(libc::EBADF));
+    }
+    let bit = 1u64 << n;
+    if CLAIMED.fetch_or(bit, Ordering::SeqCst) & bit != 0 {
+        return Err(io::Error::from_raw_os_error(libc::EBADF));
+    }
+    // SAFETY: F_GETFD takes only integer arguments; it tells whether `n` is an open descriptor.
+    if let Err(e) = check(unsafe { libc::fcntl(n, libc::F_GETFD) }) {
+        CLAIMED.fetch_and(!bit, Ordering::SeqCst);
+        return Err(e);
+    }
+    // SAFETY: `n` is open (checked above) and was inherited, not opened by this process; the
+    // CLAIMED bit guarantees that no other OwnedFd for it is ever created through this function.
+    Ok(unsafe { OwnedFd::from_raw_fd(n) })
+}
+
+/// `prctl(PR_SET_PDEATHSIG, SIGKILL)`: die with the parent. The setting survives `execve`.
+pub fn set_parent_death_kill() -> io::Result<()> {
+    // SAFETY: PR_SET_PDEATHSIG takes only integer arguments and touches no memory of ours.
+    check(unsafe {
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL as libc::c_ulong,
+            0,
+            0,
+            0,
+        )
+    })
+    .map(drop)
+}
+
+/// The parent's process id (1, or a subreaper's, once the real parent is gone).
+pub fn parent_pid() -> u32 {
+    nix::unistd::getppid().as_raw() as u32
+}
+
+/// Sets one resource limit, soft = hard = `value`.
+pub fn set_hard_rlimit(resource: nix::sys::resource::Resource, value: u64) -> io::Result<()> {
+    nix::sys::resource::setrlimit(resource, value, value).map_err(io::Error::from)
+}
+
+/// The securebits that make uid 0 ordinary, each with its lock bit: no capabilities from being
+/// root at exec, no fixup on uid changes, keep-caps off and locked, no ambient raise.
+pub const LOCKED_SECUREBITS: u64 = (libc::SECBIT_NOROOT
+    | libc::SECBIT_NOROOT_LOCKED
+    | libc::SECBIT_NO_SETUID_FIXUP
+    | libc::SECBIT_NO_SETUID_FIXUP_LOCKED
+    | libc::SECBIT_KEEP_CAPS_LOCKED
+    | libc::SECBIT_NO_CAP_AMBIENT_RAISE
+    | libc::SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED) as u64;
+
+/// `prctl(PR_SET_SECUREBITS, bits)` (needs CAP_SETPCAP).
+pub fn set_securebits(bits: u64) -> io::Result<()> {
+    // SAFETY: PR_SET_SECUREBITS takes only integer arguments and touches no memory of ours.
+    check(unsafe { libc::prctl(libc::PR_SET_SECUREBITS, bits as libc::c_ulong, 0, 0, 0) }).map(drop)
+}
+
+/// `prctl(PR_GET_SECUREBITS)`.
+pub fn securebits() -> io::Result<u64> {
+    // SAFETY: PR_GET_SECUREBITS takes only integer arguments and touches no memory of ours.
+    check(unsafe { libc::prctl(libc::PR_GET_SECUREBITS, 0, 0, 0, 0) }).map(|b| b as u64)
+}
+
+/// `prctl(PR_CAPBSET_DROP, cap)`: `Err(EINVAL)` once `cap` is past the kernel's last capability.
+pub fn drop_bounding_cap(cap: u32) -> io::Result<()> {
+    // SAFETY: PR_CAPBSET_DROP takes only integer arguments and touches no memory of ours.
+    check(unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong, 0, 0, 0) }).map(drop)
+}
+
+/// `prctl(PR_CAPBSET_READ, cap)`: whether `cap` is still in the bounding set.
+pub fn bounding_has(cap: u32) -> io::Result<bool> {
+    // SAFETY: PR_CAPBSET_READ takes only integer arguments and touches no memory of ours.
+    check(unsafe { libc::prctl(libc::PR_CAPBSET_READ, cap as libc::c_ulong, 0, 0, 0) })
+        .map(|r| r == 1)
+}
+
+/// `prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)`.
+pub fn clear_ambient_caps() -> io::Result<()> {
+    // SAFETY: PR_CAP_AMBIENT_CLEAR_ALL takes only integer arguments and touches no memory of ours.
+    check(unsafe {
+        libc::prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong,
+            0,
+            0,
+            0,
+        )
+    })
+    .map(drop)
+}
+
+const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+
+#[repr(C)]
+struct CapHeader {
+    version: u32,
+    pid: libc::c_int,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct CapData {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
+
+/// `capset` with empty effective, permitted and inheritable sets for the calling thread.
+pub fn clear_capability_sets() -> io::Result<()> {
+    let header = CapHeader {
+        version: LINUX_CAPABILITY_VERSION_3,
+        pid: 0,
+    };
+    let data = [CapData::default(); 2];
+    // SAFETY: capset reads one header and two data structs (version 3), both alive and sized as
+    // the kernel expects for the duration of the call.
+    check_long(unsafe {
+        libc::syscall(
+            libc::SYS_capset,
+            &header as *const CapHeader,
+            data.as_ptr(),
+        )
+    })
+    .map(drop)
+}
+
+/// The calling thread's (effective, permitted, inheritable) capability sets, 64 bits each.
+pub fn capability_sets() -> io::Result<(u64, u64, u64)> {
+    let mut header = CapHeader {
+        version: LINUX_CAPABILITY_VERSION_3,
+        pid: 0,
+    };
+    let mut data = [CapData::default(); 2];
+    // SAFETY: capget writes at most two data structs (version 3) into `data` and may update the
+    // header's version; both are alive and writable for the duration of the call.
+    check_long(unsafe {
+        libc::syscall(
+            libc::SYS_capget,
+            &mut header as *mut CapHeader,
+            data.as_mut_ptr(),
+        )
+    })?;
+    let join = |lo: u32, hi: u32| u64::from(lo) | (u64::from(hi) << 32);
+    Ok((
+        join(data[0].effective, data[1].effective),
+        join(data[0].permitted, data[1].permitted),
+        join(data[0].inheritable, data[1].inheritable),
+    ))
+}
+
+/// `prctl(PR_SET_NO_NEW_PRIVS, 1)`.
+pub fn set_no_new_privs() -> io::Result<()> {
+    // SAFETY: PR_SET_NO_NEW_PRIVS takes only integer arguments and touches no memory of ours.
+    check(unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) }).map(drop)
+}
+
+/// `prctl(PR_GET_NO_NEW_PRIVS)`: `Err` if the kernel does not know the flag.
+pub fn no_new_privs() -> io::Result<bool> {
+    // SAFETY: PR_GET_NO_NEW_PRIVS takes only integer arguments and touches no memory of ours.
+    check(unsafe { libc::prctl(libc::PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) }).map(|r| r == 1)
+}
+
+/// The kernel's Landlock ABI version: `landlock_create_ruleset(NULL, 0, VERSION)`. `Err(ENOSYS)`
+/// when Landlock is not built in, `Err(EOPNOTSUPP)` when it is disabled.
+pub fn landlock_abi_version() -> io::Result<u32> {
+    const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
+    // SAFETY: with a NULL attribute pointer, size 0 and the VERSION flag the kernel reads no
+    // memory and returns a number.
+    check_long(unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
+    })
+    .map(|v| v as u32)
+}
+
+/// `seccomp(SECCOMP_GET_ACTION_AVAIL, 0, &action)`: whether filter mode and `action` are supported.
+pub fn seccomp_action_available(action: u32) -> io::Result<bool> {
+    const SECCOMP_GET_ACTION_AVAIL: libc::c_uint = 2;
+    let action = action;
+    // SAFETY: the kernel reads one u32 from `action`, which is alive for the call.
+    match check_long(unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            SECCOMP_GET_ACTION_AVAIL,
+            0u32,
+            &action as *const u32,
+        )
+    }) {
+        Ok(_) => Ok(true),
+        Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// One classic BPF instruction, laid out as the kernel's `struct sock_filter`.
+pub type SockFilter = libc::sock_filter;
+
+/// Installs `program` as a seccomp filter on the calling thread
+/// (`seccomp(SECCOMP_SET_MODE_FILTER, 0, &prog)`). `no_new_privs` must already be set.
+pub fn install_seccomp_filter(program: &[SockFilter]) -> io::Result<()> {
+    let len = u16::try_from(program.len()).map_err(|_| io::Error::from_raw_os_error(libc::E2BIG))?;
+    let prog = libc::sock_fprog {
+        len,
+        filter: program.as_ptr().cast_mut(),
+    };
+    // SAFETY: the kernel copies `len` instructions from `filter`, which points into `program`,
+    // alive and unmodified for the duration of the call; it writes nothing back.
+    check_long(unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_SET_MODE_FILTER,
+            0u32,
+            &prog as *const libc::sock_fprog,
+        )
+    })
+    .map(drop)
+}
+
+/// A random 64-bit value from the kernel (`getrandom`, blocking until the pool is ready).
+pub fn random_u64() -> io::Result<u64> {
+    let mut buf = [0u8; 8];
+    // SAFETY: getrandom writes at most 8 bytes into `buf`, which is alive and writable.
+    let n = unsafe { libc::getrandom(buf.as_mut_ptr().cast(), buf.len(), 0) };
+    if n != 8 {
+        return Err(if n < 0 {
+            io::Error::last_os_error()
+        } else {
+            io::Error::from_raw_os_error(libc::EAGAIN)
+        });
+    }
+    Ok(u64::from_ne_bytes(buf))
+}
+
+/// Marks every descriptor ≥ `first` close-on-exec:
+/// `close_range(first, ~0, CLOSE_RANGE_CLOEXEC)`, or `fcntl` one by one on kernels without it.
+pub fn cloexec_from(first: u32) -> io::Result<()> {
+    // SAFETY: close_range with CLOSE_RANGE_CLOEXEC only sets a flag on descriptors; integer
+    // arguments only.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            first,
+            libc::c_uint::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        )
+    };
+    if ret == 0 {
+        return Ok(());
+    }
+    let err = io::Error::last_os_error();
+    if !matches!(err.raw_os_error(), Some(libc::ENOSYS | libc::EINVAL)) {
+        return Err(err);
+    }
+    let max = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
+        .map_err(io::Error::from)?
+        .1;
+    for fd in first as u64..max.min(1 << 20) {
+        set_cloexec_raw(fd as RawFd)?;
+    }
+    Ok(())
+}
+
+fn set_cloexec_raw(fd: RawFd) -> io::Result<()> {
+    // SAFETY: F_GETFD/F_SETFD take only integer arguments; a closed number gives EBADF.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
+    if flags < 0 {
+        return match io::Error::last_os_error().raw_os_error() {
+            Some(libc::EBADF) => Ok(()),
+            _ => Err(io::Error::last_os_error()),
+        };
+    }
+    // SAFETY: as above, integer arguments only.
+    check(unsafe { libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC) }).map(drop)
+}
+
+/// `execve(path, argv, {}, cookie)` through the raw syscall, with `cookie` in the unused fourth
+/// argument register so a seccomp rule can tell this exec from any other. The environment is
+/// empty. Returns only on failure.
+pub fn execve_with_cookie(path: &CStr, argv: &[&CStr], cookie: u64) -> io::Error {
+    let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
+    ptrs.push(std::ptr::null());
+    let envp: [*const libc::c_char; 1] = [std::ptr::null()];
+    // SAFETY: `path` and every `argv` string are NUL-terminated and alive; `ptrs` and `envp` are
+    // NULL-terminated pointer arrays alive for the call. On success the call does not return.
+    unsafe {
+        libc::syscall(
+            libc::SYS_execve,
+            path.as_ptr(),
+            ptrs.as_ptr(),
+            envp.as_ptr(),
+            cookie,
+        )
+    };
+    io::Error::last_os_error()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn claim_refuses_low_closed_and_repeated_numbers() {
+        assert!(claim_inherited_fd(2).is_err());
+        assert!(claim_inherited_fd(64).is_err());
+        assert_eq!(
+            claim_inherited_fd(63).map(drop).map_err(|e| e.raw_os_error()),
+            Err(Some(libc::EBADF))
+        );
+    }
+
+    #[test]
+    fn landlock_and_seccomp_are_queryable() {
+        assert_eq!(
+            seccomp_action_available(libc::SECCOMP_RET_KILL_PROCESS).ok(),
+            Some(true)
+        );
+        assert!(no_new_privs().is_ok());
+    }
+}

@@ -1,0 +1,200 @@
+//! A misbehaving plugin for the cross-tool suites. Input `mode` picks the behaviour; every mode that
+//! "succeeds" writes `out/result.txt` and prints a valid response unless the mode is about breaking
+//! exactly that.
+#![forbid(unsafe_code)]
+
+use std::io::{Read, Write};
+use std::process::{Command, ExitCode};
+use std::time::Duration;
+
+const OK: &str = r#"{"protocol":"1.0","status":"ok","outputs":["result.txt"]}"#;
+
+fn input<'a>(req: &'a serde_json::Value, key: &str) -> Option<&'a str> {
+    req.get("inputs").and_then(|i| i.get(key)).and_then(|v| v.as_str())
+}
+
+fn respond_ok(body: &str) -> ExitCode {
+    if std::fs::write("out/result.txt", body).is_err() {
+        return ExitCode::from(9);
+    }
+    println!("{OK}");
+    ExitCode::SUCCESS
+}
+
+/// Children re-executed from /proc/self/exe: `child-wait FIFO MARKER [setsid]` blocks on the FIFO the
+/// test holds, then writes MARKER; `child-exit` exits at once.
+fn child(args: &[String]) -> ExitCode {
+    match args.first().map(String::as_str) {
+        Some("child-wait") => {
+            if args.get(3).is_some_and(|a| a == "setsid") {
+                let _ = nix::unistd::setsid();
+            }
+            let (Some(fifo), Some(marker)) = (args.get(1), args.get(2)) else { return ExitCode::from(2) };
+            let mut buf = [0u8; 1];
+            if let Ok(mut f) = std::fs::File::open(fifo) {
+                let _ = f.read(&mut buf);
+            }
+            let _ = std::fs::write(marker, b"escaped");
+            ExitCode::SUCCESS
+        }
+        _ => ExitCode::SUCCESS,
+    }
+}
+
+fn spawn_waiters(fifo: &str, marker: &str, n: usize) {
+    for i in 0..n {
+        let mut c = Command::new("/proc/self/exe");
+        c.args(["child-wait", fifo, marker]);
+        if i % 2 == 1 {
+            c.arg("setsid");
+        }
+        let _ = c.spawn();
+    }
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if !args.is_empty() {
+        return child(&args);
+    }
+    let mut raw = Vec::new();
+    let _ = std::io::stdin().read_to_end(&mut raw);
+    let req: serde_json::Value = serde_json::from_slice(&raw).unwrap_or(serde_json::Value::Null);
+    let mode = input(&req, "mode").unwrap_or("ok");
+    match mode {
+        "ok" => respond_ok("ok\n"),
+        "marker" => {
+            if let Some(m) = input(&req, "marker") {
+                let _ = std::fs::write(m, b"ran");
+            }
+            respond_ok("ran\n")
+        }
+        "env" => {
+            let env: Vec<String> = std::env::vars_os().map(|(k, v)| format!("{k:?}={v:?}")).collect();
+            respond_ok(&env.join("\n"))
+        }
+        "fds" => {
+            let mut fds: Vec<String> = std::fs::read_dir("/proc/self/fd")
+                .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+                .unwrap_or_default();
+            fds.sort();
+            respond_ok(&fds.join(","))
+        }
+        "noise-before" => {
+            println!("starting up");
+            respond_ok("x")
+        }
+        "noise-after" => {
+            let code = respond_ok("x");
+            println!("done");
+            code
+        }
+        "two-objects" => {
+            let code = respond_ok("x");
+            println!("{OK}");
+            code
+        }
+        "not-json" => {
+            let _ = std::fs::write("out/result.txt", "x");
+            println!("hello world");
+            ExitCode::SUCCESS
+        }
+        "big-stdout" => {
+            let line = "x".repeat(1023);
+            let mut out = std::io::stdout().lock();
+            for _ in 0..2048 {
+                if writeln!(out, "{line}").is_err() {
+                    break;
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        "big-stderr" => {
+            let line = "e".repeat(1023);
+            let mut err = std::io::stderr().lock();
+            for _ in 0..1024 {
+                if writeln!(err, "{line}").is_err() {
+                    break;
+                }
+            }
+            respond_ok("x")
+        }
+        "some-stderr" => {
+            eprintln!("a warning the launcher counts and discards");
+            respond_ok("x")
+        }
+        "exit-3" => {
+            let _ = std::fs::write("out/result.txt", "x");
+            println!("{OK}");
+            ExitCode::from(3)
+        }
+        "signal" => {
+            let _ = std::fs::write("out/result.txt", "x");
+            println!("{OK}");
+            let _ = std::io::stdout().flush();
+            let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGKILL);
+            ExitCode::SUCCESS
+        }
+        "sleep" => {
+            std::thread::sleep(Duration::from_secs(3600));
+            respond_ok("late")
+        }
+        "status-error" => {
+            println!(r#"{{"protocol":"1.0","status":"error","message":"cannot do that"}}"#);
+            ExitCode::SUCCESS
+        }
+        "bad-output-name" => {
+            let _ = std::fs::write("out/result.txt", "x");
+            println!(r#"{{"protocol":"1.0","status":"ok","outputs":["../escape.txt"]}}"#);
+            ExitCode::SUCCESS
+        }
+        "missing-output" => {
+            println!(r#"{{"protocol":"1.0","status":"ok","outputs":["nothere.txt"]}}"#);
+            ExitCode::SUCCESS
+        }
+        "symlink-output" => {
+            let _ = std::os::unix::fs::symlink("/etc/passwd", "out/result.txt");
+            println!("{OK}");
+            ExitCode::SUCCESS
+        }
+        "two-outputs" => {
+            let _ = std::fs::write("out/a.txt", input(&req, "a").unwrap_or("A\n"));
+            let _ = std::fs::write("out/b.txt", input(&req, "b").unwrap_or("B\n"));
+            println!(r#"{{"protocol":"1.0","status":"ok","outputs":["a.txt","b.txt"]}}"#);
+            ExitCode::SUCCESS
+        }
+        // 30 descendants block on the test's FIFO, then would write a marker; the plugin itself then
+        // succeeds (`then` = ok), prints garbage (`malformed`) or hangs past the deadline (`hang`).
+        "delayed-children" => {
+            let (Some(fifo), Some(marker)) = (input(&req, "fifo"), input(&req, "marker")) else {
+                return ExitCode::from(2);
+            };
+            spawn_waiters(fifo, marker, 30);
+            match input(&req, "then").unwrap_or("ok") {
+                "malformed" => {
+                    println!("not json");
+                    ExitCode::SUCCESS
+                }
+                "hang" => {
+                    std::thread::sleep(Duration::from_secs(3600));
+                    ExitCode::SUCCESS
+                }
+                _ => respond_ok("parent done\n"),
+            }
+        }
+        // 1000 children that exit at once, never waited for by the plugin.
+        "many-exits" => {
+            let mut spawned = 0;
+            for _ in 0..1000 {
+                if Command::new("/proc/self/exe").arg("child-exit").spawn().is_ok() {
+                    spawned += 1;
+                }
+            }
+            respond_ok(&format!("{spawned}\n"))
+        }
+        other => {
+            eprintln!("unknown mode {other}");
+            ExitCode::from(2)
+        }
+    }
+}

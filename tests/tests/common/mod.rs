@@ -1,0 +1,113 @@
+//! Helpers for the cross-tool suites: a DEV root with the fixture plugin and hello registered
+//! through the real `dot-register`, and running the real `dot-launch`.
+#![allow(dead_code, clippy::unwrap_used)]
+
+use proto::result::RunResult;
+use proto::ErrorObject;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use testkit::{workspace_bin, TempDir};
+
+/// Inputs the fixture plugin declares (all optional strings).
+pub const FIXTURE_INPUTS: [&str; 8] = ["mode", "marker", "fifo", "then", "a", "b", "name", "port"];
+
+pub struct Env {
+    pub dir: TempDir,
+    pub root: PathBuf,
+    pub target: PathBuf,
+}
+
+pub fn tool(name: &str) -> Command {
+    let mut c = Command::new(workspace_bin(name));
+    c.env_remove("DOT_FAILPOINT");
+    c
+}
+
+fn ok(out: Output, what: &str) -> Output {
+    assert!(
+        out.status.success(),
+        "{what} failed: {:?}\nstdout: {}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+impl Env {
+    /// A DEV root with `fixture` (audit) and `hello` (audit) registered.
+    pub fn new() -> Env {
+        let dir = TempDir::new();
+        let root = dir.join("root");
+        let target = dir.join("target");
+        std::fs::create_dir(&target).unwrap();
+        ok(tool("dot-register").args(["init", "--dev", "--root"]).arg(&root).output().unwrap(), "init");
+        let env = Env { dir, root, target };
+        env.register("fixture", &workspace_bin("fixture-plugin"), "audit", &FIXTURE_INPUTS);
+        env.register("hello", &workspace_bin("hello"), "audit", &["name"]);
+        env
+    }
+
+    pub fn register(&self, name: &str, exe: &Path, containment: &str, inputs: &[&str]) {
+        let mut c = tool("dot-register");
+        c.args(["dev", "--root"]).arg(&self.root).args(["--name", name, "--exe"]).arg(exe);
+        c.args(["--containment", containment]);
+        for i in inputs {
+            c.args(["--input", &format!("{i}:string:optional")]);
+        }
+        ok(c.output().unwrap(), "dot-register dev");
+    }
+
+    /// `dot-launch --root R NAME --target T` plus `args`.
+    pub fn launch(&self, name: &str, args: &[&str]) -> Command {
+        let mut c = tool("dot-launch");
+        c.arg("--root").arg(&self.root).arg(name).arg("--target").arg(&self.target).args(args);
+        c
+    }
+
+    /// Runs the fixture at audit with `mode` and extra `--input`s.
+    pub fn fixture(&self, mode: &str, inputs: &[(&str, &str)], extra: &[&str]) -> Output {
+        let mut c = self.launch("fixture", &["--allow-audit-plugin", "--input", &format!("mode={mode}")]);
+        for (k, v) in inputs {
+            c.args(["--input", &format!("{k}={v}")]);
+        }
+        c.args(extra);
+        c.output().unwrap()
+    }
+
+    pub fn target_files(&self) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(&self.target)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    pub fn runs(&self) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(self.root.join("txn"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+}
+
+pub fn result(out: &Output) -> RunResult {
+    ok(out.clone(), "dot-launch");
+    testkit::decode_json(&out.stdout)
+}
+
+/// The error object of a failed run, after checking the exit code.
+pub fn failure(out: &Output, code: i32) -> ErrorObject {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "stdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.stdout.is_empty(), "nothing on stdout on failure");
+    testkit::decode_error(&out.stderr)
+}

@@ -1,0 +1,80 @@
+//! Descendants never outlive the run: delayed children (some in their own session) are killed with
+//! the group whatever the outcome, and a thousand short-lived children leave no zombie behind.
+
+mod common;
+
+use common::{failure, result, Env};
+use std::path::Path;
+use std::time::Duration;
+
+/// Opens the FIFO for writing without blocking forever (children may all be dead: then nobody
+/// reads and the open would block), writes one byte to release any reader, closes.
+fn release(fifo: &Path) {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new().write(true).custom_flags(nix::libc::O_NONBLOCK).open(fifo);
+    if let Ok(mut f) = f {
+        let _ = std::io::Write::write_all(&mut f, b"go");
+    }
+}
+
+fn delayed_children(then: &str, expect_code: i32) {
+    let env = Env::new();
+    let fifo = env.dir.join("fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o666)).unwrap();
+    let marker = env.dir.join("marker");
+    let out = env.fixture(
+        "delayed-children",
+        &[("fifo", &fifo.display().to_string()), ("marker", &marker.display().to_string()), ("then", then)],
+        &["--deadline-ms", "3000"],
+    );
+    if expect_code == 0 {
+        result(&out);
+    } else {
+        failure(&out, expect_code);
+    }
+    // dot-launch has returned: release the children (if any were alive they would now write).
+    release(&fifo);
+    std::thread::sleep(Duration::from_millis(300));
+    release(&fifo);
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(!marker.exists(), "a descendant outlived the run ({then})");
+}
+
+#[test]
+fn delayed_descendants_die_with_a_successful_run() {
+    delayed_children("ok", 0);
+}
+
+#[test]
+fn delayed_descendants_die_with_a_malformed_run() {
+    delayed_children("malformed", 3);
+}
+
+#[test]
+fn delayed_descendants_die_with_a_timed_out_run() {
+    delayed_children("hang", 3);
+}
+
+#[test]
+fn a_thousand_short_lived_children_leave_nothing_behind() {
+    let env = Env::new();
+    let out = env.fixture("many-exits", &[], &["--deadline-ms", "20000"]);
+    let r = result(&out);
+    assert_eq!(std::fs::read_to_string(env.target.join("result.txt")).unwrap(), "1000\n");
+    assert_eq!(r.exit.code, Some(0));
+    // dot-launch is gone; none of its descendants may remain (they would be reparented to us or
+    // to init, but each is our descendant only through dot-launch, which reaped them all).
+    let me = std::process::id().to_string();
+    let fixture = testkit::workspace_bin("fixture-plugin");
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let pid = entry.file_name().to_string_lossy().into_owned();
+        if !pid.bytes().all(|b| b.is_ascii_digit()) || pid == me {
+            continue;
+        }
+        if let Ok(exe) = std::fs::read_link(entry.path().join("exe")) {
+            let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+            let ours = exe == fixture || stat.contains("(fixture-plugin)");
+            assert!(!ours, "a fixture process survived: pid {pid} {stat}");
+        }
+    }
+}

@@ -1,0 +1,230 @@
+//! End-to-end runs at `audit` level through the real binaries.
+
+mod common;
+
+use common::{failure, result, Env};
+use proto::result::RunStatus;
+use proto::{Containment, Trust};
+
+#[test]
+fn hello_commits_its_file_and_reports_audit() {
+    let env = Env::new();
+    let out = env.launch("hello", &["--allow-audit-plugin", "--input", "name=dot"]).output().unwrap();
+    let r = result(&out);
+    assert_eq!(r.status, RunStatus::Committed);
+    assert_eq!(r.containment, Containment::Audit);
+    assert_eq!(r.trust, Trust::Local);
+    assert_eq!(r.exit.code, Some(0));
+    assert_eq!(r.outputs.len(), 1);
+    assert_eq!(r.outputs[0].name, "hello.txt");
+    assert_eq!(std::fs::read(env.target.join("hello.txt")).unwrap(), b"hello, dot\n");
+    assert_eq!(r.outputs[0].sha256, proto::Sha256::of(b"hello, dot\n"));
+    assert_eq!(env.runs(), Vec::<String>::new(), "the run directory is removed after commit");
+}
+
+#[test]
+fn plugin_gets_an_empty_environment_and_only_three_fds() {
+    let env = Env::new();
+    let out = env.fixture("env", &[], &[]);
+    result(&out);
+    assert_eq!(std::fs::read_to_string(env.target.join("result.txt")).unwrap(), "");
+    let out = env.fixture("fds", &[], &[]);
+    result(&out);
+    // 0, 1, 2 and the directory handle read_dir itself opened.
+    let fds = std::fs::read_to_string(env.target.join("result.txt")).unwrap();
+    let fds: Vec<&str> = fds.split(',').collect();
+    assert_eq!(fds.len(), 4, "{fds:?}");
+    assert!(fds.starts_with(&["0", "1", "2"]), "{fds:?}");
+}
+
+#[test]
+fn stderr_is_counted_and_discarded() {
+    let env = Env::new();
+    let r = result(&env.fixture("some-stderr", &[], &[]));
+    assert_eq!(r.stderr_bytes, "a warning the launcher counts and discards\n".len() as u64);
+}
+
+fn assert_plugin_failure(mode: &str, kind: &str) {
+    let env = Env::new();
+    std::fs::write(env.target.join("result.txt"), b"old bytes").unwrap();
+    let out = env.fixture(mode, &[], &["--deadline-ms", "2000"]);
+    let err = failure(&out, 3);
+    assert_eq!(err.error, kind, "{mode}: {err:?}");
+    let run = err.run.expect("the error object carries the run's fields");
+    assert_eq!(run.status, RunStatus::Failed);
+    assert!(run.outputs.is_empty());
+    assert_eq!(std::fs::read(env.target.join("result.txt")).unwrap(), b"old bytes", "{mode}: target untouched");
+    assert_eq!(env.target_files(), vec!["result.txt".to_owned()], "{mode}: no temp files left");
+    assert_eq!(env.runs(), Vec::<String>::new(), "{mode}: the failed run is removed");
+}
+
+#[test]
+fn noise_before_the_response_fails() {
+    assert_plugin_failure("noise-before", "plugin-protocol");
+}
+
+#[test]
+fn noise_after_the_response_fails() {
+    assert_plugin_failure("noise-after", "plugin-protocol");
+}
+
+#[test]
+fn two_json_objects_fail() {
+    assert_plugin_failure("two-objects", "plugin-protocol");
+}
+
+#[test]
+fn non_json_stdout_fails() {
+    assert_plugin_failure("not-json", "plugin-protocol");
+}
+
+#[test]
+fn stdout_over_the_limit_fails() {
+    assert_plugin_failure("big-stdout", "stdout-limit");
+}
+
+#[test]
+fn stderr_over_the_limit_fails() {
+    assert_plugin_failure("big-stderr", "stderr-limit");
+}
+
+#[test]
+fn nonzero_exit_fails() {
+    assert_plugin_failure("exit-3", "plugin-exit");
+}
+
+#[test]
+fn death_by_signal_fails() {
+    assert_plugin_failure("signal", "plugin-signal");
+}
+
+#[test]
+fn deadline_fails() {
+    assert_plugin_failure("sleep", "deadline");
+}
+
+#[test]
+fn error_status_fails() {
+    assert_plugin_failure("status-error", "plugin-error");
+}
+
+#[test]
+fn output_name_with_a_path_fails() {
+    assert_plugin_failure("bad-output-name", "outputs-invalid");
+}
+
+#[test]
+fn symlinked_output_fails() {
+    assert_plugin_failure("symlink-output", "outputs-invalid");
+}
+
+#[test]
+fn missing_output_fails() {
+    assert_plugin_failure("missing-output", "outputs-invalid");
+}
+
+fn assert_refused_never_ran(args: &[&str], code: i32, kind: &str) {
+    let env = Env::new();
+    let marker = env.dir.join("marker");
+    let mut c = env.launch("fixture", args);
+    c.args(["--input", "mode=marker", "--input", &format!("marker={}", marker.display())]);
+    let err = failure(&c.output().unwrap(), code);
+    assert_eq!(err.error, kind, "{err:?}");
+    assert!(!marker.exists(), "the plugin must never have run");
+    assert_eq!(env.runs(), Vec::<String>::new(), "nothing created");
+    assert_eq!(env.target_files(), Vec::<String>::new());
+}
+
+#[test]
+fn missing_consent_refuses_and_names_the_flag() {
+    let env = Env::new();
+    let err = failure(&env.launch("hello", &[]).output().unwrap(), 1);
+    assert_eq!(err.error, "consent-missing");
+    assert!(err.next.unwrap().contains("--allow-audit-plugin"));
+    assert_refused_never_ran(&[], 1, "consent-missing");
+}
+
+#[test]
+fn process_consent_on_an_audit_entry_refuses() {
+    assert_refused_never_ran(&["--require-process-sandbox"], 1, "consent-mismatch");
+    assert_refused_never_ran(&["--allow-audit-plugin", "--require-process-sandbox"], 1, "consent-mismatch");
+}
+
+#[test]
+fn undeclared_input_refuses() {
+    assert_refused_never_ran(&["--allow-audit-plugin", "--input", "nope=1"], 1, "input-undeclared");
+}
+
+#[test]
+fn rewritten_pinned_store_file_refuses() {
+    let env = Env::new();
+    let marker = env.dir.join("marker");
+    let store = env.root.join("store/sha256");
+    for e in std::fs::read_dir(&store).unwrap() {
+        let p = e.unwrap().path();
+        let mut bytes = std::fs::read(&p).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 0xff;
+        std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+        std::fs::write(&p, &bytes).unwrap();
+        std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(0o500)).unwrap();
+    }
+    let mut c = env.launch("fixture", &["--allow-audit-plugin"]);
+    c.args(["--input", "mode=marker", "--input", &format!("marker={}", marker.display())]);
+    let err = failure(&c.output().unwrap(), 1);
+    assert_eq!(err.error, "store-tampered", "{err:?}");
+    assert!(!marker.exists());
+    assert_eq!(env.runs(), Vec::<String>::new());
+}
+
+#[test]
+fn file_input_that_is_a_symlink_refuses() {
+    let dir = testkit::TempDir::new();
+    let root = dir.join("root");
+    let target = dir.join("t");
+    std::fs::create_dir(&target).unwrap();
+    common::tool("dot-register").args(["init", "--dev", "--root"]).arg(&root).output().unwrap();
+    let mut reg = common::tool("dot-register");
+    reg.args(["dev", "--root"]).arg(&root).args(["--name", "cat", "--exe"]).arg(testkit::workspace_bin("fixture-plugin"));
+    reg.args(["--containment", "audit", "--input", "doc:file"]);
+    assert!(reg.output().unwrap().status.success());
+    std::fs::write(dir.join("real"), b"x").unwrap();
+    std::os::unix::fs::symlink(dir.join("real"), dir.join("link")).unwrap();
+    let run = |arg: String| {
+        let mut c = common::tool("dot-launch");
+        c.arg("--root").arg(&root).args(["cat", "--allow-audit-plugin", "--target"]).arg(&target);
+        c.args(["--input-file", &arg]);
+        c.output().unwrap()
+    };
+    assert_eq!(failure(&run(format!("doc={}", dir.join("link").display())), 1).error, "input-file-unsafe");
+    assert_eq!(failure(&run(format!("doc={}", dir.path().display())), 1).error, "input-file-unsafe");
+    let mut missing = common::tool("dot-launch");
+    missing.arg("--root").arg(&root).args(["cat", "--allow-audit-plugin", "--target"]).arg(&target);
+    assert_eq!(failure(&missing.output().unwrap(), 2).error, "input-missing");
+}
+
+#[test]
+fn protocol_range_excluding_ours_refuses() {
+    let dir = testkit::TempDir::new();
+    let root = dir.join("root");
+    common::tool("dot-register").args(["init", "--dev", "--root"]).arg(&root).output().unwrap();
+    let mut reg = common::tool("dot-register");
+    reg.args(["dev", "--root"]).arg(&root).args(["--name", "future", "--exe"]).arg(testkit::workspace_bin("hello"));
+    reg.args(["--containment", "audit", "--protocol", ">=2"]);
+    assert!(reg.output().unwrap().status.success());
+    let mut c = common::tool("dot-launch");
+    c.arg("--root").arg(&root).args(["future", "--allow-audit-plugin", "--target"]).arg(dir.path());
+    let err = failure(&c.output().unwrap(), 1);
+    assert_eq!(err.error, "protocol-unsupported");
+    assert_eq!(err.field.as_deref(), Some("protocol"));
+}
+
+#[test]
+fn two_outputs_commit_atomically_per_file() {
+    let env = Env::new();
+    let r = result(&env.fixture("two-outputs", &[("a", "first"), ("b", "second")], &[]));
+    assert_eq!(r.outputs.iter().map(|o| o.name.as_str()).collect::<Vec<_>>(), ["a.txt", "b.txt"]);
+    assert_eq!(std::fs::read(env.target.join("a.txt")).unwrap(), b"first");
+    assert_eq!(std::fs::read(env.target.join("b.txt")).unwrap(), b"second");
+    assert_eq!(env.target_files(), ["a.txt", "b.txt"]);
+}

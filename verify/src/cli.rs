@@ -1,0 +1,180 @@
+//! `dot-verify`: the command line over this library.
+
+use crate::entry;
+use crate::error::VerifyError;
+use crate::signature;
+use argh::FromArgs;
+use proto::cli::Output;
+use proto::layout::Root;
+use proto::{Containment, InputDecl, Name, Sha256, Trust};
+use serde::{Deserialize, Serialize};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// Digests of open files, minisign signature checks, and the full check of a registry entry
+/// (exactly what dot-launch checks before it spawns). Prints JSON on stdout; on failure one error
+/// object on stderr and exit 1 (refused), 2 (malformed input) or 5 (I/O).
+#[derive(FromArgs, Debug)]
+pub struct Args {
+    #[argh(subcommand)]
+    pub command: Command,
+}
+
+#[derive(FromArgs, Debug)]
+#[argh(subcommand)]
+pub enum Command {
+    Digest(DigestArgs),
+    Signature(SignatureArgs),
+    Entry(EntryArgs),
+}
+
+/// SHA-256 and size of each FILE, one JSON object per line: {"path","sha256","size"}. Symbolic
+/// links, non-regular files and setuid/setgid files are refused.
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "digest")]
+pub struct DigestArgs {
+    /// the files to digest
+    #[argh(positional, greedy)]
+    pub files: Vec<PathBuf>,
+}
+
+/// Check a minisign signature (prehashed or legacy) of FILE; prints {"key_id","trusted_comment"}.
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "signature")]
+pub struct SignatureArgs {
+    /// the public key file, as `minisign -G` writes it
+    #[argh(option)]
+    pub pubkey: PathBuf,
+    /// the detached signature (FILE.minisig)
+    #[argh(option)]
+    pub signature: PathBuf,
+    /// the signed file
+    #[argh(positional)]
+    pub file: PathBuf,
+}
+
+/// Verify registry entry NAME of the root exactly as dot-launch does before spawning: schema,
+/// trust, pinned copy's size and digest on the opened file, static ELF for `process`.
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "entry")]
+pub struct EntryArgs {
+    /// the platform root
+    #[argh(option)]
+    pub root: PathBuf,
+    /// the plugin name
+    #[argh(positional)]
+    pub name: String,
+}
+
+/// One line of `dot-verify digest`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DigestLine {
+    pub path: String,
+    pub sha256: Sha256,
+    pub size: u64,
+}
+
+/// The output of `dot-verify signature`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SignatureReport {
+    pub key_id: String,
+    pub trusted_comment: String,
+}
+
+/// The output of `dot-verify entry`: the verified entry.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EntryReport {
+    pub name: Name,
+    pub version: semver::Version,
+    pub publisher: Option<Name>,
+    pub trust: Trust,
+    pub sha256: Sha256,
+    pub size: u64,
+    pub containment: Containment,
+    pub protocol: String,
+    pub inputs: Vec<InputDecl>,
+}
+
+impl From<&proto::Entry> for EntryReport {
+    fn from(e: &proto::Entry) -> Self {
+        EntryReport {
+            name: e.name.clone(),
+            version: e.version.clone(),
+            publisher: e.publisher.clone(),
+            trust: e.trust,
+            sha256: e.sha256,
+            size: e.size,
+            containment: e.containment,
+            protocol: e.protocol.clone(),
+            inputs: e.inputs.clone(),
+        }
+    }
+}
+
+/// Runs one `dot-verify` command.
+pub fn run(args: Args) -> Result<Output, VerifyError> {
+    match args.command {
+        Command::Digest(a) => digest(&a.files),
+        Command::Signature(a) => check_signature(&a),
+        Command::Entry(a) => {
+            let name = Name::new(&a.name).map_err(VerifyError::BadName)?;
+            let v = entry::verify_entry(&Root::new(a.root), &name)?;
+            Ok(Output::json(&EntryReport::from(&v.entry)))
+        }
+    }
+}
+
+fn digest(files: &[PathBuf]) -> Result<Output, VerifyError> {
+    let mut out = String::new();
+    for path in files {
+        let (file, _meta) =
+            sys::fs::open_regular(path).map_err(|e| VerifyError::from_open(path, e))?;
+        let (sha256, size) =
+            crate::digest::digest_file(&file).map_err(|e| VerifyError::io(path, e))?;
+        let line = DigestLine {
+            path: path.display().to_string(),
+            sha256,
+            size,
+        };
+        out.push_str(&serde_json::to_string(&line).unwrap_or_default());
+        out.push('\n');
+    }
+    Ok(Output::text(out))
+}
+
+fn check_signature(a: &SignatureArgs) -> Result<Output, VerifyError> {
+    let pk_bytes = read_small(&a.pubkey)?;
+    let pk_text = std::str::from_utf8(&pk_bytes).map_err(|_| VerifyError::PubkeyMalformed {
+        path: a.pubkey.clone(),
+        reason: "not text".to_owned(),
+    })?;
+    let (_, b64) = signature::parse_public_key(pk_text).map_err(|e| e.with_path(&a.pubkey))?;
+    let sig = read_small(&a.signature)?;
+    let (file, _) =
+        sys::fs::open_regular(&a.file).map_err(|e| VerifyError::from_open(&a.file, e))?;
+    let mut data = Vec::new();
+    (&file)
+        .read_to_end(&mut data)
+        .map_err(|e| VerifyError::io(&a.file, e))?;
+    let info = signature::verify_detached(&b64, &sig, &data).map_err(|e| match e {
+        VerifyError::PubkeyMalformed { .. } => e.with_path(&a.pubkey),
+        other => other.with_path(&a.signature),
+    })?;
+    Ok(Output::json(&SignatureReport {
+        key_id: info.key_id,
+        trusted_comment: info.trusted_comment,
+    }))
+}
+
+/// A key or signature file: a regular file, at most 64 KiB read.
+fn read_small(path: &Path) -> Result<Vec<u8>, VerifyError> {
+    let (file, _) = sys::fs::open_regular(path).map_err(|e| VerifyError::from_open(path, e))?;
+    let mut bytes = Vec::new();
+    file.take(proto::strict::MAX_DOCUMENT as u64)
+        .read_to_end(&mut bytes)
+        .map_err(|e| VerifyError::io(path, e))?;
+    Ok(bytes)
+}

@@ -1,0 +1,296 @@
+//! Full verification of one registry entry: exactly what `dot-launch` checks before it spawns.
+//!
+//! 1. the root: owner, modes, layout (`root::check_root`)
+//! 2. `plugins.d/NAME.json`: a private regular file of at most 64 KiB, a valid entry named NAME
+//! 3. trust: `signed` — `NAME.json.minisig` made over the entry file's exact bytes by a non-revoked
+//!    key of the named, non-revoked publisher in `trust/publishers/`; `local` — only in a DEV root
+//! 4. the pinned copy `store/sha256/HEX`: opened once (`O_NOFOLLOW`), a regular file without
+//!    setuid/setgid, owned by us or root and not group/world-writable; then `check_exe_file` on
+//!    that open file: size, digest, and the static-ELF rule for `process`
+//!
+//! The open file is returned: the caller executes that very descriptor.
+
+use crate::elf::{self, ElfFacts};
+use crate::error::VerifyError;
+use crate::root::{self, euid};
+use crate::signature::{self, SignatureInfo};
+use proto::layout::Root;
+use proto::{Containment, Entry, Name, Publisher, Sha256, Trust};
+use std::fs::{File, Metadata};
+use std::io::Read;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+/// An entry that passed every check, with its pinned executable open.
+#[derive(Debug)]
+pub struct Verified {
+    pub entry: Entry,
+    /// The pinned copy, opened read-only, `O_NOFOLLOW|O_CLOEXEC`, and checked.
+    pub exe: File,
+    pub exe_path: PathBuf,
+    /// The key that signed the entry (`None` for a local entry).
+    pub key_id: Option<String>,
+    /// The static-ELF facts (`Some` exactly for `process` entries).
+    pub elf: Option<ElfFacts>,
+    /// The root has the DEV marker.
+    pub dev_root: bool,
+}
+
+/// Runs every check on the entry `name` of `root` (see the module documentation).
+pub fn verify_entry(root: &Root, name: &Name) -> Result<Verified, VerifyError> {
+    let info = root::check_root(root)?;
+    let entry_path = root.entry(name);
+    let entry_bytes = read_doc(&entry_path)?.ok_or_else(|| VerifyError::EntryMissing {
+        name: name.to_string(),
+        path: entry_path.clone(),
+        next: register_hint(root, name, info.dev, false),
+    })?;
+    let entry = parse_entry(&entry_path, &entry_bytes)?;
+    if entry.name != *name {
+        return Err(VerifyError::EntryNameMismatch {
+            path: entry_path,
+            expected: name.to_string(),
+            found: entry.name.to_string(),
+        });
+    }
+    let key_id = match entry.trust {
+        Trust::Signed => {
+            let sig_path = root.entry_sig(name);
+            let sig = read_doc(&sig_path)?.ok_or(VerifyError::SignatureMissing {
+                path: sig_path.clone(),
+            })?;
+            let checked = check_signed(root, &entry, &entry_bytes, &sig)
+                .map_err(|e| e.with_path(&sig_path))?;
+            Some(checked.key_id)
+        }
+        Trust::Local => {
+            if !info.dev {
+                return Err(VerifyError::LocalEntryNotDev { path: entry_path });
+            }
+            None
+        }
+    };
+    let exe_path = root.store_file(&entry.sha256);
+    let tampered = |what: String| VerifyError::StoreTampered {
+        path: exe_path.clone(),
+        what,
+        next: register_hint(root, name, info.dev && entry.trust == Trust::Local, true),
+    };
+    let (exe, meta) = match sys::fs::open_regular(&exe_path) {
+        Ok(ok) => ok,
+        Err(sys::fs::OpenError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(tampered("the pinned copy is missing".to_owned()))
+        }
+        Err(e) => return Err(VerifyError::from_open(&exe_path, e)),
+    };
+    check_exe_owner(&meta).map_err(|e| e.with_path(&exe_path))?;
+    let elf =
+        check_exe_file(&exe, &meta, &entry.sha256, entry.size, entry.containment).map_err(|e| {
+            match e {
+                VerifyError::SizeMismatch {
+                    expected, found, ..
+                } => tampered(format!("it is {found} bytes, the entry says {expected}")),
+                VerifyError::DigestMismatch {
+                    expected, found, ..
+                } => tampered(format!("its sha256 is {found}, the entry says {expected}")),
+                other => other.with_path(&exe_path),
+            }
+        })?;
+    Ok(Verified {
+        entry,
+        exe,
+        exe_path,
+        key_id,
+        elf,
+        dev_root: info.dev,
+    })
+}
+
+/// The checks on an open executable: regular file without setuid/setgid, size (from `meta`, before
+/// reading anything), digest (one streaming pass over the descriptor), and for `process` the
+/// static-ELF rule. Errors carry no path; the caller adds it with `VerifyError::with_path`.
+pub fn check_exe_file(
+    file: &File,
+    meta: &Metadata,
+    expect_sha: &Sha256,
+    expect_size: u64,
+    containment: Containment,
+) -> Result<Option<ElfFacts>, VerifyError> {
+    sys::fs::check_regular(meta).map_err(|e| VerifyError::from_open(Path::new(""), e))?;
+    if meta.len() != expect_size {
+        return Err(size_mismatch(expect_size, meta.len()));
+    }
+    let (found, len) =
+        crate::digest::digest_file(file).map_err(|e| VerifyError::io(Path::new(""), e))?;
+    if len != expect_size {
+        return Err(size_mismatch(expect_size, len));
+    }
+    if found != *expect_sha {
+        return Err(VerifyError::DigestMismatch {
+            path: PathBuf::new(),
+            expected: *expect_sha,
+            found,
+        });
+    }
+    match containment {
+        Containment::Audit => Ok(None),
+        Containment::Process => {
+            elf::check_static_elf(file)
+                .map(Some)
+                .map_err(|source| VerifyError::NotStaticElf {
+                    path: PathBuf::new(),
+                    source,
+                })
+        }
+    }
+}
+
+fn size_mismatch(expected: u64, found: u64) -> VerifyError {
+    VerifyError::SizeMismatch {
+        path: PathBuf::new(),
+        expected,
+        found,
+    }
+}
+
+/// A pinned copy must be ours or root's, and not group- or world-writable.
+pub fn check_exe_owner(meta: &Metadata) -> Result<(), VerifyError> {
+    let uid = meta.uid();
+    if (uid != euid() && uid != 0) || meta.mode() & 0o022 != 0 {
+        return Err(VerifyError::ExeUnsafeOwner {
+            path: PathBuf::new(),
+            uid,
+            mode: meta.mode() & 0o7777,
+        });
+    }
+    Ok(())
+}
+
+/// Parses an entry file's bytes.
+pub fn parse_entry(path: &Path, bytes: &[u8]) -> Result<Entry, VerifyError> {
+    Entry::parse(bytes).map_err(|source| VerifyError::EntryMalformed {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// The signed-trust check: the publisher the entry names is in the trust store and not revoked,
+/// the signature's key is one of its non-revoked keys, and the signature is valid over
+/// `entry_bytes` (the entry file's exact bytes). Signature errors carry no path.
+pub fn check_signed(
+    root: &Root,
+    entry: &Entry,
+    entry_bytes: &[u8],
+    sig: &[u8],
+) -> Result<SignatureInfo, VerifyError> {
+    let Some(id) = &entry.publisher else {
+        return Err(VerifyError::EntryMalformed {
+            path: PathBuf::new(),
+            source: proto::entry::EntryError::Invalid {
+                field: "publisher",
+                value: String::new(),
+                message: "a signed entry must name its publisher".to_owned(),
+            },
+        });
+    };
+    let (publisher, pub_path) = load_publisher(root, id)?;
+    if let Some(rev) = &publisher.revoked {
+        return Err(VerifyError::PublisherRevoked {
+            id: id.to_string(),
+            path: pub_path,
+            reason: rev.reason.clone(),
+        });
+    }
+    let key_id = signature::signature_key_id(sig)?;
+    let Some(key) = publisher.keys.iter().find(|k| k.key_id == key_id) else {
+        return Err(VerifyError::SignatureInvalid {
+            path: PathBuf::new(),
+            reason: format!("made with key {key_id}, which is not a key of publisher {id:?}"),
+        });
+    };
+    if let Some(rev) = &key.revoked {
+        return Err(VerifyError::KeyRevoked {
+            id: id.to_string(),
+            key_id,
+            path: pub_path,
+            reason: rev.reason.clone(),
+        });
+    }
+    signature::verify_detached(&key.public_key, sig, entry_bytes)
+        .map_err(|e| match e {
+            VerifyError::PubkeyMalformed { .. } => e.with_path(&pub_path),
+            other => other,
+        })
+        .and_then(|info| match info.key_id == key_id {
+            true => Ok(info),
+            false => Err(VerifyError::SignatureInvalid {
+                path: PathBuf::new(),
+                reason: "key id changed while checking".to_owned(),
+            }),
+        })
+}
+
+/// Reads and parses `trust/publishers/ID.json`.
+pub fn load_publisher(root: &Root, id: &Name) -> Result<(Publisher, PathBuf), VerifyError> {
+    let path = root.publisher(id);
+    let bytes = read_doc(&path)?.ok_or_else(|| VerifyError::PublisherUnknown {
+        id: id.to_string(),
+        path: path.clone(),
+        root: root.path().to_path_buf(),
+    })?;
+    let publisher = Publisher::parse(&bytes).map_err(|source| VerifyError::PublisherMalformed {
+        path: path.clone(),
+        source,
+    })?;
+    if publisher.id != *id {
+        return Err(VerifyError::PublisherMalformed {
+            path,
+            source: proto::publisher::PublisherError::Invalid {
+                field: "id",
+                message: format!(
+                    "the file is named for {id:?} but says {:?}",
+                    publisher.id.as_str()
+                ),
+            },
+        });
+    }
+    Ok((publisher, path))
+}
+
+/// Reads a registry or trust-store document: `None` if it does not exist; it must be a private
+/// regular file of ours (not a link, not group/world-writable); at most 64 KiB are read (one more
+/// byte, so an oversized file is seen as oversized by the strict parser).
+pub fn read_doc(path: &Path) -> Result<Option<Vec<u8>>, VerifyError> {
+    let (file, meta) = match sys::fs::open_regular(path) {
+        Ok(ok) => ok,
+        Err(sys::fs::OpenError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(None)
+        }
+        Err(sys::fs::OpenError::Io(e)) => return Err(VerifyError::io(path, e)),
+        Err(e) => {
+            return Err(VerifyError::RootUnsafe {
+                path: path.to_path_buf(),
+                reason: e.to_string(),
+            })
+        }
+    };
+    root::check_private(path, &meta)?;
+    let mut bytes = Vec::new();
+    file.take(proto::strict::MAX_DOCUMENT as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| VerifyError::io(path, e))?;
+    Ok(Some(bytes))
+}
+
+/// The command that registers (or, with `replace`, re-registers) `name`.
+fn register_hint(root: &Root, name: &Name, local: bool, replace: bool) -> String {
+    let r = root.path().display();
+    if local {
+        format!("dot-register dev --root {r} --name {name} --exe FILE --containment process")
+    } else {
+        let replace = if replace { " --replace" } else { "" };
+        format!(
+            "dot-register add --root {r} --entry {name}.json --signature {name}.json.minisig --exe FILE{replace}"
+        )
+    }
+}

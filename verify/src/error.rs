@@ -1,0 +1,293 @@
+//! `VerifyError`: every check that can fail, named after the step, with its kind and exit code.
+//!
+//! The kinds are shared by `dot-verify`, `dot-register` and `dot-launch`, so the same refusal reads
+//! the same whichever tool met it.
+
+use crate::elf::ElfError;
+use proto::entry::EntryError;
+use proto::publisher::PublisherError;
+use proto::{ErrorObject, ExitCode, NameError, Sha256, ToErrorObject};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// Why a file, signature, root or entry was not accepted.
+#[derive(Debug, thiserror::Error)]
+pub enum VerifyError {
+    #[error("{0}")]
+    BadName(NameError),
+    #[error("no registry entry {name:?} in this root")]
+    EntryMissing {
+        name: String,
+        path: PathBuf,
+        next: String,
+    },
+    #[error("{} is not a valid entry: {source}", .path.display())]
+    EntryMalformed { path: PathBuf, source: EntryError },
+    #[error("{} names the plugin {found:?}, not {expected:?}", .path.display())]
+    EntryNameMismatch {
+        path: PathBuf,
+        expected: String,
+        found: String,
+    },
+    #[error("{} is not a platform root: {what}", .path.display())]
+    RootMissing {
+        path: PathBuf,
+        root: PathBuf,
+        what: String,
+    },
+    #[error("{} is not safe to trust: {reason}", .path.display())]
+    RootUnsafe { path: PathBuf, reason: String },
+    #[error("the entry is signed but {} is missing", .path.display())]
+    SignatureMissing { path: PathBuf },
+    #[error("signature {}: {reason}", Shown(.path))]
+    SignatureInvalid { path: PathBuf, reason: String },
+    #[error("publisher {id:?} is not in the trust store")]
+    PublisherUnknown {
+        id: String,
+        path: PathBuf,
+        root: PathBuf,
+    },
+    #[error("{} is not a valid publisher record: {source}", .path.display())]
+    PublisherMalformed {
+        path: PathBuf,
+        source: PublisherError,
+    },
+    #[error("publisher {id:?} is revoked: {reason}")]
+    PublisherRevoked {
+        id: String,
+        path: PathBuf,
+        reason: String,
+    },
+    #[error("key {key_id} of publisher {id:?} is revoked: {reason}")]
+    KeyRevoked {
+        id: String,
+        key_id: String,
+        path: PathBuf,
+        reason: String,
+    },
+    #[error("{} is a local entry, accepted only in a development root (no DEV marker here)", .path.display())]
+    LocalEntryNotDev { path: PathBuf },
+    #[error("{} is a symbolic link", Shown(.path))]
+    ExeSymlink { path: PathBuf },
+    #[error("{} is a {kind}, not a regular file", Shown(.path))]
+    ExeNotRegular { path: PathBuf, kind: &'static str },
+    #[error("{} has the setuid or setgid bit (mode {mode:o})", Shown(.path))]
+    ExeSetid { path: PathBuf, mode: u32 },
+    #[error("{} is owned by uid {uid} with mode {mode:o}: it must be ours or root's and not group- or world-writable", Shown(.path))]
+    ExeUnsafeOwner { path: PathBuf, uid: u32, mode: u32 },
+    #[error("{} is {found} bytes, the entry says {expected}", Shown(.path))]
+    SizeMismatch {
+        path: PathBuf,
+        expected: u64,
+        found: u64,
+    },
+    #[error("{} has sha256 {found}, the entry says {expected}", Shown(.path))]
+    DigestMismatch {
+        path: PathBuf,
+        expected: Sha256,
+        found: Sha256,
+    },
+    #[error("pinned copy {} changed after registration: {what}", .path.display())]
+    StoreTampered {
+        path: PathBuf,
+        what: String,
+        next: String,
+    },
+    #[error("{} {source}", Shown(.path))]
+    NotStaticElf { path: PathBuf, source: ElfError },
+    #[error("{} is not a minisign public key file: {reason}", Shown(.path))]
+    PubkeyMalformed { path: PathBuf, reason: String },
+    #[error("{}: {source}", .path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// A path for a message: "the executable" when the caller has not said which file it was.
+struct Shown<'a>(&'a PathBuf);
+
+impl fmt::Display for Shown<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.as_os_str().is_empty() {
+            f.write_str("the file")
+        } else {
+            write!(f, "{}", self.0.display())
+        }
+    }
+}
+
+impl VerifyError {
+    /// An I/O error about `path`.
+    pub fn io(path: &Path, source: std::io::Error) -> VerifyError {
+        VerifyError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+
+    /// The same error about `path`, for checks made on an open file whose path the check did not
+    /// know (`check_exe_file`). Errors that already name a file keep it.
+    pub fn with_path(mut self, p: &Path) -> VerifyError {
+        use VerifyError as E;
+        match &mut self {
+            E::ExeSymlink { path }
+            | E::ExeNotRegular { path, .. }
+            | E::ExeSetid { path, .. }
+            | E::ExeUnsafeOwner { path, .. }
+            | E::SizeMismatch { path, .. }
+            | E::DigestMismatch { path, .. }
+            | E::NotStaticElf { path, .. }
+            | E::PubkeyMalformed { path, .. }
+            | E::SignatureInvalid { path, .. }
+            | E::Io { path, .. }
+                if path.as_os_str().is_empty() =>
+            {
+                *path = p.to_path_buf();
+            }
+            _ => {}
+        }
+        self
+    }
+
+    /// The file the error is about, if any.
+    pub fn path(&self) -> Option<&Path> {
+        use VerifyError as E;
+        let p = match self {
+            E::BadName(_) => return None,
+            E::EntryMissing { path, .. }
+            | E::EntryMalformed { path, .. }
+            | E::EntryNameMismatch { path, .. }
+            | E::RootMissing { path, .. }
+            | E::RootUnsafe { path, .. }
+            | E::SignatureMissing { path }
+            | E::SignatureInvalid { path, .. }
+            | E::PublisherUnknown { path, .. }
+            | E::PublisherMalformed { path, .. }
+            | E::PublisherRevoked { path, .. }
+            | E::KeyRevoked { path, .. }
+            | E::LocalEntryNotDev { path }
+            | E::ExeSymlink { path }
+            | E::ExeNotRegular { path, .. }
+            | E::ExeSetid { path, .. }
+            | E::ExeUnsafeOwner { path, .. }
+            | E::SizeMismatch { path, .. }
+            | E::DigestMismatch { path, .. }
+            | E::StoreTampered { path, .. }
+            | E::NotStaticElf { path, .. }
+            | E::PubkeyMalformed { path, .. }
+            | E::Io { path, .. } => path,
+        };
+        (!p.as_os_str().is_empty()).then_some(p.as_path())
+    }
+
+    /// The error for a failed `sys::fs::open_regular` of an executable or input file.
+    pub fn from_open(path: &Path, e: sys::fs::OpenError) -> VerifyError {
+        use sys::fs::OpenError;
+        let path = path.to_path_buf();
+        match e {
+            OpenError::Symlink => VerifyError::ExeSymlink { path },
+            OpenError::NotRegular(kind) => VerifyError::ExeNotRegular { path, kind },
+            OpenError::SetId(mode) => VerifyError::ExeSetid { path, mode },
+            OpenError::Io(source) => VerifyError::Io { path, source },
+        }
+    }
+}
+
+impl ToErrorObject for VerifyError {
+    fn kind(&self) -> &'static str {
+        use VerifyError as E;
+        match self {
+            E::BadName(_) => "bad-name",
+            E::EntryMissing { .. } => "entry-missing",
+            E::EntryMalformed { .. } => "entry-malformed",
+            E::EntryNameMismatch { .. } => "entry-name-mismatch",
+            E::RootMissing { .. } => "root-missing",
+            E::RootUnsafe { .. } => "root-unsafe",
+            E::SignatureMissing { .. } => "signature-missing",
+            E::SignatureInvalid { .. } => "signature-invalid",
+            E::PublisherUnknown { .. } => "publisher-unknown",
+            E::PublisherMalformed { .. } => "publisher-malformed",
+            E::PublisherRevoked { .. } => "publisher-revoked",
+            E::KeyRevoked { .. } => "key-revoked",
+            E::LocalEntryNotDev { .. } => "local-entry-not-dev",
+            E::ExeSymlink { .. } => "exe-symlink",
+            E::ExeNotRegular { .. } => "exe-not-regular",
+            E::ExeSetid { .. } => "exe-setid",
+            E::ExeUnsafeOwner { .. } => "exe-unsafe-owner",
+            E::SizeMismatch { .. } => "size-mismatch",
+            E::DigestMismatch { .. } => "digest-mismatch",
+            E::StoreTampered { .. } => "store-tampered",
+            E::NotStaticElf { .. } => "not-static-elf",
+            E::PubkeyMalformed { .. } => "pubkey-malformed",
+            E::Io { .. } => "io",
+        }
+    }
+
+    fn exit_code(&self) -> ExitCode {
+        use VerifyError as E;
+        match self {
+            E::BadName(_)
+            | E::EntryMalformed { .. }
+            | E::PublisherMalformed { .. }
+            | E::PubkeyMalformed { .. } => ExitCode::Usage,
+            E::Io { .. } => ExitCode::System,
+            _ => ExitCode::Refused,
+        }
+    }
+
+    fn to_error_object(&self) -> ErrorObject {
+        use VerifyError as E;
+        let mut obj = ErrorObject::new(self.kind(), self.to_string());
+        if let Some(p) = self.path() {
+            obj = obj.path(p);
+        }
+        match self {
+            E::BadName(e) => {
+                let value = match e {
+                    NameError::Empty => String::new(),
+                    NameError::TooLong(s)
+                    | NameError::Dots(s)
+                    | NameError::BadStart(s)
+                    | NameError::BadChar { name: s, .. } => s.clone(),
+                };
+                obj.value(value)
+            }
+            E::EntryMissing { name, next, .. } => obj.value(name.clone()).next(next.clone()),
+            E::EntryMalformed { source, .. } => {
+                if let Some(f) = source.field() {
+                    obj = obj.field(f);
+                }
+                match source.value() {
+                    Some(v) if !v.is_empty() => obj.value(v),
+                    _ => obj,
+                }
+            }
+            E::PublisherMalformed { source, .. } => match publisher_field(source) {
+                Some(f) => obj.field(f),
+                None => obj,
+            },
+            E::EntryNameMismatch { found, .. } => obj.field("name").value(found.clone()),
+            E::RootMissing { root, .. } => {
+                obj.next(format!("dot-register init --root {}", root.display()))
+            }
+            E::PublisherUnknown { id, root, .. } => obj.value(id.clone()).next(format!(
+                "dot-register publisher add --root {} --id {id} --pubkey FILE",
+                root.display()
+            )),
+            E::PublisherRevoked { id, .. } => obj.value(id.clone()),
+            E::KeyRevoked { key_id, .. } => obj.value(key_id.clone()),
+            E::SizeMismatch { found, .. } => obj.field("size").value(found.to_string()),
+            E::DigestMismatch { found, .. } => obj.field("sha256").value(found.to_hex()),
+            E::StoreTampered { next, .. } => obj.next(next.clone()),
+            _ => obj,
+        }
+    }
+}
+
+fn publisher_field(e: &PublisherError) -> Option<&str> {
+    match e {
+        PublisherError::Decode(d) => d.field(),
+        PublisherError::Invalid { field, .. } => Some(field),
+    }
+}
