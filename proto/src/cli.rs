@@ -92,7 +92,7 @@ where
         Err(Early::Usage(obj)) => {
             return Outcome {
                 stdout: String::new(),
-                stderr: Some(obj),
+                stderr: Some(*obj),
                 code: ExitCode::Usage,
             }
         }
@@ -117,7 +117,7 @@ pub enum Early {
     /// `--help`: print the text on stdout, exit 0.
     Help(String),
     /// A usage error: the error object, exit 2.
-    Usage(ErrorObject),
+    Usage(Box<ErrorObject>),
 }
 
 /// Parses `argv` (program name first) into `A`.
@@ -127,9 +127,9 @@ pub fn parse<A: argh::FromArgs>(argv: &[String]) -> Result<A, Early> {
     let rest: Vec<&str> = argv.iter().skip(1).map(String::as_str).collect();
     A::from_args(&[name], &rest).map_err(|e| match e.status {
         Ok(()) => Early::Help(e.output),
-        Err(()) => Early::Usage(
+        Err(()) => Early::Usage(Box::new(
             ErrorObject::new("usage", e.output.trim_end().to_owned())
                 .next(format!("{name} --help")),
-        ),
+        )),
     })
 }

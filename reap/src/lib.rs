@@ -111,9 +111,9 @@ impl ToErrorObject for ReapError {
             ReapError::BadPgid { .. } => "bad-pgid",
             ReapError::BadLeader { .. } => "bad-leader",
             ReapError::Survivors { .. } => "reap-survivors",
-            ReapError::SignalGroup { .. } | ReapError::Sample { .. } | ReapError::WaitLeader { .. } => {
-                "io"
-            }
+            ReapError::SignalGroup { .. }
+            | ReapError::Sample { .. }
+            | ReapError::WaitLeader { .. } => "io",
         }
     }
 
@@ -349,9 +349,7 @@ fn members(
         .enumerate()
         .filter(|&(i, p)| {
             p.pid != me
-                && (p.pgrp == pgid
-                    || Some(p.pid) == leader
-                    || under.as_ref().is_some_and(|u| u[i]))
+                && (p.pgrp == pgid || Some(p.pid) == leader || under.as_ref().is_some_and(|u| u[i]))
         })
         .map(|(_, p)| *p)
         .collect()
@@ -503,7 +501,8 @@ mod tests {
 
     #[test]
     fn parses_after_the_last_paren() {
-        let line = b"4242 (a) b) S (c) Z 7 4242 4242 0 -1 4194560 99 0 0 0 0 0 0 0 20 0 3 0 1 2 3\n";
+        let line =
+            b"4242 (a) b) S (c) Z 7 4242 4242 0 -1 4194560 99 0 0 0 0 0 0 0 20 0 3 0 1 2 3\n";
         let s = ProcStat::parse(4242, line).expect("parses");
         assert_eq!(
             (s.state, s.ppid, s.pgrp, s.threads, s.is_dead()),

@@ -48,7 +48,10 @@ fn dead(pid: i32) -> bool {
 fn reaps(n: usize) {
     let (mut child, pids) = spawn_group(n);
     let pgid = child.id() as i32;
-    assert!(pids.iter().all(|&p| !dead(p)), "children run before the reap");
+    assert!(
+        pids.iter().all(|&p| !dead(p)),
+        "children run before the reap"
+    );
     let report = reap_group(pgid, Some(&mut child), &Options::default()).expect("reaped");
     assert_eq!(report.pgid, pgid);
     assert!(report.survivors.is_empty());

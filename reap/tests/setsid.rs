@@ -58,7 +58,11 @@ fn setsid_escapes_the_group_kill_but_not_descendants_of() {
     reap_group(pgid, Some(&mut sh), &Options::default()).expect("group reaped");
     assert!(!alive(member), "the member is dead");
     assert!(alive(escapee), "a plain group kill misses a setsid() child");
-    assert_eq!(stat(escapee).map(|s| s.ppid), Some(me), "it is now our orphan");
+    assert_eq!(
+        stat(escapee).map(|s| s.ppid),
+        Some(me),
+        "it is now our orphan"
+    );
 
     // With descendants_of: the new escapee and the old orphan both die and are reaped.
     let (mut sh2, member2, escapee2) = spawn_with_escapee();

@@ -20,8 +20,8 @@ pub enum RegisterError {
     Downgrade {
         name: String,
         path: PathBuf,
-        registered: semver::Version,
-        offered: semver::Version,
+        registered: String,
+        offered: String,
         next: String,
     },
     #[error("{} is a local entry: `add` registers signed entries only; use `dot-register dev` in a development root", .path.display())]
@@ -88,7 +88,7 @@ impl ToErrorObject for RegisterError {
             } => obj
                 .path(path)
                 .field("version")
-                .value(offered.to_string())
+                .value(offered.clone())
                 .next(next.clone()),
             RegisterError::LocalEntryInAdd { path, next } => obj
                 .path(path)

@@ -225,8 +225,8 @@ fn check_existing(
             return Err(RegisterError::Downgrade {
                 name: entry.name.to_string(),
                 path,
-                registered: old.version,
-                offered: entry.version.clone(),
+                registered: old.version.to_string(),
+                offered: entry.version.to_string(),
                 next: hint(" --replace --allow-downgrade"),
             });
         }

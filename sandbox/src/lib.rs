@@ -1,2 +1,128 @@
-//! Not yet built: see the open issue that delivers `dot-sandbox`.
+//! `dot-sandbox`: the fixed sibling runner of `dot-launch`. `exec` confines the runner itself and
+//! then executes the plugin it was handed on descriptor 4; `probe` reports what this kernel can
+//! enforce, and `probe --prove` runs the canary under the real policy and checks every denial.
+//!
+//! Process containment exists only on Linux x86-64; elsewhere `exec` refuses and `probe` says
+//! `process_enforceable: false`.
 #![forbid(unsafe_code)]
+
+pub mod exec;
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+pub mod policy;
+pub mod probe;
+pub mod prove;
+
+pub use exec::ExecError;
+pub use probe::{probe, Probe};
+pub use prove::{ProbeResult, ProveError, ProveReport};
+
+use argh::FromArgs;
+use proto::cli::Output;
+use proto::{ErrorObject, ExitCode, ToErrorObject};
+
+/// dot-sandbox: confine this process and execute a plugin (run only by dot-launch), or report what
+/// this kernel can enforce.
+#[derive(FromArgs, Debug)]
+pub struct Args {
+    #[argh(subcommand)]
+    pub command: Command,
+}
+
+#[derive(FromArgs, Debug)]
+#[argh(subcommand)]
+pub enum Command {
+    Exec(ExecArgs),
+    Probe(ProbeArgs),
+}
+
+/// Confine this process (rlimits, capabilities, no_new_privs, Landlock, seccomp) and execute the
+/// plugin on descriptor 4. Expects descriptor 4 = the plugin, the report descriptor open for
+/// writing, and the stage as the working directory.
+#[derive(FromArgs, Debug, Clone, PartialEq, Eq)]
+#[argh(subcommand, name = "exec")]
+pub struct ExecArgs {
+    /// descriptor that receives the one-line JSON report (dot-launch passes 5)
+    #[argh(option)]
+    pub report_fd: i32,
+    /// hard RLIMIT_AS in bytes
+    #[argh(option)]
+    pub as_bytes: u64,
+    /// hard RLIMIT_CPU in seconds
+    #[argh(option)]
+    pub cpu_seconds: u64,
+    /// hard RLIMIT_FSIZE in bytes
+    #[argh(option)]
+    pub fsize_bytes: u64,
+    /// hard RLIMIT_NOFILE (at least 16)
+    #[argh(option)]
+    pub nofile: u64,
+    /// the plugin: must be exactly /proc/self/fd/4
+    #[argh(positional)]
+    pub plugin: String,
+}
+
+/// Print what this kernel can enforce as JSON; with --prove, run the canary under the real policy
+/// and check that every expected denial happens (exit 1 if one does not).
+#[derive(FromArgs, Debug, Clone, PartialEq, Eq)]
+#[argh(subcommand, name = "probe")]
+pub struct ProbeArgs {
+    /// launch the dot-canary next to this dot-sandbox for every escape probe
+    #[argh(switch)]
+    pub prove: bool,
+    /// run only this probe (repeatable; default: all)
+    #[argh(option)]
+    pub only: Vec<String>,
+}
+
+/// Every failure of `dot-sandbox`.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Exec(#[from] ExecError),
+    #[error(transparent)]
+    Prove(#[from] ProveError),
+}
+
+impl ToErrorObject for Error {
+    fn kind(&self) -> &'static str {
+        match self {
+            Error::Exec(e) => e.kind(),
+            Error::Prove(e) => e.kind(),
+        }
+    }
+
+    fn exit_code(&self) -> ExitCode {
+        match self {
+            Error::Exec(e) => e.exit_code(),
+            Error::Prove(e) => e.exit_code(),
+        }
+    }
+
+    fn to_error_object(&self) -> ErrorObject {
+        match self {
+            Error::Exec(e) => e.to_error_object(),
+            Error::Prove(e) => e.to_error_object(),
+        }
+    }
+}
+
+/// Runs one `dot-sandbox` command. `exec` returns only on failure: on success the process image
+/// is the plugin's.
+pub fn run(args: Args) -> Result<Output, Error> {
+    match args.command {
+        Command::Exec(a) => match exec::run(&a) {
+            Err(e) => Err(Error::Exec(e)),
+            Ok(never) => match never {},
+        },
+        Command::Probe(a) if a.prove => {
+            let report = prove::prove_sibling(&a.only)?;
+            let code = if report.ok {
+                ExitCode::Success
+            } else {
+                ExitCode::Refused
+            };
+            Ok(Output::json(&report).with_code(code))
+        }
+        Command::Probe(_) => Ok(Output::json(&probe())),
+    }
+}

@@ -300,6 +300,42 @@ pub fn decode_error(stderr: &[u8]) -> proto::ErrorObject {
         .unwrap_or_else(|e| panic!("stderr is not an error object ({e}): {text:?}"))
 }
 
+/// Asserts a tool refused: exit `code`, nothing on stdout, and one error object of `kind` on
+/// stderr, which is returned for further checks.
+pub fn assert_refused(out: &std::process::Output, code: i32, kind: &str) -> proto::ErrorObject {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "exit status; stdout {:?}, stderr {:?}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stdout.is_empty(),
+        "a refusal prints nothing on stdout: {:?}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let e = decode_error(&out.stderr);
+    assert_eq!(e.error, kind, "error kind: {e:?}");
+    e
+}
+
+/// Asserts a tool succeeded (exit 0, nothing on stderr) and decodes its stdout as `T`.
+pub fn assert_ok<T: serde::de::DeserializeOwned>(out: &std::process::Output) -> T {
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "exit status; stderr {:?}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "stderr: {:?}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    decode_json(&out.stdout)
+}
+
 /// A tool's stdout decoded as one JSON document of type `T`.
 pub fn decode_json<T: serde::de::DeserializeOwned>(stdout: &[u8]) -> T {
     serde_json::from_slice(stdout).unwrap_or_else(|e| {

@@ -135,7 +135,7 @@ fn key_id_of(keynum: &[u8]) -> String {
 /// Strict standard base64 with padding; `None` for anything else.
 fn base64_decode(s: &str) -> Option<Vec<u8>> {
     let b = s.as_bytes();
-    if b.is_empty() || b.len() % 4 != 0 {
+    if b.is_empty() || !b.len().is_multiple_of(4) {
         return None;
     }
     let val = |c: u8| -> Option<u32> {

@@ -1,0 +1,275 @@
+//! `dot-register dev`: local entries in a development root.
+#![allow(clippy::unwrap_used)]
+
+use assert_cmd::cargo::cargo_bin_cmd;
+use proto::layout::Root;
+use proto::{Containment, InputKind, Name, Sha256, Trust};
+use register::report::AddReport;
+use std::ffi::OsStr;
+use std::fs;
+use std::os::unix::fs::MetadataExt;
+use std::path::PathBuf;
+use std::process::Output;
+use testkit::TempDir;
+
+const EXE: &[u8] = b"local plugin bytes";
+
+struct Fx {
+    d: TempDir,
+    root: Root,
+    exe: PathBuf,
+}
+
+fn fx(dev: bool) -> Fx {
+    let d = TempDir::new();
+    let root = testkit::make_root(&d.join("root"), dev);
+    let exe = testkit::write_exe(d.path(), "plugin", EXE, 0o755);
+    Fx { d, root, exe }
+}
+
+impl Fx {
+    fn dev(&self, exe: &std::path::Path, extra: &[&str]) -> Output {
+        let mut args: Vec<&OsStr> = vec![
+            "dev".as_ref(),
+            "--root".as_ref(),
+            self.root.path().as_os_str(),
+            "--name".as_ref(),
+            "hello".as_ref(),
+            "--exe".as_ref(),
+            exe.as_os_str(),
+        ];
+        args.extend(extra.iter().map(OsStr::new));
+        cargo_bin_cmd!("dot-register").args(args).output().unwrap()
+    }
+
+    fn refused(
+        &self,
+        out: Output,
+        code: i32,
+        kind: &str,
+        before: &std::collections::BTreeMap<PathBuf, testkit::NodeFacts>,
+    ) -> proto::ErrorObject {
+        let e = testkit::assert_refused(&out, code, kind);
+        assert_eq!(*before, testkit::tree_snapshot(self.root.path()));
+        e
+    }
+}
+
+#[test]
+fn registers_a_local_entry_with_its_options() {
+    let fx = fx(true);
+    let out = fx.dev(
+        &fx.exe,
+        &[
+            "--containment",
+            "audit",
+            "--version",
+            "0.3.1",
+            "--protocol",
+            ">=1.0, <1.5",
+            "--input",
+            "name:string",
+            "--input",
+            "doc:file:optional",
+        ],
+    );
+    let report: AddReport = testkit::assert_ok(&out);
+    assert_eq!(report.trust, Trust::Local);
+    assert_eq!(report.key_id, None);
+    assert_eq!(report.sha256, Sha256::of(EXE));
+    let v = verify::entry::verify_entry(&fx.root, &Name::new("hello").unwrap()).unwrap();
+    assert_eq!(v.entry.version, semver::Version::new(0, 3, 1));
+    assert_eq!(v.entry.protocol, ">=1.0, <1.5");
+    assert_eq!(v.entry.publisher, None);
+    let inputs: Vec<_> = v
+        .entry
+        .inputs
+        .iter()
+        .map(|i| (i.name.as_str(), i.kind, i.required))
+        .collect();
+    assert_eq!(
+        inputs,
+        vec![
+            ("name", InputKind::String, true),
+            ("doc", InputKind::File, false)
+        ]
+    );
+    assert_eq!(fs::metadata(&v.exe_path).unwrap().mode() & 0o7777, 0o500);
+    assert!(v.dev_root);
+}
+
+#[test]
+fn defaults_version_and_protocol() {
+    let fx = fx(true);
+    testkit::assert_ok::<AddReport>(&fx.dev(&fx.exe, &["--containment", "audit"]));
+    let v = verify::entry::verify_entry(&fx.root, &Name::new("hello").unwrap()).unwrap();
+    assert_eq!(v.entry.version, semver::Version::new(0, 1, 0));
+    assert_eq!(v.entry.protocol, ">=1.0, <2");
+    assert!(v.entry.inputs.is_empty());
+}
+
+#[test]
+fn registers_a_static_executable_for_process() {
+    let fx = fx(true);
+    let exe = testkit::static_fixture("hello");
+    let report: AddReport = testkit::assert_ok(&fx.dev(&exe, &["--containment", "process"]));
+    assert_eq!(report.containment, Containment::Process);
+}
+
+#[test]
+fn refuses_a_root_without_the_dev_marker() {
+    let fx = fx(false);
+    let before = testkit::tree_snapshot(fx.root.path());
+    fx.refused(
+        fx.dev(&fx.exe, &["--containment", "audit"]),
+        1,
+        "local-entry-not-dev",
+        &before,
+    );
+}
+
+#[test]
+fn refuses_existing_name_without_replace() {
+    let fx = fx(true);
+    testkit::assert_ok::<AddReport>(&fx.dev(&fx.exe, &["--containment", "audit"]));
+    let other = testkit::write_exe(fx.d.path(), "other", b"new build", 0o755);
+    let before = testkit::tree_snapshot(fx.root.path());
+    fx.refused(
+        fx.dev(&other, &["--containment", "audit"]),
+        1,
+        "entry-exists",
+        &before,
+    );
+    let report: AddReport =
+        testkit::assert_ok(&fx.dev(&other, &["--containment", "audit", "--replace"]));
+    assert!(report.replaced);
+}
+
+#[test]
+fn refuses_unknown_containment() {
+    let fx = fx(true);
+    let before = testkit::tree_snapshot(fx.root.path());
+    fx.refused(
+        fx.dev(&fx.exe, &["--containment", "jail"]),
+        2,
+        "usage",
+        &before,
+    );
+}
+
+#[test]
+fn refuses_unparsable_protocol_requirement() {
+    let fx = fx(true);
+    let before = testkit::tree_snapshot(fx.root.path());
+    let e = fx.refused(
+        fx.dev(&fx.exe, &["--containment", "audit", "--protocol", "soon"]),
+        2,
+        "entry-malformed",
+        &before,
+    );
+    assert_eq!(e.field.as_deref(), Some("protocol"));
+}
+
+#[test]
+fn refuses_bad_version() {
+    let fx = fx(true);
+    let before = testkit::tree_snapshot(fx.root.path());
+    let e = fx.refused(
+        fx.dev(&fx.exe, &["--containment", "audit", "--version", "1.0"]),
+        2,
+        "entry-malformed",
+        &before,
+    );
+    assert_eq!(e.field.as_deref(), Some("version"));
+}
+
+#[test]
+fn refuses_duplicate_input_names() {
+    let fx = fx(true);
+    let before = testkit::tree_snapshot(fx.root.path());
+    let out = fx.dev(
+        &fx.exe,
+        &[
+            "--containment",
+            "audit",
+            "--input",
+            "a:string",
+            "--input",
+            "a:file",
+        ],
+    );
+    let e = fx.refused(out, 2, "entry-malformed", &before);
+    assert_eq!(e.field.as_deref(), Some("inputs"));
+}
+
+#[test]
+fn refuses_malformed_input_spec() {
+    let fx = fx(true);
+    let before = testkit::tree_snapshot(fx.root.path());
+    for spec in ["a", "a:blob", "A:string", "a:string:maybe"] {
+        let e = fx.refused(
+            fx.dev(&fx.exe, &["--containment", "audit", "--input", spec]),
+            2,
+            "entry-malformed",
+            &before,
+        );
+        assert_eq!(e.value.as_deref(), Some(spec));
+    }
+}
+
+#[test]
+fn refuses_bad_plugin_name() {
+    let fx = fx(true);
+    let before = testkit::tree_snapshot(fx.root.path());
+    let out = cargo_bin_cmd!("dot-register")
+        .args(["dev", "--containment", "audit", "--name", "../x", "--root"])
+        .arg(fx.root.path())
+        .arg("--exe")
+        .arg(&fx.exe)
+        .output()
+        .unwrap();
+    fx.refused(out, 2, "bad-name", &before);
+}
+
+#[test]
+fn refuses_dynamic_exe_as_process() {
+    let fx = fx(true);
+    let before = testkit::tree_snapshot(fx.root.path());
+    let e = fx.refused(
+        fx.dev(
+            std::path::Path::new("/bin/true"),
+            &["--containment", "process"],
+        ),
+        1,
+        "not-static-elf",
+        &before,
+    );
+    assert_eq!(e.path.as_deref(), Some("/bin/true"));
+}
+
+#[test]
+fn refuses_script_as_process() {
+    let fx = fx(true);
+    let script = testkit::write_exe(fx.d.path(), "script", testkit::SCRIPT, 0o755);
+    let before = testkit::tree_snapshot(fx.root.path());
+    fx.refused(
+        fx.dev(&script, &["--containment", "process"]),
+        1,
+        "not-static-elf",
+        &before,
+    );
+}
+
+#[test]
+fn refuses_symlinked_exe() {
+    let fx = fx(true);
+    let link = fx.d.join("link");
+    std::os::unix::fs::symlink(&fx.exe, &link).unwrap();
+    let before = testkit::tree_snapshot(fx.root.path());
+    fx.refused(
+        fx.dev(&link, &["--containment", "audit"]),
+        1,
+        "exe-symlink",
+        &before,
+    );
+}

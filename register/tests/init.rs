@@ -1,0 +1,129 @@
+//! `dot-register init`.
+#![allow(clippy::unwrap_used)]
+
+use assert_cmd::cargo::cargo_bin_cmd;
+use proto::layout::{Root, ROOT_DIRS};
+use register::report::InitReport;
+use std::fs;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::process::Output;
+use testkit::TempDir;
+
+fn init(root: &std::path::Path, dev: bool) -> Output {
+    let mut cmd = cargo_bin_cmd!("dot-register");
+    cmd.args(["init", "--root"]).arg(root);
+    if dev {
+        cmd.arg("--dev");
+    }
+    cmd.output().unwrap()
+}
+
+#[test]
+fn creates_the_layout_with_private_modes() {
+    let d = TempDir::new();
+    let root = Root::new(d.join("root"));
+    let report: InitReport = testkit::assert_ok(&init(root.path(), false));
+    assert!(!report.dev);
+    assert_eq!(report.created.len(), 1 + ROOT_DIRS.len());
+    for dir in std::iter::once(root.path().to_path_buf())
+        .chain(ROOT_DIRS.iter().map(|x| root.path().join(x)))
+    {
+        let m = fs::symlink_metadata(&dir).unwrap();
+        assert!(m.is_dir(), "{}", dir.display());
+        assert_eq!(m.mode() & 0o7777, 0o700, "{}", dir.display());
+    }
+    assert!(!root.dev_marker().exists());
+    assert!(!verify::root::check_root(&root).unwrap().dev);
+}
+
+#[test]
+fn is_idempotent_on_a_valid_root() {
+    let d = TempDir::new();
+    let root = d.join("root");
+    testkit::assert_ok::<InitReport>(&init(&root, true));
+    let before = testkit::tree_snapshot(&root);
+    let report: InitReport = testkit::assert_ok(&init(&root, false));
+    assert!(report.dev, "an existing development root stays one");
+    assert!(report.created.is_empty());
+    let report: InitReport = testkit::assert_ok(&init(&root, true));
+    assert!(report.created.is_empty());
+    assert_eq!(before, testkit::tree_snapshot(&root));
+}
+
+#[test]
+fn dev_writes_the_marker() {
+    let d = TempDir::new();
+    let root = Root::new(d.join("root"));
+    let report: InitReport = testkit::assert_ok(&init(root.path(), true));
+    assert!(report.dev);
+    let m = fs::symlink_metadata(root.dev_marker()).unwrap();
+    assert!(m.is_file());
+    assert_eq!(m.mode() & 0o777, 0o600);
+}
+
+#[test]
+fn completes_a_root_with_a_missing_layout_directory() {
+    let d = TempDir::new();
+    let root = Root::new(d.join("root"));
+    testkit::assert_ok::<InitReport>(&init(root.path(), false));
+    fs::remove_dir(root.txn()).unwrap();
+    let report: InitReport = testkit::assert_ok(&init(root.path(), false));
+    assert_eq!(report.created, vec![root.txn().display().to_string()]);
+}
+
+#[test]
+fn refuses_to_turn_an_existing_root_into_a_dev_root() {
+    let d = TempDir::new();
+    let root = d.join("root");
+    testkit::assert_ok::<InitReport>(&init(&root, false));
+    let before = testkit::tree_snapshot(&root);
+    testkit::assert_refused(&init(&root, true), 1, "root-not-dev");
+    assert_eq!(before, testkit::tree_snapshot(&root));
+}
+
+#[test]
+fn refuses_group_writable_root() {
+    let d = TempDir::new();
+    let root = d.join("root");
+    fs::create_dir(&root).unwrap();
+    fs::set_permissions(&root, fs::Permissions::from_mode(0o770)).unwrap();
+    let before = testkit::tree_snapshot(&root);
+    testkit::assert_refused(&init(&root, false), 1, "root-unsafe");
+    assert_eq!(before, testkit::tree_snapshot(&root));
+}
+
+#[test]
+fn refuses_world_writable_layout_directory() {
+    let d = TempDir::new();
+    let root = Root::new(d.join("root"));
+    testkit::assert_ok::<InitReport>(&init(root.path(), false));
+    fs::set_permissions(root.store(), fs::Permissions::from_mode(0o777)).unwrap();
+    let before = testkit::tree_snapshot(root.path());
+    testkit::assert_refused(&init(root.path(), false), 1, "root-unsafe");
+    assert_eq!(before, testkit::tree_snapshot(root.path()));
+}
+
+#[test]
+fn refuses_root_owned_by_another_user() {
+    let d = TempDir::new();
+    let root = d.join("root");
+    fs::create_dir(&root).unwrap();
+    fs::set_permissions(&root, fs::Permissions::from_mode(0o700)).unwrap();
+    std::os::unix::fs::chown(&root, Some(65534), Some(65534)).unwrap();
+    let before = testkit::tree_snapshot(&root);
+    testkit::assert_refused(&init(&root, false), 1, "root-unsafe");
+    assert_eq!(before, testkit::tree_snapshot(&root));
+}
+
+#[test]
+fn refuses_symlinked_layout_directory() {
+    let d = TempDir::new();
+    let root = d.join("root");
+    fs::create_dir(&root).unwrap();
+    fs::set_permissions(&root, fs::Permissions::from_mode(0o700)).unwrap();
+    fs::create_dir(d.join("elsewhere")).unwrap();
+    std::os::unix::fs::symlink(d.join("elsewhere"), root.join("plugins.d")).unwrap();
+    let before = testkit::tree_snapshot(&root);
+    testkit::assert_refused(&init(&root, false), 1, "root-unsafe");
+    assert_eq!(before, testkit::tree_snapshot(&root));
+}

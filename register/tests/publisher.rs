@@ -1,0 +1,211 @@
+//! `dot-register publisher add|revoke|list`.
+#![allow(clippy::unwrap_used)]
+
+use assert_cmd::cargo::cargo_bin_cmd;
+use proto::layout::Root;
+use proto::{Name, Publisher};
+use std::ffi::OsStr;
+use std::fs;
+use std::process::Output;
+use testkit::{KeyPair, TempDir};
+
+fn reg<I: AsRef<OsStr>>(args: impl IntoIterator<Item = I>) -> Output {
+    cargo_bin_cmd!("dot-register").args(args).output().unwrap()
+}
+
+fn root() -> (TempDir, Root) {
+    let d = TempDir::new();
+    let root = Root::new(d.join("root"));
+    testkit::make_root(root.path(), false);
+    (d, root)
+}
+
+fn add(root: &Root, id: &str, pk: &std::path::Path) -> Output {
+    reg([
+        OsStr::new("publisher"),
+        "add".as_ref(),
+        "--root".as_ref(),
+        root.path().as_os_str(),
+        "--id".as_ref(),
+        id.as_ref(),
+        "--pubkey".as_ref(),
+        pk.as_os_str(),
+    ])
+}
+
+fn r(root: &Root) -> &str {
+    root.path().to_str().unwrap()
+}
+
+#[test]
+fn add_trusts_the_key_as_minisign_wrote_it() {
+    let (d, root) = root();
+    let key = KeyPair::generate();
+    let p: Publisher = testkit::assert_ok(&add(&root, "acme", &key.pk_path(d.path())));
+    assert_eq!(p.id, Name::new("acme").unwrap());
+    assert_eq!(p.keys.len(), 1);
+    assert_eq!(p.keys[0].key_id, key.key_id());
+    assert_eq!(p.keys[0].public_key, key.public_key_b64());
+    let on_disk = Publisher::parse(&fs::read(root.publisher(&p.id)).unwrap()).unwrap();
+    assert_eq!(on_disk, p);
+}
+
+#[test]
+fn adding_the_same_key_again_changes_nothing() {
+    let (d, root) = root();
+    let key = KeyPair::generate();
+    testkit::assert_ok::<Publisher>(&add(&root, "acme", &key.pk_path(d.path())));
+    let before = testkit::tree_snapshot(root.path());
+    testkit::assert_ok::<Publisher>(&add(&root, "acme", &key.pk_path(d.path())));
+    assert_eq!(before, testkit::tree_snapshot(root.path()));
+}
+
+#[test]
+fn adding_a_second_key_keeps_the_first() {
+    let (d, root) = root();
+    let (k1, k2) = (KeyPair::generate(), KeyPair::generate());
+    testkit::assert_ok::<Publisher>(&add(&root, "acme", &k1.pk_path(d.path())));
+    let p: Publisher = testkit::assert_ok(&add(&root, "acme", &k2.pk_path(d.path())));
+    let ids: Vec<_> = p.keys.iter().map(|k| k.key_id.clone()).collect();
+    assert_eq!(ids, vec![k1.key_id(), k2.key_id()]);
+}
+
+#[test]
+fn add_refuses_malformed_public_key() {
+    let (d, root) = root();
+    let pk = d.join("bad.pub");
+    fs::write(&pk, "untrusted comment: minisign public key\nAAAA\n").unwrap();
+    let before = testkit::tree_snapshot(root.path());
+    let e = testkit::assert_refused(&add(&root, "acme", &pk), 2, "pubkey-malformed");
+    assert_eq!(e.path, Some(pk.display().to_string()));
+    assert_eq!(before, testkit::tree_snapshot(root.path()));
+}
+
+#[test]
+fn add_refuses_bad_publisher_id() {
+    let (d, root) = root();
+    let pk = KeyPair::generate().pk_path(d.path());
+    let before = testkit::tree_snapshot(root.path());
+    for bad in ["../x", "a/b", "", "Acme"] {
+        testkit::assert_refused(&add(&root, bad, &pk), 2, "bad-name");
+    }
+    assert_eq!(before, testkit::tree_snapshot(root.path()));
+}
+
+#[test]
+fn add_refuses_a_revoked_publisher() {
+    let (d, root) = root();
+    let key = KeyPair::generate();
+    testkit::assert_ok::<Publisher>(&add(&root, "acme", &key.pk_path(d.path())));
+    testkit::assert_ok::<Publisher>(&reg([
+        "publisher",
+        "revoke",
+        "--root",
+        r(&root),
+        "--id",
+        "acme",
+        "--reason",
+        "gone",
+    ]));
+    let before = testkit::tree_snapshot(root.path());
+    let out = add(&root, "acme", &KeyPair::generate().pk_path(d.path()));
+    testkit::assert_refused(&out, 1, "publisher-revoked");
+    assert_eq!(before, testkit::tree_snapshot(root.path()));
+}
+
+#[test]
+fn add_refuses_to_revive_a_revoked_key() {
+    let (d, root) = root();
+    let key = KeyPair::generate();
+    testkit::assert_ok::<Publisher>(&add(&root, "acme", &key.pk_path(d.path())));
+    let kid = key.key_id();
+    testkit::assert_ok::<Publisher>(&reg([
+        "publisher",
+        "revoke",
+        "--root",
+        r(&root),
+        "--id",
+        "acme",
+        "--reason",
+        "x",
+        "--key",
+        &kid,
+    ]));
+    let before = testkit::tree_snapshot(root.path());
+    testkit::assert_refused(
+        &add(&root, "acme", &key.pk_path(d.path())),
+        1,
+        "key-revoked",
+    );
+    assert_eq!(before, testkit::tree_snapshot(root.path()));
+}
+
+#[test]
+fn revoke_records_the_reason() {
+    let (d, root) = root();
+    testkit::assert_ok::<Publisher>(&add(&root, "acme", &KeyPair::generate().pk_path(d.path())));
+    let p: Publisher = testkit::assert_ok(&reg([
+        "publisher",
+        "revoke",
+        "--root",
+        r(&root),
+        "--id",
+        "acme",
+        "--reason",
+        "compromised",
+    ]));
+    assert_eq!(p.revoked.unwrap().reason, "compromised");
+    let listed: Vec<Publisher> =
+        testkit::assert_ok(&reg(["publisher", "list", "--root", r(&root)]));
+    assert_eq!(listed[0].revoked.as_ref().unwrap().reason, "compromised");
+}
+
+#[test]
+fn revoke_refuses_unknown_publisher() {
+    let (_d, root) = root();
+    let before = testkit::tree_snapshot(root.path());
+    let out = reg([
+        "publisher",
+        "revoke",
+        "--root",
+        r(&root),
+        "--id",
+        "nobody",
+        "--reason",
+        "x",
+    ]);
+    testkit::assert_refused(&out, 1, "publisher-unknown");
+    assert_eq!(before, testkit::tree_snapshot(root.path()));
+}
+
+#[test]
+fn revoke_refuses_unknown_key() {
+    let (d, root) = root();
+    testkit::assert_ok::<Publisher>(&add(&root, "acme", &KeyPair::generate().pk_path(d.path())));
+    let before = testkit::tree_snapshot(root.path());
+    let out = reg([
+        "publisher",
+        "revoke",
+        "--root",
+        r(&root),
+        "--id",
+        "acme",
+        "--reason",
+        "x",
+        "--key",
+        "0123456789ABCDEF",
+    ]);
+    testkit::assert_refused(&out, 1, "key-unknown");
+    assert_eq!(before, testkit::tree_snapshot(root.path()));
+}
+
+#[test]
+fn list_returns_every_publisher_by_id() {
+    let (d, root) = root();
+    testkit::assert_ok::<Publisher>(&add(&root, "zeta", &KeyPair::generate().pk_path(d.path())));
+    testkit::assert_ok::<Publisher>(&add(&root, "acme", &KeyPair::generate().pk_path(d.path())));
+    let listed: Vec<Publisher> =
+        testkit::assert_ok(&reg(["publisher", "list", "--root", r(&root)]));
+    let ids: Vec<&str> = listed.iter().map(|p| p.id.as_str()).collect();
+    assert_eq!(ids, vec!["acme", "zeta"]);
+}

@@ -1,0 +1,453 @@
+//! `dot-sandbox exec`: confine this process, then execute the plugin on descriptor 4.
+//!
+//! The sequence, in this order (each step one function below; any failure stops it, writes one
+//! error line on the report descriptor and stderr, and exits nonzero — never a partially confined
+//! plugin):
+//!
+//! 1. claim the report descriptor; check the plugin argument is exactly `/proc/self/fd/4`; claim
+//!    descriptor 4
+//! 2. the plugin is a static ELF executable for this machine (`verify::elf`)
+//! 3. parent-death signal SIGKILL, and exit if the parent is already gone
+//! 4. hard rlimits, soft = hard: AS, CPU, FSIZE, NOFILE from the arguments, CORE = 0
+//! 5. drop every capability, as root too: locked securebits, bounding set, ambient, then
+//!    effective/permitted/inheritable
+//! 6. `no_new_privs`
+//! 7. Landlock: ABI 3 file rights as a hard requirement (read+execute on the plugin's inode,
+//!    read/write/create/remove/truncate without execute beneath the stage); best effort above
+//!    (ABI 4 TCP bind/connect denied, ABI 6 signal and abstract-unix scopes); refused unless
+//!    enforced
+//! 8. seccomp (see `policy`), the last restriction because it denies what steps 3–7 use
+//! 9. every descriptor ≥ 3 close-on-exec, so the plugin holds exactly 0, 1 and 2
+//! 10. the report line, then `execve("/proc/self/fd/4")` carrying the seccomp cookie.
+
+use crate::ExecArgs;
+use proto::result::{Enforced, Rlimits, SandboxReport};
+use proto::{ErrorObject, ExitCode, ToErrorObject};
+use std::convert::Infallible;
+use std::fs::File;
+use std::io::{self, Write};
+use std::time::Instant;
+
+/// The only plugin path `exec` accepts.
+pub const PLUGIN_PATH: &str = "/proc/self/fd/4";
+/// The plugin's descriptor.
+pub const PLUGIN_FD: i32 = 4;
+/// The smallest NOFILE limit the runner itself can work under.
+pub const MIN_NOFILE: u64 = 16;
+
+/// Why the runner refused or failed; named after the step.
+#[derive(Debug, thiserror::Error)]
+pub enum ExecError {
+    #[error("report descriptor {fd} is not usable: {source}")]
+    ReportFd { fd: i32, source: io::Error },
+    #[error("plugin path must be exactly {PLUGIN_PATH}, got {path:?}")]
+    BadPluginPath { path: String },
+    #[error("limit --{field} = {value} is too small")]
+    BadLimit { field: &'static str, value: u64 },
+    #[error("plugin descriptor {PLUGIN_FD} is not open: {0}")]
+    PluginFd(io::Error),
+    #[error("plugin {0}")]
+    NotStaticElf(#[from] verify::elf::ElfError),
+    #[error("setting the parent-death signal failed: {0}")]
+    ParentDeathSignal(io::Error),
+    #[error("the parent is already gone (parent is now pid {ppid})")]
+    ParentGone { ppid: u32 },
+    #[error("setting {resource} failed: {source}")]
+    Rlimit {
+        resource: &'static str,
+        source: io::Error,
+    },
+    #[error("dropping capabilities failed at {step}: {source}")]
+    Capabilities {
+        step: &'static str,
+        source: io::Error,
+    },
+    #[error("setting no_new_privs failed: {0}")]
+    NoNewPrivs(io::Error),
+    #[error("Landlock ABI {abi} is below the required 3")]
+    LandlockUnsupported { abi: u32 },
+    #[error("Landlock ruleset failed: {0}")]
+    Landlock(#[from] landlock::RulesetError),
+    #[error("opening the stage (the working directory) failed: {0}")]
+    Stage(io::Error),
+    #[error("Landlock is not enforced ({status})")]
+    LandlockNotEnforced { status: String },
+    #[error("building the seccomp policy failed: {0}")]
+    SeccompPolicy(String),
+    #[error("installing the seccomp filter failed: {0}")]
+    SeccompInstall(io::Error),
+    #[error("marking descriptors close-on-exec failed: {0}")]
+    Cloexec(io::Error),
+    #[error("writing the report failed: {0}")]
+    Report(io::Error),
+    #[error("executing the plugin failed: {0}")]
+    Exec(io::Error),
+    #[error("process containment is only available on Linux x86-64")]
+    UnsupportedPlatform,
+}
+
+impl ToErrorObject for ExecError {
+    fn kind(&self) -> &'static str {
+        match self {
+            ExecError::ReportFd { .. } => "bad-report-fd",
+            ExecError::BadPluginPath { .. } => "bad-plugin-path",
+            ExecError::BadLimit { .. } => "bad-limit",
+            ExecError::PluginFd(_) => "bad-plugin-fd",
+            ExecError::NotStaticElf(_) => "not-static-elf",
+            ExecError::ParentDeathSignal(_) => "parent-death-signal",
+            ExecError::ParentGone { .. } => "parent-gone",
+            ExecError::Rlimit { .. } => "rlimit",
+            ExecError::Capabilities { .. } => "capabilities",
+            ExecError::NoNewPrivs(_) => "no-new-privs",
+            ExecError::LandlockUnsupported { .. } => "landlock-unsupported",
+            ExecError::Landlock(_) => "landlock",
+            ExecError::Stage(_) => "stage",
+            ExecError::LandlockNotEnforced { .. } => "landlock-not-enforced",
+            ExecError::SeccompPolicy(_) => "seccomp-policy",
+            ExecError::SeccompInstall(_) => "seccomp-install",
+            ExecError::Cloexec(_) => "cloexec",
+            ExecError::Report(_) => "report",
+            ExecError::Exec(_) => "exec",
+            ExecError::UnsupportedPlatform => "unsupported-platform",
+        }
+    }
+
+    fn exit_code(&self) -> ExitCode {
+        match self {
+            ExecError::BadLimit { .. } => ExitCode::Usage,
+            ExecError::ReportFd { .. }
+            | ExecError::BadPluginPath { .. }
+            | ExecError::PluginFd(_)
+            | ExecError::NotStaticElf(_)
+            | ExecError::ParentGone { .. }
+            | ExecError::LandlockUnsupported { .. }
+            | ExecError::LandlockNotEnforced { .. }
+            | ExecError::UnsupportedPlatform => ExitCode::Refused,
+            _ => ExitCode::System,
+        }
+    }
+
+    fn to_error_object(&self) -> ErrorObject {
+        let obj = ErrorObject::new(self.kind(), self.to_string());
+        match self {
+            ExecError::BadPluginPath { path } => obj.field("plugin").value(path.clone()),
+            ExecError::BadLimit { field, value } => obj.field(*field).value(value.to_string()),
+            ExecError::NotStaticElf(_) | ExecError::PluginFd(_) => obj.path(PLUGIN_PATH),
+            ExecError::ReportFd { fd, .. } => obj.field("report-fd").value(fd.to_string()),
+            ExecError::LandlockUnsupported { .. } | ExecError::UnsupportedPlatform => {
+                obj.next("dot-sandbox probe")
+            }
+            _ => obj,
+        }
+    }
+}
+
+/// Runs the whole sequence. Returns only on failure, after reporting it on the report descriptor
+/// (when that descriptor is usable); the caller prints it on stderr.
+pub fn run(args: &ExecArgs) -> Result<Infallible, ExecError> {
+    let start = Instant::now();
+    let mut report = claim_report(args.report_fd)?;
+    let err = match confine_and_exec(args, start, &mut report) {
+        Ok(never) => match never {},
+        Err(e) => e,
+    };
+    let line = SandboxReport::Error(err.to_error_object());
+    let _ = write_line(&mut report, &line);
+    Err(err)
+}
+
+fn claim_report(fd: i32) -> Result<File, ExecError> {
+    if fd <= PLUGIN_FD {
+        return Err(ExecError::ReportFd {
+            fd,
+            source: io::Error::from_raw_os_error(libc::EBADF),
+        });
+    }
+    sys::confine::claim_inherited_fd(fd)
+        .map(File::from)
+        .map_err(|source| ExecError::ReportFd { fd, source })
+}
+
+fn check_plugin_path(path: &str) -> Result<(), ExecError> {
+    if path == PLUGIN_PATH {
+        Ok(())
+    } else {
+        Err(ExecError::BadPluginPath {
+            path: path.to_owned(),
+        })
+    }
+}
+
+fn check_limits(args: &ExecArgs) -> Result<(), ExecError> {
+    let checks = [
+        ("as-bytes", args.as_bytes, 1 << 20),
+        ("cpu-seconds", args.cpu_seconds, 1),
+        ("fsize-bytes", args.fsize_bytes, 1),
+        ("nofile", args.nofile, MIN_NOFILE),
+    ];
+    for (field, value, min) in checks {
+        if value < min {
+            return Err(ExecError::BadLimit { field, value });
+        }
+    }
+    Ok(())
+}
+
+fn claim_plugin() -> Result<File, ExecError> {
+    sys::confine::claim_inherited_fd(PLUGIN_FD)
+        .map(File::from)
+        .map_err(ExecError::PluginFd)
+}
+
+fn check_static_elf(plugin: &File) -> Result<(), ExecError> {
+    verify::elf::check_static_elf(plugin)?;
+    Ok(())
+}
+
+fn parent_death_signal() -> Result<(), ExecError> {
+    sys::confine::set_parent_death_kill().map_err(ExecError::ParentDeathSignal)?;
+    // The launcher is the parent and never pid 1; a parent of 1 means it died before the signal
+    // was armed (a subreaper parent would be some other pid, see DESIGN.md: launch is the
+    // subreaper and the parent at once).
+    match sys::confine::parent_pid() {
+        0 | 1 => Err(ExecError::ParentGone {
+            ppid: sys::confine::parent_pid(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+fn set_rlimits(args: &ExecArgs) -> Result<Rlimits, ExecError> {
+    use nix::sys::resource::Resource;
+    let limits = Rlimits {
+        as_bytes: args.as_bytes,
+        cpu_seconds: args.cpu_seconds,
+        fsize_bytes: args.fsize_bytes,
+        nofile: args.nofile,
+        core: 0,
+    };
+    let table = [
+        ("RLIMIT_AS", Resource::RLIMIT_AS, limits.as_bytes),
+        ("RLIMIT_CPU", Resource::RLIMIT_CPU, limits.cpu_seconds),
+        ("RLIMIT_FSIZE", Resource::RLIMIT_FSIZE, limits.fsize_bytes),
+        ("RLIMIT_NOFILE", Resource::RLIMIT_NOFILE, limits.nofile),
+        ("RLIMIT_CORE", Resource::RLIMIT_CORE, limits.core),
+    ];
+    for (resource, r, value) in table {
+        sys::confine::set_hard_rlimit(r, value)
+            .map_err(|source| ExecError::Rlimit { resource, source })?;
+    }
+    Ok(limits)
+}
+
+fn drop_capabilities() -> Result<(), ExecError> {
+    use sys::confine as c;
+    let step = |step: &'static str| move |source| ExecError::Capabilities { step, source };
+    let (eff, prm, _) = c::capability_sets().map_err(step("capget"))?;
+    let privileged = nix::unistd::geteuid().is_root() || eff != 0 || prm != 0;
+    if privileged {
+        // While CAP_SETPCAP is still held: uid 0 must gain nothing at exec, for good.
+        c::set_securebits(c::LOCKED_SECUREBITS).map_err(step("securebits"))?;
+        for cap in 0..64 {
+            match c::drop_bounding_cap(cap) {
+                Ok(()) => {}
+                Err(e) if e.raw_os_error() == Some(libc::EINVAL) && cap > 0 => break,
+                Err(e) => return Err(step("bounding set")(e)),
+            }
+        }
+    }
+    // Without privilege neither of the above is allowed, nor needed: nothing can be gained from an
+    // empty permitted set once no_new_privs is set.
+    c::clear_ambient_caps().map_err(step("ambient set"))?;
+    c::clear_capability_sets().map_err(step("capset"))?;
+    let sets = c::capability_sets().map_err(step("capget"))?;
+    if sets != (0, 0, 0) {
+        return Err(step("verify")(io::Error::from_raw_os_error(libc::EPERM)));
+    }
+    if privileged && (0..64).any(|cap| c::bounding_has(cap).unwrap_or(false)) {
+        return Err(step("verify bounding set")(io::Error::from_raw_os_error(
+            libc::EPERM,
+        )));
+    }
+    Ok(())
+}
+
+fn set_no_new_privs() -> Result<(), ExecError> {
+    sys::confine::set_no_new_privs().map_err(ExecError::NoNewPrivs)
+}
+
+/// What Landlock enforced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LandlockApplied {
+    pub abi: u32,
+    pub status: &'static str,
+    pub net: bool,
+    pub scopes: bool,
+}
+
+fn apply_landlock(plugin: &File) -> Result<LandlockApplied, ExecError> {
+    use landlock::{
+        Access, AccessFs, AccessNet, CompatLevel, Compatible, LandlockStatus, PathBeneath,
+        Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope, ABI,
+    };
+    use std::os::unix::fs::OpenOptionsExt;
+
+    let kernel_abi = sys::confine::landlock_abi_version().unwrap_or(0);
+    if kernel_abi < 3 {
+        return Err(ExecError::LandlockUnsupported { abi: kernel_abi });
+    }
+    let stage = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC)
+        .open(".")
+        .map_err(ExecError::Stage)?;
+    let stage_rights = AccessFs::ReadFile
+        | AccessFs::ReadDir
+        | AccessFs::WriteFile
+        | AccessFs::MakeReg
+        | AccessFs::MakeDir
+        | AccessFs::RemoveFile
+        | AccessFs::RemoveDir
+        | AccessFs::Truncate;
+    let status = Ruleset::default()
+        .set_compatibility(CompatLevel::HardRequirement)
+        .handle_access(AccessFs::from_all(ABI::V3))?
+        .set_compatibility(CompatLevel::BestEffort)
+        .handle_access(AccessNet::from_all(ABI::V4))?
+        .scope(Scope::from_all(ABI::V6))?
+        .create()?
+        .set_compatibility(CompatLevel::HardRequirement)
+        .add_rule(PathBeneath::new(
+            plugin,
+            AccessFs::ReadFile | AccessFs::Execute,
+        ))?
+        .add_rule(PathBeneath::new(&stage, stage_rights))?
+        .restrict_self()?;
+    let abi = match status.landlock {
+        LandlockStatus::Available { effective_abi, .. } => abi_number(effective_abi),
+        _ => 0,
+    };
+    let status_word = match status.ruleset {
+        RulesetStatus::FullyEnforced => "fully-enforced",
+        RulesetStatus::PartiallyEnforced => "partially-enforced",
+        RulesetStatus::NotEnforced => "not-enforced",
+    };
+    if status.ruleset == RulesetStatus::NotEnforced || !status.no_new_privs || abi < 3 {
+        return Err(ExecError::LandlockNotEnforced {
+            status: format!(
+                "{status_word}, abi {abi}, no_new_privs {}",
+                status.no_new_privs
+            ),
+        });
+    }
+    Ok(LandlockApplied {
+        abi,
+        status: status_word,
+        net: abi >= 4,
+        scopes: abi >= 6,
+    })
+}
+
+fn abi_number(abi: landlock::ABI) -> u32 {
+    // The crate's ABI enum is not a number in its API; its Display is ("unsupported" or the number).
+    abi.to_string().parse().unwrap_or(0)
+}
+
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+fn install_seccomp(params: crate::policy::Params) -> Result<proto::Sha256, ExecError> {
+    use crate::policy;
+    let code = policy::program(params).map_err(|e| ExecError::SeccompPolicy(e.to_string()))?;
+    let digest = policy::policy_sha256().map_err(|e| ExecError::SeccompPolicy(e.to_string()))?;
+    sys::confine::install_seccomp_filter(&policy::to_kernel(&code))
+        .map_err(ExecError::SeccompInstall)?;
+    Ok(digest)
+}
+
+fn cloexec_inherited() -> Result<(), ExecError> {
+    sys::confine::cloexec_from(3).map_err(ExecError::Cloexec)
+}
+
+fn write_line(report: &mut File, line: &SandboxReport) -> io::Result<()> {
+    let mut text = serde_json::to_string(line).map_err(io::Error::other)?;
+    text.push('\n');
+    report.write_all(text.as_bytes())
+}
+
+fn exec_plugin(_plugin: &File, cookie: u64) -> ExecError {
+    let path = c"/proc/self/fd/4";
+    ExecError::Exec(sys::confine::execve_with_cookie(path, &[path], cookie))
+}
+
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+fn confine_and_exec(
+    args: &ExecArgs,
+    start: Instant,
+    report: &mut File,
+) -> Result<Infallible, ExecError> {
+    check_plugin_path(&args.plugin)?;
+    check_limits(args)?;
+    let plugin = claim_plugin()?;
+    check_static_elf(&plugin)?;
+    parent_death_signal()?;
+    let rlimits = set_rlimits(args)?;
+    drop_capabilities()?;
+    set_no_new_privs()?;
+    let landlock = apply_landlock(&plugin)?;
+    let params = crate::policy::Params {
+        pid: std::process::id(),
+        cookie: sys::confine::random_u64().map_err(|e| ExecError::SeccompPolicy(e.to_string()))?,
+    };
+    let seccomp_policy_sha256 = install_seccomp(params)?;
+    cloexec_inherited()?;
+    let enforced = Enforced {
+        landlock_abi: landlock.abi,
+        landlock_status: landlock.status.to_owned(),
+        landlock_net: landlock.net,
+        landlock_scopes: landlock.scopes,
+        no_new_privs: true,
+        capabilities: "none".to_owned(),
+        rlimits,
+        seccomp_policy_sha256,
+        confine_us: Some(start.elapsed().as_micros() as u64),
+    };
+    write_line(report, &SandboxReport::Enforced(enforced)).map_err(ExecError::Report)?;
+    Err(exec_plugin(&plugin, params.cookie))
+}
+
+#[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
+fn confine_and_exec(
+    _args: &ExecArgs,
+    _start: Instant,
+    _report: &mut File,
+) -> Result<Infallible, ExecError> {
+    Err(ExecError::UnsupportedPlatform)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_fd4_path_is_accepted() {
+        assert!(check_plugin_path(PLUGIN_PATH).is_ok());
+        for bad in ["/proc/self/fd/3", "/proc/self/fd/4/", "/bin/true", "", "/proc/self/fd/44"] {
+            let err = check_plugin_path(bad).expect_err(bad);
+            assert_eq!(err.kind(), "bad-plugin-path");
+            assert_eq!(err.exit_code(), ExitCode::Refused);
+        }
+    }
+
+    #[test]
+    fn tiny_limits_are_usage_errors() {
+        let args = ExecArgs {
+            report_fd: 5,
+            as_bytes: 1 << 30,
+            cpu_seconds: 10,
+            fsize_bytes: 1 << 20,
+            nofile: 3,
+            plugin: PLUGIN_PATH.into(),
+        };
+        let err = check_limits(&args).expect_err("nofile 3");
+        assert_eq!((err.kind(), err.exit_code()), ("bad-limit", ExitCode::Usage));
+    }
+}

@@ -1,0 +1,636 @@
+//! The seccomp policy, as pure functions: the deny rules (seccompiler types), a short hand-written
+//! prefix, and a compiler that lays the rules out as a binary search tree over syscall numbers.
+//!
+//! Program shape:
+//!
+//! 1. prefix: architecture is not x86-64 → kill the process; `nr >= 0x40000000` (the x32 ABI, which
+//!    seccompiler does not handle) → kill the process; `clone3` → `ENOSYS` (its flags live in
+//!    memory a filter cannot read; glibc and Go fall back to `clone`, whose flags it can).
+//! 2. a binary search over the syscall-number line cut into segments: allowed runs, denied runs
+//!    (`EPERM`), single syscalls denied by argument (the seccompiler rule chain, `EPERM` on match),
+//!    and every number above the highest syscall this policy knows (`ENOSYS`, so a syscall added
+//!    by a later kernel is refused, not allowed).
+//!
+//! Denials are `EPERM`, never a signal: runtimes probe some of these calls and must see an errno.
+//! Only the two prefix checks kill.
+
+use seccompiler::{
+    sock_filter, BackendError, SeccompAction, SeccompCmpArgLen as Len, SeccompCmpOp as Op,
+    SeccompCondition as Cond, SeccompRule,
+};
+use std::collections::BTreeMap;
+
+/// The deny rules: for each syscall number the rules that deny it (OR'ed; an empty list denies it
+/// unconditionally).
+pub type Rules = BTreeMap<i64, Vec<SeccompRule>>;
+
+/// `AUDIT_ARCH_X86_64`.
+pub const AUDIT_ARCH_X86_64: u32 = 62 | 0x8000_0000 | 0x4000_0000;
+/// Syscall numbers at or above this are the x32 ABI.
+pub const X32_SYSCALL_BIT: u32 = 0x4000_0000;
+/// The highest x86-64 syscall number this policy was written against (`file_setattr`, Linux 6.17).
+pub const MAX_KNOWN_NR: u32 = 469;
+
+/// `SECCOMP_RET_*` values.
+pub const RET_KILL_PROCESS: u32 = 0x8000_0000;
+pub const RET_ERRNO: u32 = 0x0005_0000;
+pub const RET_ALLOW: u32 = 0x7fff_0000;
+
+/// The per-launch values a policy is built with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Params {
+    /// The runner's pid, which becomes the plugin's: signals and `prlimit` only to itself.
+    pub pid: u32,
+    /// The value `execve`'s unused fourth argument must carry; only the runner's final exec has it.
+    pub cookie: u64,
+}
+
+/// Syscalls denied whatever their arguments.
+fn always_denied() -> Vec<i64> {
+    use libc::*;
+    let mut v = vec![
+        // Sockets and socket I/O (socket..getsockopt is one run of numbers).
+        SYS_socket, SYS_connect, SYS_accept, SYS_sendto, SYS_recvfrom, SYS_sendmsg, SYS_recvmsg,
+        SYS_shutdown, SYS_bind, SYS_listen, SYS_getsockname, SYS_getpeername, SYS_socketpair,
+        SYS_setsockopt, SYS_getsockopt, SYS_accept4, SYS_recvmmsg, SYS_sendmmsg,
+        // New processes and namespaces (threads go through `clone`, checked by argument).
+        SYS_fork, SYS_vfork, SYS_unshare, SYS_setns, SYS_execveat,
+        // Other processes.
+        SYS_ptrace, SYS_process_vm_readv, SYS_process_vm_writev, SYS_kcmp, SYS_pidfd_open,
+        SYS_pidfd_getfd, SYS_pidfd_send_signal, SYS_process_madvise, SYS_process_mrelease,
+        SYS_setsid, SYS_setpgid, SYS_setpriority, SYS_ioprio_set, SYS_sched_setparam,
+        SYS_sched_setscheduler, SYS_sched_setattr, SYS_migrate_pages, SYS_move_pages,
+        // Mount family, old and new API; root changes.
+        SYS_mount, SYS_umount2, SYS_pivot_root, SYS_chroot, SYS_open_tree, SYS_move_mount,
+        SYS_fsopen, SYS_fsconfig, SYS_fsmount, SYS_fspick, SYS_mount_setattr,
+        457, 458, // statmount, listmount
+        467,      // open_tree_attr
+        // Metadata changes: mode, owner, times, extended attributes, inode attributes.
+        SYS_chmod, SYS_fchmod, SYS_fchmodat, SYS_fchmodat2, SYS_chown, SYS_fchown, SYS_lchown,
+        SYS_fchownat, SYS_utime, SYS_utimes, SYS_futimesat, SYS_utimensat, SYS_setxattr,
+        SYS_lsetxattr, SYS_fsetxattr, SYS_getxattr, SYS_lgetxattr, SYS_fgetxattr, SYS_listxattr,
+        SYS_llistxattr, SYS_flistxattr, SYS_removexattr, SYS_lremovexattr, SYS_fremovexattr,
+        463, 464, 465, 466, // setxattrat, getxattrat, listxattrat, removexattrat
+        469,                // file_setattr
+        SYS_mknod, SYS_mknodat,
+        // Executable memory that is not a file, and System V / POSIX IPC with other processes.
+        SYS_memfd_create, SYS_memfd_secret, SYS_shmget, SYS_shmat, SYS_shmctl, SYS_shmdt,
+        SYS_semget, SYS_semop, SYS_semctl, SYS_semtimedop, SYS_msgget, SYS_msgsnd, SYS_msgrcv,
+        SYS_msgctl, SYS_mq_open, SYS_mq_unlink, SYS_mq_timedsend, SYS_mq_timedreceive,
+        SYS_mq_notify, SYS_mq_getsetattr,
+        // Kernel attack surface and observers.
+        SYS_io_uring_setup, SYS_io_uring_enter, SYS_io_uring_register, SYS_bpf, SYS_keyctl,
+        SYS_add_key, SYS_request_key, SYS_perf_event_open, SYS_userfaultfd, SYS_fanotify_init,
+        SYS_fanotify_mark, SYS_name_to_handle_at, SYS_open_by_handle_at, SYS_inotify_add_watch,
+        SYS_modify_ldt, SYS_syslog, SYS_lookup_dcookie, SYS_vhangup, SYS_acct, SYS_quotactl,
+        SYS_quotactl_fd, SYS_sysfs, SYS_uselib, SYS__sysctl, SYS_ustat,
+        460, // lsm_set_self_attr
+        // Identity and capabilities.
+        SYS_setuid, SYS_setgid, SYS_setreuid, SYS_setregid, SYS_setgroups, SYS_setresuid,
+        SYS_setresgid, SYS_setfsuid, SYS_setfsgid, SYS_capset,
+        // The machine: power, kernel images and modules, swap, clocks, names, I/O ports.
+        SYS_reboot, SYS_kexec_load, SYS_kexec_file_load, SYS_init_module, SYS_finit_module,
+        SYS_delete_module, 174, /* create_module */ SYS_swapon, SYS_swapoff, SYS_settimeofday,
+        SYS_clock_settime, SYS_adjtimex, SYS_clock_adjtime, SYS_sethostname, SYS_setdomainname,
+        SYS_iopl, SYS_ioperm, SYS_nfsservctl,
+    ];
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+fn dword(arg: u8, op: Op, value: u64) -> Result<Cond, BackendError> {
+    Cond::new(arg, Len::Dword, op, value)
+}
+
+fn rule(conds: Vec<Cond>) -> Result<SeccompRule, BackendError> {
+    SeccompRule::new(conds)
+}
+
+/// A flag set in argument `arg` (low 32 bits).
+fn flag_set(arg: u8, flag: u64) -> Result<SeccompRule, BackendError> {
+    rule(vec![dword(arg, Op::MaskedEq(flag), flag)?])
+}
+
+/// Argument `arg` (as a pid, low 32 bits) is not the plugin itself.
+fn not_self(arg: u8, p: Params) -> Result<SeccompRule, BackendError> {
+    rule(vec![dword(arg, Op::Ne, u64::from(p.pid))?])
+}
+
+/// Syscalls denied by argument: each entry's rules are OR'ed, a rule's conditions AND'ed.
+fn denied_by_argument(p: Params) -> Result<Vec<(i64, Vec<SeccompRule>)>, BackendError> {
+    use libc::*;
+    let clone_new = [
+        CLONE_NEWNS,
+        CLONE_NEWCGROUP,
+        CLONE_NEWUTS,
+        CLONE_NEWIPC,
+        CLONE_NEWUSER,
+        CLONE_NEWPID,
+        CLONE_NEWNET,
+    ];
+    let mut clone = vec![rule(vec![dword(
+        0,
+        Op::MaskedEq(CLONE_THREAD as u64),
+        0,
+    )?])?];
+    for f in clone_new {
+        clone.push(flag_set(0, f as u64)?);
+    }
+    let exec = |arg| flag_set(arg, PROT_EXEC as u64);
+    let pid_other = || -> Result<Vec<SeccompRule>, BackendError> {
+        Ok(vec![rule(vec![
+            dword(0, Op::Ne, 0)?,
+            dword(0, Op::Ne, u64::from(p.pid))?,
+        ])?])
+    };
+    let prctl = [
+        PR_SET_PDEATHSIG as u64,
+        PR_SET_DUMPABLE as u64,
+        PR_SET_PTRACER as u64,
+        PR_SET_MM as u64,
+    ]
+    .into_iter()
+    .map(|opt| rule(vec![dword(0, Op::Eq, opt)?]))
+    .collect::<Result<Vec<_>, _>>()?;
+    Ok(vec![
+        (SYS_clone, clone),
+        // Only the runner's own final exec carries the cookie.
+        (
+            SYS_execve,
+            vec![rule(vec![Cond::new(3, Len::Qword, Op::Ne, p.cookie)?])?],
+        ),
+        (SYS_kill, vec![not_self(0, p)?]),
+        (SYS_tkill, vec![not_self(0, p)?]),
+        (SYS_tgkill, vec![not_self(0, p)?]),
+        (SYS_rt_sigqueueinfo, vec![not_self(0, p)?]),
+        (SYS_rt_tgsigqueueinfo, vec![not_self(0, p)?]),
+        (SYS_prlimit64, pid_other()?),
+        (SYS_sched_setaffinity, pid_other()?),
+        (SYS_mmap, vec![exec(2)?]),
+        (SYS_mprotect, vec![exec(2)?]),
+        (SYS_pkey_mprotect, vec![exec(2)?]),
+        (SYS_shmat, vec![flag_set(2, SHM_EXEC as u64)?]),
+        // Only the query (0xffffffff) and the default persona (0).
+        (
+            SYS_personality,
+            vec![rule(vec![
+                dword(0, Op::Ne, 0)?,
+                dword(0, Op::Ne, 0xffff_ffff)?,
+            ])?],
+        ),
+        (SYS_prctl, prctl),
+        // The request number is matched on its low 32 bits: the kernel ignores the rest.
+        (
+            SYS_ioctl,
+            vec![
+                rule(vec![dword(1, Op::Eq, TIOCSTI)?])?,
+                rule(vec![dword(1, Op::Eq, TIOCLINUX)?])?,
+            ],
+        ),
+        // Unused by clone (CSIGNAL bits), listed with the namespace flags for unshare/clone3.
+        (SYS_unshare, vec![flag_set(0, CLONE_NEWTIME as u64)?]),
+    ])
+}
+
+/// The deny rules for `p`: every syscall the plugin may not make, with the arguments that deny it.
+pub fn deny_rules(p: Params) -> Result<Rules, BackendError> {
+    let mut rules: Rules = always_denied().into_iter().map(|nr| (nr, vec![])).collect();
+    for (nr, chain) in denied_by_argument(p)? {
+        // An unconditional denial already covers every argument.
+        if rules.get(&nr).is_some_and(Vec::is_empty) {
+            continue;
+        }
+        rules.insert(nr, chain);
+    }
+    Ok(rules)
+}
+
+fn stmt(code: u16, k: u32) -> sock_filter {
+    sock_filter {
+        code,
+        jt: 0,
+        jf: 0,
+        k,
+    }
+}
+
+fn jump(code: u16, k: u32, jt: u8, jf: u8) -> sock_filter {
+    sock_filter { code, jt, jf, k }
+}
+
+const LD_W_ABS: u16 = 0x20;
+const JA: u16 = 0x05;
+const JEQ_K: u16 = 0x15;
+const JGE_K: u16 = 0x35;
+const RET_K: u16 = 0x06;
+
+/// The hand-written prefix: architecture check, x32 kill, `clone3` → `ENOSYS`. Leaves the syscall
+/// number in the accumulator.
+pub fn prefix() -> Vec<sock_filter> {
+    vec![
+        stmt(LD_W_ABS, 4),
+        jump(JEQ_K, AUDIT_ARCH_X86_64, 1, 0),
+        stmt(RET_K, RET_KILL_PROCESS),
+        stmt(LD_W_ABS, 0),
+        jump(JGE_K, X32_SYSCALL_BIT, 0, 1),
+        stmt(RET_K, RET_KILL_PROCESS),
+        jump(JEQ_K, libc::SYS_clone3 as u32, 0, 1),
+        stmt(RET_K, RET_ERRNO | libc::ENOSYS as u32),
+    ]
+}
+
+/// What one segment of the syscall-number line does.
+#[derive(Clone, Debug, PartialEq)]
+enum Leaf {
+    Allow,
+    Deny,
+    Unknown,
+    ByArgument(Vec<SeccompRule>),
+}
+
+/// Cuts `0..X32_SYSCALL_BIT` into segments `(first nr, leaf)`, merging neighbours that act alike.
+fn segments(rules: &Rules) -> Vec<(u32, Leaf)> {
+    let mut out: Vec<(u32, Leaf)> = Vec::new();
+    for nr in 0..=MAX_KNOWN_NR + 1 {
+        let leaf = if nr > MAX_KNOWN_NR {
+            Leaf::Unknown
+        } else {
+            match rules.get(&i64::from(nr)) {
+                None => Leaf::Allow,
+                Some(chain) if chain.is_empty() => Leaf::Deny,
+                Some(chain) => Leaf::ByArgument(chain.clone()),
+            }
+        };
+        let merge = matches!(
+            (out.last(), &leaf),
+            (Some((_, Leaf::Allow)), Leaf::Allow) | (Some((_, Leaf::Deny)), Leaf::Deny)
+        );
+        if !merge {
+            out.push((nr, leaf));
+        }
+    }
+    out
+}
+
+fn leaf_code(leaf: &Leaf) -> Vec<sock_filter> {
+    let deny = stmt(RET_K, RET_ERRNO | libc::EPERM as u32);
+    match leaf {
+        Leaf::Allow => vec![stmt(RET_K, RET_ALLOW)],
+        Leaf::Deny => vec![deny],
+        Leaf::Unknown => vec![stmt(RET_K, RET_ERRNO | libc::ENOSYS as u32)],
+        Leaf::ByArgument(chain) => {
+            // seccompiler's rule code falls through when every condition matches and otherwise
+            // jumps past the instruction that follows it: the same layout its own filter uses.
+            let mut code = Vec::new();
+            for r in chain {
+                code.extend(Vec::<sock_filter>::from(r.clone()));
+                code.push(deny.clone());
+            }
+            code.push(stmt(RET_K, RET_ALLOW));
+            code
+        }
+    }
+}
+
+/// A balanced search over `segs` on the syscall number held in the accumulator.
+fn tree(segs: &[(u32, Leaf)]) -> Vec<sock_filter> {
+    if segs.len() == 1 {
+        return leaf_code(&segs[0].1);
+    }
+    let mid = segs.len() / 2;
+    let left = tree(&segs[..mid]);
+    let right = tree(&segs[mid..]);
+    let mut code = Vec::with_capacity(left.len() + right.len() + 2);
+    match u8::try_from(left.len()) {
+        Ok(skip) => code.push(jump(JGE_K, segs[mid].0, skip, 0)),
+        Err(_) => {
+            code.push(jump(JGE_K, segs[mid].0, 0, 1));
+            code.push(stmt(JA, left.len() as u32));
+        }
+    }
+    code.extend(left);
+    code.extend(right);
+    code
+}
+
+/// The whole program: prefix, then the search tree over `rules`.
+pub fn compile(rules: &Rules) -> Vec<sock_filter> {
+    let mut code = prefix();
+    code.extend(tree(&segments(rules)));
+    code
+}
+
+/// The program for `p`.
+pub fn program(p: Params) -> Result<Vec<sock_filter>, BackendError> {
+    deny_rules(p).map(|r| compile(&r))
+}
+
+/// The program's bytes, as the kernel receives them (8 bytes per instruction, native endian).
+pub fn program_bytes(code: &[sock_filter]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(code.len() * 8);
+    for ins in code {
+        out.extend(ins.code.to_ne_bytes());
+        out.push(ins.jt);
+        out.push(ins.jf);
+        out.extend(ins.k.to_ne_bytes());
+    }
+    out
+}
+
+/// The policy's identity: SHA-256 of the program built with the per-launch values (pid, cookie)
+/// set to zero, so two launches under the same policy report the same digest and the cookie
+/// never leaves the runner.
+pub fn policy_sha256() -> Result<proto::Sha256, BackendError> {
+    let code = program(Params { pid: 0, cookie: 0 })?;
+    Ok(proto::Sha256::of(&program_bytes(&code)))
+}
+
+/// seccompiler's own linear compilation of the same rules (tests compare the two).
+pub fn linear_reference(rules: &Rules) -> Result<Vec<sock_filter>, BackendError> {
+    let filter = seccompiler::SeccompFilter::new(
+        rules.clone(),
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM as u32),
+        seccompiler::TargetArch::x86_64,
+    )?;
+    filter.try_into()
+}
+
+/// Converts to the kernel's instruction type for installation.
+pub fn to_kernel(code: &[sock_filter]) -> Vec<sys::confine::SockFilter> {
+    code.iter()
+        .map(|i| sys::confine::SockFilter {
+            code: i.code,
+            jt: i.jt,
+            jf: i.jf,
+            k: i.k,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A classic-BPF interpreter for seccomp programs (the subset these programs use).
+    fn run(code: &[sock_filter], arch: u32, nr: u32, args: [u64; 6]) -> u32 {
+        let mut data = Vec::with_capacity(64);
+        data.extend(nr.to_le_bytes());
+        data.extend(arch.to_le_bytes());
+        data.extend(0u64.to_le_bytes());
+        for a in args {
+            data.extend(a.to_le_bytes());
+        }
+        let (mut a, mut pc) = (0u32, 0usize);
+        loop {
+            let i = &code[pc];
+            pc += 1;
+            match i.code {
+                0x20 => {
+                    let k = i.k as usize;
+                    a = u32::from_le_bytes(data[k..k + 4].try_into().expect("4 bytes"));
+                }
+                0x54 => a &= i.k,
+                0x05 => pc += i.k as usize,
+                0x15 | 0x25 | 0x35 | 0x45 => {
+                    let hit = match i.code {
+                        0x15 => a == i.k,
+                        0x25 => a > i.k,
+                        0x35 => a >= i.k,
+                        _ => a & i.k != 0,
+                    };
+                    pc += usize::from(if hit { i.jt } else { i.jf });
+                }
+                0x06 => return i.k,
+                other => panic!("unexpected BPF opcode {other:#x}"),
+            }
+        }
+    }
+
+    const TIOCSTI: u64 = libc::TIOCSTI as u64;
+    const TIOCLINUX: u64 = libc::TIOCLINUX as u64;
+    const SHM_EXEC: u64 = libc::SHM_EXEC as u64;
+    const PR_SET_PTRACER: u64 = libc::PR_SET_PTRACER as u64;
+    const CLONE_NEWTIME: u64 = libc::CLONE_NEWTIME as u64;
+
+    const P: Params = Params {
+        pid: 4242,
+        cookie: 0x1234_5678_9abc_def0,
+    };
+    const EPERM: u32 = RET_ERRNO | libc::EPERM as u32;
+    const ENOSYS: u32 = RET_ERRNO | libc::ENOSYS as u32;
+
+    fn prog() -> Vec<sock_filter> {
+        program(P).expect("policy compiles")
+    }
+
+    fn call(nr: i64, args: [u64; 6]) -> u32 {
+        run(&prog(), AUDIT_ARCH_X86_64, nr as u32, args)
+    }
+
+    #[test]
+    fn foreign_architecture_and_x32_are_killed() {
+        let code = prog();
+        assert_eq!(run(&code, 0x4000_0003, 0, [0; 6]), RET_KILL_PROCESS);
+        assert_eq!(run(&code, AUDIT_ARCH_X86_64, X32_SYSCALL_BIT, [0; 6]), RET_KILL_PROCESS);
+        let x32_socket = X32_SYSCALL_BIT | libc::SYS_socket as u32;
+        assert_eq!(run(&code, AUDIT_ARCH_X86_64, x32_socket, [0; 6]), RET_KILL_PROCESS);
+        assert_eq!(run(&code, AUDIT_ARCH_X86_64, u32::MAX, [0; 6]), RET_KILL_PROCESS);
+    }
+
+    #[test]
+    fn clone3_and_unknown_syscalls_get_enosys() {
+        assert_eq!(call(libc::SYS_clone3, [0; 6]), ENOSYS);
+        assert_eq!(call(i64::from(MAX_KNOWN_NR) + 1, [0; 6]), ENOSYS);
+        assert_eq!(call(0x3fff_ffff, [0; 6]), ENOSYS);
+    }
+
+    #[test]
+    fn kernel_surface_is_denied() {
+        for nr in [
+            libc::SYS_io_uring_setup,
+            libc::SYS_bpf,
+            libc::SYS_socket,
+            libc::SYS_socketpair,
+            libc::SYS_unshare,
+            libc::SYS_setns,
+            libc::SYS_fork,
+            libc::SYS_vfork,
+            libc::SYS_execveat,
+            libc::SYS_memfd_create,
+            libc::SYS_mount,
+            libc::SYS_fsopen,
+            libc::SYS_chmod,
+            libc::SYS_fchownat,
+            libc::SYS_utimensat,
+            libc::SYS_setxattr,
+            libc::SYS_ptrace,
+            libc::SYS_process_vm_readv,
+            libc::SYS_pidfd_open,
+            libc::SYS_setsid,
+            libc::SYS_setpgid,
+            libc::SYS_keyctl,
+            libc::SYS_perf_event_open,
+            libc::SYS_userfaultfd,
+            libc::SYS_capset,
+            libc::SYS_setuid,
+            libc::SYS_reboot,
+            libc::SYS_kexec_load,
+            libc::SYS_init_module,
+            libc::SYS_swapon,
+            libc::SYS_clock_settime,
+            libc::SYS_shmat,
+        ] {
+            assert_eq!(call(nr, [0; 6]), EPERM, "syscall {nr}");
+        }
+    }
+
+    #[test]
+    fn everyday_syscalls_are_allowed() {
+        for nr in [
+            libc::SYS_read,
+            libc::SYS_write,
+            libc::SYS_openat,
+            libc::SYS_close,
+            libc::SYS_futex,
+            libc::SYS_exit_group,
+            libc::SYS_rt_sigaction,
+            libc::SYS_sched_getaffinity,
+            libc::SYS_getrlimit,
+            libc::SYS_rseq,
+        ] {
+            assert_eq!(call(nr, [0; 6]), RET_ALLOW, "syscall {nr}");
+        }
+    }
+
+    #[test]
+    fn threads_pass_and_processes_and_namespaces_do_not() {
+        let go_thread = (libc::CLONE_VM
+            | libc::CLONE_FS
+            | libc::CLONE_FILES
+            | libc::CLONE_SIGHAND
+            | libc::CLONE_THREAD
+            | libc::CLONE_SYSVSEM
+            | libc::CLONE_SETTLS) as u64;
+        let glibc_thread = go_thread
+            | (libc::CLONE_PARENT_SETTID | libc::CLONE_CHILD_CLEARTID) as u64;
+        assert_eq!(call(libc::SYS_clone, [go_thread, 0, 0, 0, 0, 0]), RET_ALLOW);
+        assert_eq!(call(libc::SYS_clone, [glibc_thread, 0, 0, 0, 0, 0]), RET_ALLOW);
+        assert_eq!(call(libc::SYS_clone, [libc::SIGCHLD as u64, 0, 0, 0, 0, 0]), EPERM);
+        let vfork = (libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD) as u64;
+        assert_eq!(call(libc::SYS_clone, [vfork, 0, 0, 0, 0, 0]), EPERM);
+        for ns in [libc::CLONE_NEWUSER, libc::CLONE_NEWNET, libc::CLONE_NEWNS, libc::CLONE_NEWPID] {
+            let flags = go_thread | ns as u64;
+            assert_eq!(call(libc::SYS_clone, [flags, 0, 0, 0, 0, 0]), EPERM);
+        }
+    }
+
+    #[test]
+    fn only_the_cookie_exec_passes() {
+        assert_eq!(call(libc::SYS_execve, [1, 2, 3, P.cookie, 0, 0]), RET_ALLOW);
+        assert_eq!(call(libc::SYS_execve, [1, 2, 3, 0, 0, 0]), EPERM);
+        assert_eq!(call(libc::SYS_execve, [1, 2, 3, P.cookie ^ (1 << 40), 0, 0]), EPERM);
+        assert_eq!(call(libc::SYS_execve, [1, 2, 3, P.cookie ^ 1, 0, 0]), EPERM);
+    }
+
+    #[test]
+    fn signals_only_to_itself() {
+        let me = u64::from(P.pid);
+        assert_eq!(call(libc::SYS_kill, [me, 0, 0, 0, 0, 0]), RET_ALLOW);
+        assert_eq!(call(libc::SYS_tgkill, [me, 77, 23, 0, 0, 0]), RET_ALLOW);
+        for other in [0u64, 1, me + 1, u64::from(u32::MAX), u64::MAX] {
+            for nr in [
+                libc::SYS_kill,
+                libc::SYS_tkill,
+                libc::SYS_tgkill,
+                libc::SYS_rt_sigqueueinfo,
+                libc::SYS_rt_tgsigqueueinfo,
+            ] {
+                assert_eq!(call(nr, [other, me, 0, 0, 0, 0]), EPERM, "{nr} to {other}");
+            }
+        }
+        assert_eq!(call(libc::SYS_prlimit64, [0, 7, 0, 1, 0, 0]), RET_ALLOW);
+        assert_eq!(call(libc::SYS_prlimit64, [me, 7, 0, 1, 0, 0]), RET_ALLOW);
+        assert_eq!(call(libc::SYS_prlimit64, [1, 7, 0, 1, 0, 0]), EPERM);
+    }
+
+    #[test]
+    fn no_executable_memory() {
+        let rw = (libc::PROT_READ | libc::PROT_WRITE) as u64;
+        let rx = (libc::PROT_READ | libc::PROT_EXEC) as u64;
+        for nr in [libc::SYS_mmap, libc::SYS_mprotect, libc::SYS_pkey_mprotect] {
+            assert_eq!(call(nr, [0, 4096, rw, 0x22, 0, 0]), RET_ALLOW);
+            assert_eq!(call(nr, [0, 4096, rx, 0x22, 0, 0]), EPERM);
+        }
+        assert_eq!(call(libc::SYS_personality, [0xffff_ffff, 0, 0, 0, 0, 0]), RET_ALLOW);
+        assert_eq!(call(libc::SYS_personality, [0, 0, 0, 0, 0, 0]), RET_ALLOW);
+        let read_implies_exec = 0x0040_0000;
+        assert_eq!(call(libc::SYS_personality, [read_implies_exec, 0, 0, 0, 0, 0]), EPERM);
+    }
+
+    #[test]
+    fn prctl_and_terminal_injection() {
+        assert_eq!(call(libc::SYS_prctl, [libc::PR_SET_PDEATHSIG as u64, 0, 0, 0, 0, 0]), EPERM);
+        assert_eq!(call(libc::SYS_prctl, [libc::PR_SET_DUMPABLE as u64, 1, 0, 0, 0, 0]), EPERM);
+        assert_eq!(call(libc::SYS_prctl, [PR_SET_PTRACER, 1, 0, 0, 0, 0]), EPERM);
+        assert_eq!(call(libc::SYS_prctl, [libc::PR_SET_MM as u64, 1, 0, 0, 0, 0]), EPERM);
+        assert_eq!(call(libc::SYS_prctl, [libc::PR_SET_NAME as u64, 1, 0, 0, 0, 0]), RET_ALLOW);
+        for cmd in [TIOCSTI, TIOCSTI | (1 << 32), TIOCLINUX, TIOCLINUX | (0xdead << 32)] {
+            assert_eq!(call(libc::SYS_ioctl, [0, cmd, 0, 0, 0, 0]), EPERM, "{cmd:#x}");
+        }
+        assert_eq!(call(libc::SYS_ioctl, [0, 0x5401, 0, 0, 0, 0]), RET_ALLOW);
+    }
+
+    /// The tree gives the same answer as seccompiler's own linear program for every known
+    /// syscall number and a spread of arguments.
+    #[test]
+    fn tree_matches_seccompiler_linear_program() {
+        let rules = deny_rules(P).expect("rules");
+        let tree = compile(&rules);
+        let linear = linear_reference(&rules).expect("linear");
+        let values = [
+            0u64,
+            1,
+            u64::from(P.pid),
+            u64::from(P.pid) | (1 << 32),
+            P.cookie,
+            u64::MAX,
+            u64::from(u32::MAX),
+            (libc::CLONE_THREAD | libc::CLONE_VM | libc::CLONE_SIGHAND) as u64,
+            (libc::CLONE_THREAD | libc::CLONE_NEWUSER) as u64,
+            libc::PROT_EXEC as u64,
+            (libc::PROT_READ | libc::PROT_WRITE) as u64,
+            TIOCSTI,
+            TIOCSTI | (1 << 40),
+            PR_SET_PTRACER as u64,
+            SHM_EXEC,
+            CLONE_NEWTIME,
+        ];
+        for nr in 0..=MAX_KNOWN_NR {
+            if nr == libc::SYS_clone3 as u32 {
+                continue;
+            }
+            for &v in &values {
+                for pos in 0..6 {
+                    let mut args = [0u64; 6];
+                    args[pos] = v;
+                    let want = run(&linear, AUDIT_ARCH_X86_64, nr, args);
+                    assert_eq!(run(&tree, AUDIT_ARCH_X86_64, nr, args), want, "nr {nr} {args:?}");
+                }
+                let all = [v; 6];
+                let want = run(&linear, AUDIT_ARCH_X86_64, nr, all);
+                assert_eq!(run(&tree, AUDIT_ARCH_X86_64, nr, all), want, "nr {nr} {all:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn program_is_short_and_policy_hash_is_stable() {
+        let code = prog();
+        let linear = linear_reference(&deny_rules(P).expect("rules")).expect("linear");
+        assert!(code.len() < linear.len(), "{} vs {}", code.len(), linear.len());
+        assert!(code.len() < 512, "{} instructions", code.len());
+        assert_eq!(policy_sha256().ok(), policy_sha256().ok());
+    }
+}

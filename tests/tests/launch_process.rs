@@ -1,0 +1,163 @@
+//! End-to-end runs at `process` level: hello under dot-sandbox, refusals before spawning, and
+//! pathname replacement after validation.
+
+mod common;
+
+use common::{failure, result, tool, Env};
+use proto::result::RunStatus;
+use proto::Containment;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use testkit::{workspace_bin, TempDir};
+
+fn process_env() -> Env {
+    let env = Env::new();
+    env.register("hello-p", &workspace_bin("hello"), "process", &["name"]);
+    env
+}
+
+#[test]
+fn hello_runs_under_process_and_reports_what_was_enforced() {
+    let env = process_env();
+    let out = env.launch("hello-p", &["--require-process-sandbox", "--input", "name=box"]).output().unwrap();
+    let r = result(&out);
+    assert_eq!(r.status, RunStatus::Committed);
+    assert_eq!(r.containment, Containment::Process);
+    assert_eq!(std::fs::read(env.target.join("hello.txt")).unwrap(), b"hello, box\n");
+    let e = r.enforced.expect("process results carry the enforced details");
+    assert!(e.landlock_abi >= 3, "{e:?}");
+    assert!(e.no_new_privs);
+    assert_eq!(e.rlimits.core, 0);
+    assert!(e.rlimits.nofile > 0 && e.rlimits.as_bytes > 0);
+}
+
+#[test]
+fn audit_consent_on_a_process_entry_refuses() {
+    let env = process_env();
+    let err = failure(&env.launch("hello-p", &["--allow-audit-plugin"]).output().unwrap(), 1);
+    assert_eq!(err.error, "consent-mismatch");
+    assert!(err.next.unwrap().contains("--require-process-sandbox"));
+    let err = failure(&env.launch("hello-p", &[]).output().unwrap(), 1);
+    assert_eq!(err.error, "consent-missing");
+    assert_eq!(env.runs(), Vec::<String>::new());
+    assert_eq!(env.target_files(), Vec::<String>::new());
+}
+
+#[test]
+fn a_kernel_that_cannot_enforce_process_refuses_before_anything_is_created() {
+    let env = process_env();
+    let mut c = env.launch("hello-p", &["--require-process-sandbox"]);
+    c.env("DOT_PRETEND_LANDLOCK_ABI", "2");
+    let err = failure(&c.output().unwrap(), 1);
+    assert_eq!(err.error, "process-unsupported");
+    assert_eq!(env.runs(), Vec::<String>::new());
+    assert_eq!(env.target_files(), Vec::<String>::new());
+}
+
+/// A private copy of dot-launch whose sibling dot-sandbox the test controls.
+fn launcher_dir(sandbox: impl FnOnce(&Path)) -> (TempDir, PathBuf) {
+    let dir = TempDir::new();
+    let launch = dir.join("dot-launch");
+    std::fs::copy(workspace_bin("dot-launch"), &launch).unwrap();
+    sandbox(&dir.join("dot-sandbox"));
+    (dir, launch)
+}
+
+fn run_with(launch: &Path, env: &Env) -> std::process::Output {
+    let mut c = std::process::Command::new(launch);
+    c.arg("--root").arg(&env.root).args(["hello-p", "--require-process-sandbox", "--target"]).arg(&env.target);
+    c.output().unwrap()
+}
+
+fn assert_sandbox_unusable(setup: impl FnOnce(&Path)) {
+    let env = process_env();
+    let (_dir, launch) = launcher_dir(setup);
+    let err = failure(&run_with(&launch, &env), 1);
+    assert_eq!(err.error, "sandbox-unusable", "{err:?}");
+    assert_eq!(env.runs(), Vec::<String>::new());
+    assert_eq!(env.target_files(), Vec::<String>::new());
+}
+
+#[test]
+fn missing_sandbox_refuses() {
+    assert_sandbox_unusable(|_| {});
+}
+
+#[test]
+fn symlinked_sandbox_refuses() {
+    assert_sandbox_unusable(|p| std::os::unix::fs::symlink(workspace_bin("dot-sandbox"), p).unwrap());
+}
+
+#[test]
+fn group_writable_sandbox_refuses() {
+    assert_sandbox_unusable(|p| {
+        std::fs::copy(workspace_bin("dot-sandbox"), p).unwrap();
+        std::fs::set_permissions(p, std::os::unix::fs::PermissionsExt::from_mode(0o775)).unwrap();
+    });
+}
+
+#[test]
+fn a_copied_launcher_finds_its_own_sibling_sandbox() {
+    let env = process_env();
+    let (_dir, launch) = launcher_dir(|p| {
+        std::fs::copy(workspace_bin("dot-sandbox"), p).unwrap();
+    });
+    let out = run_with(&launch, &env);
+    assert_eq!(result(&out).containment, Containment::Process);
+}
+
+#[test]
+fn dynamic_or_script_plugins_cannot_be_registered_as_process() {
+    let env = Env::new();
+    let dir = TempDir::new();
+    let script = testkit::write_exe(dir.path(), "s.sh", testkit::SCRIPT, 0o755);
+    for exe in [Path::new("/bin/true"), script.as_path()] {
+        let mut c = tool("dot-register");
+        c.args(["dev", "--root"]).arg(&env.root).args(["--name", "dyn", "--exe"]).arg(exe);
+        c.args(["--containment", "process"]);
+        let err = failure(&c.output().unwrap(), 1);
+        assert_eq!(err.error, "not-static-elf", "{exe:?}");
+    }
+}
+
+/// After validation, the pinned store file and the dot-sandbox pathname are replaced with other
+/// bytes; the run still executes the validated inodes.
+#[test]
+fn pathname_replacement_after_validation_changes_nothing() {
+    let env = process_env();
+    let (dir, launch) = launcher_dir(|p| {
+        std::fs::copy(workspace_bin("dot-sandbox"), p).unwrap();
+    });
+    let pause = dir.join("pause");
+    let mut c = std::process::Command::new(&launch);
+    c.arg("--root").arg(&env.root).args(["hello-p", "--require-process-sandbox", "--input", "name=original", "--target"]);
+    c.arg(&env.target).env("DOT_PAUSE_AFTER_VERIFY", &pause);
+    c.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    let child = c.spawn().unwrap();
+    let ready = PathBuf::from(format!("{}.ready", pause.display()));
+    for _ in 0..10_000 {
+        if ready.exists() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert!(ready.exists(), "dot-launch reached the pause point");
+    // Replace both pathnames with the fixture plugin (other bytes entirely).
+    let other = workspace_bin("fixture-plugin");
+    for e in std::fs::read_dir(env.root.join("store/sha256")).unwrap() {
+        let p = e.unwrap().path();
+        let tmp = p.with_extension("new");
+        std::fs::copy(&other, &tmp).unwrap();
+        std::fs::rename(&tmp, &p).unwrap();
+    }
+    let tmp = dir.join("sandbox.new");
+    std::fs::copy(&other, &tmp).unwrap();
+    std::fs::rename(&tmp, dir.join("dot-sandbox")).unwrap();
+    std::fs::write(format!("{}.go", pause.display()), b"").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let r = result(&out);
+    assert_eq!(r.containment, Containment::Process);
+    assert!(r.enforced.is_some(), "the validated dot-sandbox ran, not the replacement");
+    assert_eq!(std::fs::read(env.target.join("hello.txt")).unwrap(), b"hello, original\n");
+    assert!(!env.target.join("result.txt").exists(), "the replacement plugin never ran");
+}
