@@ -27,10 +27,12 @@ all: build
 build:
 	$(CARGO_T) build --release --target $(TARGET) --workspace --bins
 
-# Debug binaries (static too) are what the tests run; DOT_STATIC_DIR tells them where.
+# Debug binaries (static too) are what the tests run; DOT_STATIC_DIR tells them where. Only these
+# builds carry dot-launch's test-only hooks (failpoints, pause point, pretend ABI); release never does.
+TEST_FEATURES := --features launch/test-hooks
 test:
-	$(CARGO_T) build --target $(TARGET) --workspace --bins
-	DOT_STATIC_DIR=$(CURDIR)/$(DBG) $(CARGO_T) test --target $(TARGET) --workspace
+	$(CARGO_T) build --target $(TARGET) --workspace --bins $(TEST_FEATURES)
+	DOT_STATIC_DIR=$(CURDIR)/$(DBG) $(CARGO_T) test --target $(TARGET) --workspace $(TEST_FEATURES)
 
 demo: build
 	rm -rf $(DEMO_ROOT) $(DEMO_OUT)
@@ -39,6 +41,10 @@ demo: build
 	$(REL)/dot-register dev --root $(DEMO_ROOT) --name hello --exe $(REL)/hello --containment audit --input name:string:optional
 	$(REL)/dot-verify entry --root $(DEMO_ROOT) hello
 	$(REL)/dot-launch --root $(DEMO_ROOT) hello --allow-audit-plugin --input name=demo --target $(DEMO_OUT)
+	@printf '%s: ' $(DEMO_OUT)/hello.txt; cat $(DEMO_OUT)/hello.txt
+	$(REL)/dot-sandbox probe
+	$(REL)/dot-register dev --root $(DEMO_ROOT) --name hello-sandboxed --exe $(REL)/hello --containment process --input name:string:optional
+	$(REL)/dot-launch --root $(DEMO_ROOT) hello-sandboxed --require-process-sandbox --input name=sandbox --target $(DEMO_OUT)
 	@printf '%s: ' $(DEMO_OUT)/hello.txt; cat $(DEMO_OUT)/hello.txt
 
 check:

@@ -1,1 +1,708 @@
-fn main() {}
+//! `dot-canary`: a plugin that tries one named escape per request and reports what happened.
+//!
+//! It reads the plugin request (one JSON line) on stdin, performs the escape named by the input
+//! `probe`, writes `out/result.json` = `{"probe": NAME, "outcome": OUTCOME}` and prints the protocol
+//! response. OUTCOME is `ok` (the escape worked), `none` (nothing was found to use), or
+//! `errno:NAME` (the kernel refused). A denial by signal kills it; the caller sees the signal.
+//!
+//! `dot-canary --proof NAME` is what the exec probes execute when an exec succeeds: it records
+//! `ok` for NAME.
+//!
+//! This is the one crate besides `sys` with `unsafe`: its job is raw syscalls. Every block carries
+//! a `// SAFETY:` comment; nix's safe wrappers are used where they exist.
+#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
+
+use nix::unistd::Pid;
+use std::collections::BTreeMap;
+use std::ffi::{CStr, CString};
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufRead, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::fs::OpenOptionsExt;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("--proof") {
+        let name = args.get(2).cloned().unwrap_or_default();
+        return finish(&name, "ok");
+    }
+    let mut line = String::new();
+    if io::stdin().lock().take_line(&mut line).is_err() {
+        return ExitCode::from(2);
+    }
+    let request: proto::protocol::Request = match serde_json::from_str(line.trim_end()) {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = writeln!(io::stderr(), "canary: bad request: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let inputs = request.inputs;
+    let name = inputs.get("probe").cloned().unwrap_or_default();
+    let outcome = run(&name, &inputs);
+    finish(&name, &outcome)
+}
+
+trait TakeLine {
+    fn take_line(&mut self, buf: &mut String) -> io::Result<usize>;
+}
+
+impl<R: BufRead> TakeLine for R {
+    /// One line, at most 64 KiB (a pty delivers the request line by line, without EOF).
+    fn take_line(&mut self, buf: &mut String) -> io::Result<usize> {
+        io::Read::take(self, 64 * 1024).read_line(buf)
+    }
+}
+
+#[derive(serde::Serialize)]
+struct CanaryResult<'a> {
+    probe: &'a str,
+    outcome: &'a str,
+}
+
+fn finish(name: &str, outcome: &str) -> ExitCode {
+    let _ = fs::create_dir("out");
+    let body = serde_json::to_vec(&CanaryResult {
+        probe: name,
+        outcome,
+    })
+    .unwrap_or_default();
+    if let Err(e) = fs::write("out/result.json", body) {
+        let _ = writeln!(io::stderr(), "canary: writing out/result.json: {e}");
+        return ExitCode::from(3);
+    }
+    let mut out = io::stdout().lock();
+    let _ = writeln!(
+        out,
+        r#"{{"protocol":"1.0","status":"ok","outputs":["result.json"]}}"#
+    );
+    let _ = out.flush();
+    ExitCode::SUCCESS
+}
+
+/// `ok`, or `errno:NAME`.
+fn res<T>(r: io::Result<T>) -> String {
+    match r {
+        Ok(_) => "ok".to_owned(),
+        Err(e) => errno_name(e.raw_os_error().unwrap_or(0)),
+    }
+}
+
+fn errno_name(n: i32) -> String {
+    format!("errno:{:?}", nix::errno::Errno::from_raw(n))
+}
+
+fn nix_res<T>(r: nix::Result<T>) -> String {
+    res(r.map_err(io::Error::from))
+}
+
+/// A raw syscall's return value as `io::Result`.
+fn sys_res(ret: libc::c_long) -> io::Result<libc::c_long> {
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+fn ppid() -> Pid {
+    nix::unistd::getppid()
+}
+
+fn input_u64(inputs: &BTreeMap<String, String>, key: &str) -> u64 {
+    inputs.get(key).and_then(|v| v.parse().ok()).unwrap_or(0)
+}
+
+fn run(name: &str, inputs: &BTreeMap<String, String>) -> String {
+    match name {
+        "read-etc-passwd" => res(fs::read("/etc/passwd")),
+        "read-proc-self-status" => res(fs::read("/proc/self/status")),
+        "read-parent-environ" => res(fs::read(format!("/proc/{}/environ", ppid()))),
+        "write-outside" => res(OpenOptions::new().write(true).open("../victim")),
+        "create-outside" => res(OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open("../created")),
+        "rename-outside" => res(fs::rename("../victim", "../victim-renamed")),
+        "unlink-outside" => res(fs::remove_file("../victim")),
+        "link-outside" => res(fs::hard_link("../victim", "linked")),
+        "truncate-outside" => nix_res(nix::unistd::truncate("../victim", 0)),
+        "symlink-in-stage" => res(std::os::unix::fs::symlink("/etc/passwd", "sym")),
+        "mkfifo-in-stage" => nix_res(nix::unistd::mkfifo(
+            "fifo",
+            nix::sys::stat::Mode::from_bits_truncate(0o600),
+        )),
+        "rename-across-stage-dirs" => res(fs::write("sub/a", b"a")
+            .and_then(|()| fs::rename("sub/a", "moved"))),
+        "write-own-binary" => res(OpenOptions::new().write(true).open("/proc/self/exe")),
+        "truncate-own-binary" => nix_res(nix::unistd::truncate("/proc/self/exe", 0)),
+        "chmod" => res(stage_file().and_then(|()| {
+            use std::os::unix::fs::PermissionsExt;
+            fs::set_permissions("f", fs::Permissions::from_mode(0o777))
+        })),
+        "chown" => res(stage_file().and_then(|()| std::os::unix::fs::chown("f", Some(1), Some(1)))),
+        "utimensat" => res(stage_file().and_then(|()| {
+            File::options()
+                .write(true)
+                .open("f")?
+                .set_modified(std::time::UNIX_EPOCH)
+        })),
+        "setxattr" => res(stage_file().and_then(|()| setxattr(c"f", c"user.dot", b"1"))),
+        "exec-bin-sh" => exec_bin_sh(name),
+        "exec-stage-file" => exec_stage_file(name),
+        "exec-proc-self-exe" => exec_self(name),
+        "execveat" => execveat_self(name),
+        "memfd-exec" => memfd_exec(name),
+        "socket-inet" => res(socket(libc::AF_INET, libc::SOCK_STREAM, 0)),
+        "socket-inet6" => res(socket(libc::AF_INET6, libc::SOCK_STREAM, 0)),
+        "socket-unix" => res(socket(libc::AF_UNIX, libc::SOCK_STREAM, 0)),
+        "socket-netlink" => res(socket(libc::AF_NETLINK, libc::SOCK_RAW, 0)),
+        "socket-packet" => res(socket(
+            libc::AF_PACKET,
+            libc::SOCK_RAW,
+            i32::from((libc::ETH_P_ALL as u16).to_be()),
+        )),
+        "socket-mptcp" => res(socket(libc::AF_INET, libc::SOCK_STREAM, libc::IPPROTO_MPTCP)),
+        "socketpair" => res(std::os::unix::net::UnixStream::pair()),
+        "connect-tcp-loopback" => {
+            let port = input_u64(inputs, "port") as u16;
+            res(std::net::TcpStream::connect(("127.0.0.1", port)))
+        }
+        "connect-abstract-unix" => {
+            use std::os::linux::net::SocketAddrExt;
+            let name = inputs.get("abstract").cloned().unwrap_or_default();
+            res(
+                std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes())
+                    .and_then(|a| std::os::unix::net::UnixStream::connect_addr(&a)),
+            )
+        }
+        "sysv-shm" => res(sysv_shm()),
+        "unshare-user" => nix_res(nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWUSER)),
+        "unshare-mount" => nix_res(nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNS)),
+        "unshare-net" => nix_res(nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET)),
+        "setns" => setns(),
+        "clone-newuser" => res(clone_process(libc::CLONE_NEWUSER as u64 | libc::SIGCHLD as u64)),
+        "clone-thread-newuser" => res(clone_thread_newuser()),
+        "clone-process" => res(clone_process(libc::SIGCHLD as u64)),
+        "fork" => res(fork()),
+        "vfork" => res(vfork()),
+        "clone3" => res(clone3()),
+        "setsid" => nix_res(nix::unistd::setsid()),
+        "setpgid" => nix_res(nix::unistd::setpgid(Pid::from_raw(0), Pid::from_raw(0))),
+        "kill-parent" => nix_res(nix::sys::signal::kill(ppid(), None)),
+        "kill-all" => nix_res(nix::sys::signal::kill(Pid::from_raw(-1), None)),
+        "kill-group" => nix_res(nix::sys::signal::kill(Pid::from_raw(0), None)),
+        "kill-init" => nix_res(nix::sys::signal::kill(Pid::from_raw(1), None)),
+        "tgkill-parent" => res(tgkill(ppid().as_raw(), ppid().as_raw())),
+        "tkill-parent" => res(tkill(ppid().as_raw())),
+        "sigqueue-parent" => res(sigqueue(ppid().as_raw())),
+        "pidfd-open-parent" => res(pidfd_open(ppid().as_raw())),
+        "ptrace-attach-parent" => nix_res(nix::sys::ptrace::seize(
+            ppid(),
+            nix::sys::ptrace::Options::empty(),
+        )),
+        "ptrace-traceme" => nix_res(nix::sys::ptrace::traceme()),
+        "process-vm-readv-parent" => res(process_vm_readv_parent()),
+        "prlimit-parent" => res(prlimit_read(ppid().as_raw())),
+        "mount" => mount(),
+        "chroot" => nix_res(nix::unistd::chroot(".")),
+        "mmap-exec" => res(mmap(4096, libc::PROT_READ | libc::PROT_EXEC, 0).map(unmap(4096))),
+        "mprotect-exec" => res(mprotect_exec(false)),
+        "pkey-mprotect-exec" => res(mprotect_exec(true)),
+        "personality-read-implies-exec" => res(personality(0x0040_0000)),
+        "io-uring-setup" => res(io_uring_setup()),
+        "bpf" => res(bpf_map_create()),
+        "keyctl" => res(keyctl_session()),
+        "perf-event-open" => res(perf_event_open()),
+        "userfaultfd" => res(userfaultfd()),
+        "prctl-pdeathsig" => res(prctl_pdeathsig_zero()),
+        "tiocsti" => res(tiocsti(libc::TIOCSTI as u64)),
+        "tiocsti-high-bits" => res(tiocsti(libc::TIOCSTI as u64 | (1 << 32))),
+        "setrlimit-raise-hard" => res(raise_hard_nofile()),
+        "capabilities" => capabilities(),
+        "inherited-fd" => inherited_fd(),
+        "nofile" => res(open_many(input_u64(inputs, "nofile"))),
+        "fsize" => res(write_past(input_u64(inputs, "fsize"))),
+        "address-space" => {
+            let len = input_u64(inputs, "as") as usize + 1;
+            let prot = libc::PROT_READ | libc::PROT_WRITE;
+            res(mmap(len, prot, libc::MAP_NORESERVE).map(unmap(len)))
+        }
+        "cpu" => spin(input_u64(inputs, "cpu") + 1),
+        "write-in-stage" => res(fs::write("out/written.txt", b"written\n")),
+        "rename-in-stage" => res(fs::write("a", b"a").and_then(|()| fs::rename("a", "b"))),
+        "threads" => res(threads()),
+        "kill-self" => nix_res(nix::sys::signal::kill(nix::unistd::getpid(), None)),
+        "tgkill-own-thread" => res(tgkill_own_thread()),
+        other => format!("unknown-probe:{other}"),
+    }
+}
+
+fn stage_file() -> io::Result<()> {
+    fs::write("f", b"f")
+}
+
+fn setxattr(path: &CStr, name: &CStr, value: &[u8]) -> io::Result<()> {
+    // SAFETY: path and name are NUL-terminated; value is a live slice of the given length.
+    let ret = unsafe {
+        libc::setxattr(
+            path.as_ptr(),
+            name.as_ptr(),
+            value.as_ptr().cast(),
+            value.len(),
+            0,
+        )
+    };
+    sys_res(ret as libc::c_long).map(drop)
+}
+
+/// The shell commands that stand in for the canary when an exec of `/bin/sh` succeeds.
+fn proof_script(name: &str) -> String {
+    format!(
+        "printf '{{\"probe\":\"{name}\",\"outcome\":\"ok\"}}' > out/result.json && \
+         printf '{{\"protocol\":\"1.0\",\"status\":\"ok\",\"outputs\":[\"result.json\"]}}\\n'"
+    )
+}
+
+fn cstrings(v: &[&str]) -> Vec<CString> {
+    v.iter()
+        .filter_map(|s| CString::new(*s).ok())
+        .collect()
+}
+
+fn exec_bin_sh(name: &str) -> String {
+    let script = proof_script(name);
+    let argv = cstrings(&["sh", "-c", &script]);
+    let env: [&CStr; 0] = [];
+    nix_res(nix::unistd::execve(c"/bin/sh", &argv, &env))
+}
+
+fn exec_stage_file(name: &str) -> String {
+    let written = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o755)
+        .open("run.sh")
+        .and_then(|mut f| write!(f, "#!/bin/sh\n{}\n", proof_script(name)));
+    if let Err(e) = written {
+        return res::<()>(Err(e));
+    }
+    let argv = cstrings(&["run.sh"]);
+    let env: [&CStr; 0] = [];
+    nix_res(nix::unistd::execve(c"./run.sh", &argv, &env))
+}
+
+fn exec_self(name: &str) -> String {
+    let argv = cstrings(&["dot-canary", "--proof", name]);
+    let env: [&CStr; 0] = [];
+    nix_res(nix::unistd::execve(c"/proc/self/exe", &argv, &env))
+}
+
+fn raw_execveat(dirfd: i32, path: &CStr, argv: &[CString], flags: i32) -> io::Result<()> {
+    let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
+    ptrs.push(std::ptr::null());
+    let envp: [*const libc::c_char; 1] = [std::ptr::null()];
+    // SAFETY: path and the argv strings are NUL-terminated and alive; both pointer arrays are
+    // NULL-terminated and alive for the call; on success it does not return.
+    sys_res(unsafe {
+        libc::syscall(
+            libc::SYS_execveat,
+            dirfd,
+            path.as_ptr(),
+            ptrs.as_ptr(),
+            envp.as_ptr(),
+            flags,
+        )
+    })
+    .map(drop)
+}
+
+fn execveat_self(name: &str) -> String {
+    let argv = cstrings(&["dot-canary", "--proof", name]);
+    res(raw_execveat(libc::AT_FDCWD, c"/proc/self/exe", &argv, 0))
+}
+
+fn memfd_exec(name: &str) -> String {
+    let fd = match nix::sys::memfd::memfd_create(c"canary", nix::sys::memfd::MFdFlags::MFD_CLOEXEC)
+    {
+        Ok(fd) => fd,
+        Err(e) => return nix_res::<()>(Err(e)),
+    };
+    let copied = fs::read("/proc/self/exe").and_then(|bytes| File::from(fd.try_clone()?).write_all(&bytes));
+    if let Err(e) = copied {
+        return res::<()>(Err(e));
+    }
+    let argv = cstrings(&["dot-canary", "--proof", name]);
+    res(raw_execveat(fd.as_raw_fd(), c"", &argv, libc::AT_EMPTY_PATH))
+}
+
+fn owned(ret: libc::c_long) -> io::Result<OwnedFd> {
+    let fd = sys_res(ret)?;
+    // SAFETY: the kernel just returned `fd` as a new descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+fn socket(domain: i32, ty: i32, proto: i32) -> io::Result<OwnedFd> {
+    // SAFETY: socket takes only integer arguments.
+    owned(unsafe { libc::socket(domain, ty | libc::SOCK_CLOEXEC, proto) } as libc::c_long)
+}
+
+fn sysv_shm() -> io::Result<()> {
+    // SAFETY: shmget takes only integer arguments.
+    let id = sys_res(unsafe { libc::shmget(libc::IPC_PRIVATE, 4096, libc::IPC_CREAT | 0o600) }
+        as libc::c_long)?;
+    // SAFETY: IPC_RMID on the segment just created; the buffer argument is unused (NULL).
+    unsafe { libc::shmctl(id as i32, libc::IPC_RMID, std::ptr::null_mut()) };
+    Ok(())
+}
+
+fn setns() -> String {
+    use nix::sched::CloneFlags;
+    // Confined, /proc is out of reach: stdin stands in for a namespace descriptor, so the call
+    // itself is still made.
+    match File::open("/proc/self/ns/net") {
+        Ok(ns) => nix_res(nix::sched::setns(&ns, CloneFlags::CLONE_NEWNET)),
+        Err(_) => nix_res(nix::sched::setns(io::stdin(), CloneFlags::CLONE_NEWNET)),
+    }
+}
+
+/// Waits for a child created by one of the process probes.
+fn reap(pid: libc::c_long) -> io::Result<()> {
+    nix::sys::wait::waitpid(Pid::from_raw(pid as i32), None)
+        .map(drop)
+        .map_err(io::Error::from)
+}
+
+fn child_exit() -> ! {
+    // SAFETY: _exit ends the child at once, running nothing of the parent's state.
+    unsafe { libc::_exit(0) }
+}
+
+fn clone_process(flags: u64) -> io::Result<()> {
+    // SAFETY: clone without CLONE_VM and a NULL stack behaves like fork: the child gets a copy of
+    // this address space and only calls _exit.
+    let pid = sys_res(unsafe { libc::syscall(libc::SYS_clone, flags, 0usize, 0usize, 0usize, 0usize) })?;
+    if pid == 0 {
+        child_exit();
+    }
+    reap(pid)
+}
+
+fn clone_thread_newuser() -> io::Result<()> {
+    let flags = (libc::CLONE_NEWUSER | libc::CLONE_THREAD | libc::CLONE_SIGHAND | libc::CLONE_VM)
+        as u64;
+    // SAFETY: the kernel refuses CLONE_NEWUSER together with CLONE_THREAD (EINVAL) and the filter
+    // refuses it first, so no thread sharing this stack is ever created. Should one be, it only
+    // calls _exit.
+    let pid = sys_res(unsafe { libc::syscall(libc::SYS_clone, flags, 0usize, 0usize, 0usize, 0usize) })?;
+    if pid == 0 {
+        child_exit();
+    }
+    Ok(())
+}
+
+fn fork() -> io::Result<()> {
+    // SAFETY: the child only calls _exit (async-signal-safe).
+    match unsafe { nix::unistd::fork() }.map_err(io::Error::from)? {
+        nix::unistd::ForkResult::Child => child_exit(),
+        nix::unistd::ForkResult::Parent { child } => reap(child.as_raw() as libc::c_long),
+    }
+}
+
+extern "C" fn vfork_child(_: *mut libc::c_void) -> libc::c_int {
+    child_exit()
+}
+
+/// vfork semantics (shared memory, parent suspended until the child exits) through
+/// `clone(CLONE_VM|CLONE_VFORK)` on a stack of its own: the `vfork` syscall itself cannot be made
+/// safely from Rust, and the filter refuses both (the policy's unit tests cover `vfork` by number).
+fn vfork() -> io::Result<()> {
+    let mut stack = vec![0u8; 64 * 1024];
+    // SAFETY: the top of a live, 16-byte aligned buffer; the stack grows down from it.
+    let top = unsafe { stack.as_mut_ptr().add(stack.len()) };
+    let top = (top as usize & !15) as *mut libc::c_void;
+    let flags = libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD;
+    // SAFETY: the child runs `vfork_child` on `stack` (alive until the parent resumes, which
+    // CLONE_VFORK makes wait for the child's exit) and only calls _exit.
+    let pid = unsafe { libc::clone(vfork_child, top, flags, std::ptr::null_mut()) };
+    sys_res(pid as libc::c_long).and_then(reap)
+}
+
+fn clone3() -> io::Result<()> {
+    // struct clone_args: flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls.
+    let mut args = [0u64; 8];
+    args[4] = libc::SIGCHLD as u64;
+    // SAFETY: the kernel reads `args` (64 bytes, alive); with no CLONE_VM the child gets a copy of
+    // this address space and only calls _exit.
+    let pid = sys_res(unsafe {
+        libc::syscall(libc::SYS_clone3, args.as_ptr(), std::mem::size_of_val(&args))
+    })?;
+    if pid == 0 {
+        child_exit();
+    }
+    reap(pid)
+}
+
+fn tgkill(tgid: i32, tid: i32) -> io::Result<()> {
+    // SAFETY: integer arguments only; signal 0 checks permission and delivers nothing.
+    sys_res(unsafe { libc::syscall(libc::SYS_tgkill, tgid, tid, 0) }).map(drop)
+}
+
+fn tkill(tid: i32) -> io::Result<()> {
+    // SAFETY: integer arguments only; signal 0 checks permission and delivers nothing.
+    sys_res(unsafe { libc::syscall(libc::SYS_tkill, tid, 0) }).map(drop)
+}
+
+fn sigqueue(pid: i32) -> io::Result<()> {
+    // A siginfo with si_code = SI_QUEUE (-1), as sigqueue(3) sends it.
+    let mut info = [0i32; 32];
+    info[2] = -1;
+    // SAFETY: the kernel reads 128 bytes of siginfo from `info`, alive for the call; signal 0
+    // checks permission and delivers nothing.
+    sys_res(unsafe { libc::syscall(libc::SYS_rt_sigqueueinfo, pid, 0, info.as_ptr()) }).map(drop)
+}
+
+fn pidfd_open(pid: i32) -> io::Result<OwnedFd> {
+    // SAFETY: integer arguments only.
+    owned(unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) })
+}
+
+fn process_vm_readv_parent() -> io::Result<usize> {
+    use nix::sys::uio::RemoteIoVec;
+    let base = fs::read_to_string(format!("/proc/{}/maps", ppid()))
+        .ok()
+        .and_then(|m| {
+            let first = m.lines().next()?.split('-').next()?.to_owned();
+            usize::from_str_radix(&first, 16).ok()
+        })
+        .unwrap_or(0x1000);
+    let mut buf = [0u8; 8];
+    nix::sys::uio::process_vm_readv(
+        ppid(),
+        &mut [io::IoSliceMut::new(&mut buf)],
+        &[RemoteIoVec { base, len: 8 }],
+    )
+    .map_err(io::Error::from)
+}
+
+fn prlimit_read(pid: i32) -> io::Result<()> {
+    let mut old = [0u64; 2];
+    // SAFETY: reads only (new limit NULL); the kernel writes two u64 into `old`, alive.
+    sys_res(unsafe {
+        libc::syscall(
+            libc::SYS_prlimit64,
+            pid,
+            libc::RLIMIT_NOFILE,
+            std::ptr::null::<u64>(),
+            old.as_mut_ptr(),
+        )
+    })
+    .map(drop)
+}
+
+fn mount() -> String {
+    use nix::mount::{mount, umount, MsFlags};
+    let _ = fs::create_dir("mnt");
+    // Unconfined, keep the mount away from the host: a private mount namespace first.
+    let private = nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNS).is_ok()
+        && mount(None::<&str>, "/", None::<&str>, MsFlags::MS_REC | MsFlags::MS_PRIVATE, None::<&str>)
+            .is_ok();
+    let r = mount(Some("none"), "mnt", Some("tmpfs"), MsFlags::empty(), None::<&str>);
+    if r.is_ok() && !private {
+        let _ = umount("mnt");
+    }
+    nix_res(r)
+}
+
+fn mmap(len: usize, prot: i32, extra: i32) -> io::Result<usize> {
+    // SAFETY: an anonymous private mapping at an address of the kernel's choice; it overlaps
+    // nothing of ours.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            prot,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | extra,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(p as usize)
+    }
+}
+
+fn unmap(len: usize) -> impl Fn(usize) {
+    move |addr| {
+        // SAFETY: `addr`/`len` is exactly a mapping this program created and no longer uses.
+        unsafe { libc::munmap(addr as *mut libc::c_void, len) };
+    }
+}
+
+fn mprotect_exec(pkey: bool) -> io::Result<()> {
+    let addr = mmap(4096, libc::PROT_READ | libc::PROT_WRITE, 0)?;
+    let rx = libc::PROT_READ | libc::PROT_EXEC;
+    // SAFETY: changes the protection of our own fresh page only, which holds nothing.
+    let ret = unsafe {
+        if pkey {
+            libc::syscall(libc::SYS_pkey_mprotect, addr, 4096usize, rx, -1)
+        } else {
+            libc::syscall(libc::SYS_mprotect, addr, 4096usize, rx)
+        }
+    };
+    unmap(4096)(addr);
+    sys_res(ret).map(drop)
+}
+
+fn personality(persona: u64) -> io::Result<()> {
+    // SAFETY: integer argument only.
+    sys_res(unsafe { libc::syscall(libc::SYS_personality, persona) }).map(drop)
+}
+
+fn io_uring_setup() -> io::Result<OwnedFd> {
+    let mut params = [0u8; 120];
+    // SAFETY: the kernel reads and writes the 120-byte io_uring_params in `params`, alive.
+    owned(unsafe { libc::syscall(libc::SYS_io_uring_setup, 1u32, params.as_mut_ptr()) })
+}
+
+fn bpf_map_create() -> io::Result<OwnedFd> {
+    // union bpf_attr for BPF_MAP_CREATE: map_type = ARRAY (2), key 4, value 4, one entry.
+    let mut attr = [0u32; 32];
+    attr[0] = 2;
+    attr[1] = 4;
+    attr[2] = 4;
+    attr[3] = 1;
+    // SAFETY: the kernel reads `size` bytes of `attr`, alive for the call.
+    owned(unsafe {
+        libc::syscall(libc::SYS_bpf, 0, attr.as_ptr(), std::mem::size_of_val(&attr))
+    })
+}
+
+fn keyctl_session() -> io::Result<()> {
+    const KEYCTL_GET_KEYRING_ID: i32 = 0;
+    const KEY_SPEC_SESSION_KEYRING: i32 = -3;
+    // SAFETY: integer arguments only.
+    sys_res(unsafe {
+        libc::syscall(libc::SYS_keyctl, KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 0)
+    })
+    .map(drop)
+}
+
+fn perf_event_open() -> io::Result<OwnedFd> {
+    // perf_event_attr: type = PERF_TYPE_SOFTWARE (1), size = 128, config = CPU clock (0).
+    let mut attr = [0u64; 16];
+    attr[0] = 1 | (128 << 32);
+    // SAFETY: the kernel reads the 128-byte attribute in `attr`, alive for the call.
+    owned(unsafe { libc::syscall(libc::SYS_perf_event_open, attr.as_ptr(), 0, -1, -1, 0) })
+}
+
+fn userfaultfd() -> io::Result<OwnedFd> {
+    // SAFETY: integer argument only.
+    owned(unsafe { libc::syscall(libc::SYS_userfaultfd, libc::O_CLOEXEC) })
+}
+
+fn prctl_pdeathsig_zero() -> io::Result<()> {
+    // SAFETY: integer arguments only.
+    sys_res(unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, 0, 0, 0, 0) } as libc::c_long).map(drop)
+}
+
+fn tiocsti(request: u64) -> io::Result<()> {
+    let c: u8 = b'\n';
+    // SAFETY: TIOCSTI reads one byte from `c`, alive for the call.
+    sys_res(unsafe { libc::syscall(libc::SYS_ioctl, 0, request, &c as *const u8) }).map(drop)
+}
+
+fn raise_hard_nofile() -> io::Result<()> {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE)?;
+    // Lowering is always allowed; raising it back needs CAP_SYS_RESOURCE.
+    let lower = hard.saturating_sub(1);
+    setrlimit(Resource::RLIMIT_NOFILE, soft.min(lower), lower)?;
+    setrlimit(Resource::RLIMIT_NOFILE, soft.min(lower), hard).map_err(io::Error::from)
+}
+
+fn capabilities() -> String {
+    let sets = sys::confine::capability_sets();
+    let bounding = (0..64).any(|cap| sys::confine::bounding_has(cap).unwrap_or(false));
+    match sets {
+        Ok((0, 0, 0)) if !bounding => "none".to_owned(),
+        Ok(_) => "ok".to_owned(),
+        Err(e) => res::<()>(Err(e)),
+    }
+}
+
+fn inherited_fd() -> String {
+    for fd in 3..4096 {
+        // SAFETY: F_GETFD takes only integer arguments; it reports whether `fd` is open.
+        if unsafe { libc::fcntl(fd, libc::F_GETFD) } >= 0 {
+            return "ok".to_owned();
+        }
+    }
+    "none".to_owned()
+}
+
+fn open_many(n: u64) -> io::Result<()> {
+    let mut held = Vec::new();
+    for _ in 0..n {
+        held.push(File::open(".")?);
+    }
+    Ok(())
+}
+
+fn write_past(limit: u64) -> io::Result<()> {
+    use nix::sys::signal::{signal, SigHandler, Signal};
+    // SAFETY: ignoring SIGXFSZ installs no handler code; the write then fails with EFBIG.
+    unsafe { signal(Signal::SIGXFSZ, SigHandler::SigIgn) }?;
+    let mut f = File::create("big")?;
+    let chunk = vec![0u8; 64 * 1024];
+    let mut left = limit + 1;
+    while left > 0 {
+        let n = chunk.len().min(left as usize);
+        f.write_all(&chunk[..n])?;
+        left -= n as u64;
+    }
+    drop(f);
+    fs::remove_file("big")
+}
+
+fn spin(seconds: u64) -> String {
+    use nix::time::{clock_gettime, ClockId};
+    let mut x = 0u64;
+    loop {
+        for _ in 0..1_000_000 {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+        }
+        match clock_gettime(ClockId::CLOCK_PROCESS_CPUTIME_ID) {
+            Ok(t) if t.tv_sec() as u64 >= seconds => return "ok".to_owned(),
+            Ok(_) => {}
+            Err(e) => return nix_res::<()>(Err(e)),
+        }
+    }
+}
+
+fn threads() -> io::Result<()> {
+    let handles: Vec<_> = (0..4u64)
+        .map(|i| std::thread::spawn(move || (0..100_000u64).fold(i, |a, b| a.wrapping_add(b))))
+        .collect();
+    for h in handles {
+        h.join().map_err(|_| io::Error::other("thread panicked"))?;
+    }
+    Ok(())
+}
+
+fn tgkill_own_thread() -> io::Result<()> {
+    let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+    let h = std::thread::spawn(move || {
+        let _ = tid_tx.send(nix::unistd::gettid().as_raw());
+        let _ = go_rx.recv();
+    });
+    let tid = tid_rx.recv().map_err(io::Error::other)?;
+    let r = tgkill(nix::unistd::getpid().as_raw(), tid);
+    let _ = go_tx.send(());
+    h.join().map_err(|_| io::Error::other("thread panicked"))?;
+    r
+}

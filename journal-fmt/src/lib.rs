@@ -1,2 +1,435 @@
-//! Not yet built: see the open issue that delivers `dot-journal-fmt`.
+//! `dot-journal-fmt`: read, validate and print run journals for people (`--json` for machines).
+//!
+//! Every line of a journal is shown, never hidden: each record (time, seq, kind, key fields), each
+//! bad line (bad checksum, unknown record) with its line number, a torn tail with its length, and
+//! the run's state as [`proto::journal::classify`] decides it. The tool only reports: it exits 0
+//! whenever it could read every journal it was given.
 #![forbid(unsafe_code)]
+
+use proto::cli::Output;
+use proto::journal::{classify, Journal, Line, Record, RunState, MAX_JOURNAL};
+use proto::layout::{is_txid, Root, JOURNAL_FILE};
+use proto::{ErrorObject, ExitCode, ToErrorObject};
+use serde::{Deserialize, Serialize};
+use std::fmt::Write as _;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+/// `dot-journal-fmt`: print run journals, one line per record, and each run's state. Bad lines and
+/// torn tails are shown, never hidden.
+#[derive(argh::FromArgs, Debug)]
+pub struct Args {
+    /// print one JSON object per journal instead of text
+    #[argh(switch)]
+    pub json: bool,
+    /// format every run under ROOT/txn/, in txid order
+    #[argh(option)]
+    pub root: Option<PathBuf>,
+    /// journal files to format (instead of --root)
+    #[argh(positional)]
+    pub journals: Vec<PathBuf>,
+}
+
+/// One journal, as `--json` prints it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JournalReport {
+    /// The journal's path.
+    pub journal: String,
+    /// The run's transaction id: its directory's name, or else the BEGIN record's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub txid: Option<String>,
+    pub state: RunState,
+    /// Why the state is UNRECOGNIZED.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
+    /// The valid records, in order.
+    pub records: Vec<Record>,
+    /// The complete lines that are not records.
+    pub bad_lines: Vec<BadLine>,
+    /// Length of a last line without its newline (a torn write).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub torn_tail_bytes: Option<usize>,
+}
+
+/// A complete line that is not a record.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BadLine {
+    /// 1-based line number.
+    pub line_no: usize,
+    pub error: String,
+    pub bytes: usize,
+}
+
+/// Why journals could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum FmtError {
+    #[error("{0}")]
+    Usage(&'static str),
+    #[error("{path} does not exist")]
+    NoJournal { path: PathBuf },
+    #[error("{path} is a {what}, not a journal file")]
+    NotAJournal { path: PathBuf, what: &'static str },
+    #[error("{path} does not exist: not a platform root")]
+    NoTxn { path: PathBuf },
+    #[error("could not read {path}: {source}")]
+    Read { path: PathBuf, source: io::Error },
+    #[error("could not list {path}: {source}")]
+    ListTxn { path: PathBuf, source: io::Error },
+}
+
+impl ToErrorObject for FmtError {
+    fn kind(&self) -> &'static str {
+        match self {
+            FmtError::Usage(_) => "usage",
+            FmtError::NoJournal { .. } => "no-journal",
+            FmtError::NotAJournal { .. } => "not-a-journal",
+            FmtError::NoTxn { .. } => "not-a-root",
+            FmtError::Read { .. } | FmtError::ListTxn { .. } => "io",
+        }
+    }
+
+    fn exit_code(&self) -> ExitCode {
+        match self {
+            FmtError::Read { .. } | FmtError::ListTxn { .. } => ExitCode::System,
+            _ => ExitCode::Usage,
+        }
+    }
+
+    fn to_error_object(&self) -> ErrorObject {
+        let obj = ErrorObject::new(self.kind(), self.to_string());
+        match self {
+            FmtError::Usage(_) => obj.next("dot-journal-fmt --help"),
+            FmtError::NoJournal { path }
+            | FmtError::NotAJournal { path, .. }
+            | FmtError::NoTxn { path }
+            | FmtError::Read { path, .. }
+            | FmtError::ListTxn { path, .. } => obj.path(path),
+        }
+    }
+}
+
+/// One journal read and classified.
+#[derive(Debug)]
+pub struct Formatted {
+    pub path: PathBuf,
+    pub txid: Option<String>,
+    pub journal: Journal,
+}
+
+impl Formatted {
+    /// The `--json` object.
+    pub fn report(&self) -> JournalReport {
+        JournalReport {
+            journal: self.path.display().to_string(),
+            txid: self.txid.clone(),
+            state: self.journal.state,
+            problem: self.journal.problem.clone(),
+            records: self.journal.records().cloned().collect(),
+            bad_lines: self
+                .journal
+                .lines
+                .iter()
+                .filter_map(|l| match l {
+                    Line::Bad {
+                        line_no,
+                        error,
+                        bytes,
+                    } => Some(BadLine {
+                        line_no: *line_no,
+                        error: error.to_string(),
+                        bytes: *bytes,
+                    }),
+                    Line::Record(_) => None,
+                })
+                .collect(),
+            torn_tail_bytes: self.journal.torn_tail,
+        }
+    }
+
+    /// The text for people: a heading, one line per journal line, the state.
+    pub fn text(&self) -> String {
+        let mut s = String::new();
+        let _ = write!(s, "journal {}", self.path.display());
+        if let Some(txid) = &self.txid {
+            let _ = write!(s, " (run {txid})");
+        }
+        s.push('\n');
+        for line in &self.journal.lines {
+            match line {
+                Line::Record(r) => {
+                    let line = format!(
+                        "  {}  #{:<2} {:<9} {}",
+                        iso8601_utc(r.at_ms()),
+                        r.seq(),
+                        kind_word(r),
+                        key_fields(r)
+                    );
+                    s.push_str(line.trim_end());
+                    s.push('\n');
+                }
+                Line::Bad {
+                    line_no,
+                    error,
+                    bytes,
+                } => {
+                    let _ = writeln!(s, "  line {line_no}: BAD LINE ({bytes} bytes): {error}");
+                }
+            }
+        }
+        if let Some(n) = self.journal.torn_tail {
+            let _ = writeln!(s, "  torn tail: {n} bytes without a newline (not a record)");
+        }
+        let _ = write!(s, "  state: {}", self.journal.state);
+        if let Some(p) = &self.journal.problem {
+            let _ = write!(s, " ({p})");
+        }
+        s.push('\n');
+        s
+    }
+}
+
+fn kind_word(r: &Record) -> &'static str {
+    match r {
+        Record::Begin { .. } => "BEGIN",
+        Record::Prepared { .. } => "PREPARED",
+        Record::Committed { .. } => "COMMITTED",
+    }
+}
+
+/// The fields a person looks for first.
+fn key_fields(r: &Record) -> String {
+    match r {
+        Record::Begin {
+            name,
+            version,
+            sha256,
+            containment,
+            pid,
+            ..
+        } => {
+            let hex = sha256.to_hex();
+            let containment = match containment {
+                proto::Containment::Audit => "audit",
+                proto::Containment::Process => "process",
+            };
+            format!(
+                "{name} {version} sha256 {} {containment} pid {pid}",
+                &hex[..12]
+            )
+        }
+        Record::Prepared { target, files, .. } => format!(
+            "target {target}, {} file{}",
+            files.len(),
+            if files.len() == 1 { "" } else { "s" }
+        ),
+        Record::Committed { .. } => String::new(),
+    }
+}
+
+/// `at_ms` (milliseconds since the Unix epoch) as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+pub fn iso8601_utc(at_ms: u64) -> String {
+    let ms = at_ms % 1000;
+    let secs = at_ms / 1000;
+    let (days, day_secs) = (secs / 86_400, secs % 86_400);
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{ms:03}Z",
+        day_secs / 3600,
+        day_secs / 60 % 60,
+        day_secs % 60
+    )
+}
+
+/// The proleptic Gregorian date `days` after 1970-01-01 (Howard Hinnant's `civil_from_days`).
+fn civil_from_days(days: u64) -> (u64, u64, u64) {
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z % 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + u64::from(m <= 2);
+    (y, m, d)
+}
+
+/// `dot-journal-fmt`'s entry point.
+pub fn run(args: Args) -> Result<Output, FmtError> {
+    let formatted = match (&args.root, args.journals.is_empty()) {
+        (Some(root), true) => read_root(&Root::new(root))?,
+        (None, false) => args
+            .journals
+            .iter()
+            .map(|p| read_file(p))
+            .collect::<Result<_, _>>()?,
+        (Some(_), false) => {
+            return Err(FmtError::Usage(
+                "give either --root or journal files, not both",
+            ))
+        }
+        (None, true) => return Err(FmtError::Usage("give --root DIR or journal files")),
+    };
+    let mut out = String::new();
+    for (i, f) in formatted.iter().enumerate() {
+        if args.json {
+            out.push_str(&serde_json::to_string(&f.report()).unwrap_or_default());
+            out.push('\n');
+        } else {
+            if i > 0 {
+                out.push('\n');
+            }
+            out.push_str(&f.text());
+        }
+    }
+    Ok(Output::text(out))
+}
+
+/// Reads one journal named on the command line.
+pub fn read_file(path: &Path) -> Result<Formatted, FmtError> {
+    let bytes = match read_journal(path, false)? {
+        Ok(bytes) => bytes,
+        Err(what) => {
+            return Err(FmtError::NotAJournal {
+                path: path.into(),
+                what,
+            })
+        }
+    };
+    let journal = classify(&bytes);
+    let dir_txid = path
+        .parent()
+        .and_then(Path::file_name)
+        .and_then(|n| n.to_str())
+        .filter(|n| is_txid(n))
+        .map(str::to_owned);
+    let txid = dir_txid.or_else(|| match journal.begin() {
+        Some(Record::Begin { txid, .. }) => Some(txid.clone()),
+        _ => None,
+    });
+    Ok(Formatted {
+        path: path.into(),
+        txid,
+        journal,
+    })
+}
+
+/// Reads every run's journal under `root`'s `txn/`, in name order. A run without a readable
+/// journal file, and an entry that is not a run, are shown as UNRECOGNIZED with the reason.
+pub fn read_root(root: &Root) -> Result<Vec<Formatted>, FmtError> {
+    let txn = root.txn();
+    let entries = match std::fs::read_dir(&txn) {
+        Ok(e) => e,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(FmtError::NoTxn { path: txn }),
+        Err(source) => return Err(FmtError::ListTxn { path: txn, source }),
+    };
+    let mut names = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|source| FmtError::ListTxn {
+            path: txn.clone(),
+            source,
+        })?;
+        names.push(entry.file_name().to_string_lossy().into_owned());
+    }
+    names.sort();
+    let mut out = Vec::with_capacity(names.len());
+    for name in names {
+        let path = txn.join(&name).join(JOURNAL_FILE);
+        let unrecognized = |problem: String| Journal {
+            lines: Vec::new(),
+            torn_tail: None,
+            state: RunState::Unrecognized,
+            problem: Some(problem),
+        };
+        let journal = if !is_txid(&name) {
+            unrecognized(format!("txn/{name} is not a transaction id"))
+        } else {
+            match read_journal(&path, true) {
+                Ok(Ok(bytes)) => classify(&bytes),
+                Ok(Err(what)) => unrecognized(format!("the journal is a {what}")),
+                Err(FmtError::NoJournal { .. }) => unrecognized("no journal".into()),
+                Err(e) => return Err(e),
+            }
+        };
+        out.push(Formatted {
+            path,
+            txid: is_txid(&name).then_some(name),
+            journal,
+        });
+    }
+    Ok(out)
+}
+
+/// Reads a journal's bytes (at most one byte more than the classifier accepts, so an oversized
+/// journal is classified as such). `Ok(Err(what))`: not a regular file. With `no_follow`, a symbolic
+/// link is not followed.
+fn read_journal(path: &Path, no_follow: bool) -> Result<Result<Vec<u8>, &'static str>, FmtError> {
+    let mut flags = libc::O_NONBLOCK | libc::O_CLOEXEC;
+    if no_follow {
+        flags |= libc::O_NOFOLLOW;
+    }
+    let file = match OpenOptions::new().read(true).custom_flags(flags).open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Err(FmtError::NoJournal { path: path.into() })
+        }
+        Err(e) if no_follow && e.raw_os_error() == Some(libc::ELOOP) => {
+            return Ok(Err("symbolic link"))
+        }
+        Err(source) => {
+            return Err(FmtError::Read {
+                path: path.into(),
+                source,
+            })
+        }
+    };
+    let meta = file.metadata().map_err(|source| FmtError::Read {
+        path: path.into(),
+        source,
+    })?;
+    if !meta.is_file() {
+        return Ok(Err(kind_of(&meta)));
+    }
+    let mut bytes = Vec::new();
+    File::take(file, MAX_JOURNAL as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|source| FmtError::Read {
+            path: path.into(),
+            source,
+        })?;
+    Ok(Ok(bytes))
+}
+
+fn kind_of(meta: &std::fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let ft = meta.file_type();
+    if ft.is_dir() {
+        "directory"
+    } else if ft.is_fifo() {
+        "fifo"
+    } else if ft.is_socket() {
+        "socket"
+    } else if ft.is_block_device() || ft.is_char_device() {
+        "device"
+    } else {
+        "special file"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_utc_times_by_hand() {
+        assert_eq!(iso8601_utc(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(iso8601_utc(951_782_400_000), "2000-02-29T00:00:00.000Z");
+        assert_eq!(iso8601_utc(1_764_000_000_123), "2025-11-24T16:00:00.123Z");
+        assert_eq!(iso8601_utc(253_402_300_799_999), "9999-12-31T23:59:59.999Z");
+        assert_eq!(iso8601_utc(4_107_542_400_000), "2100-03-01T00:00:00.000Z");
+    }
+}

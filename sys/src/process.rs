@@ -35,8 +35,8 @@ pub fn reap_orphans(keep: Option<u32>) -> usize {
 }
 
 /// Spawns `cmd` so that, in the child, each `(fd, n)` of `moves` sits on descriptor `n` without
-/// close-on-exec, the parent-death signal is SIGKILL, and the child exits at once if the parent is
-/// already gone. Every other descriptor of ours is close-on-exec (std and dot open them so).
+/// close-on-exec, every descriptor above them is closed at exec (whatever we inherited), the
+/// parent-death signal is SIGKILL, and the child exits at once if the parent is already gone.
 pub fn spawn_with_fds(cmd: &mut Command, moves: &[(BorrowedFd<'_>, i32)]) -> io::Result<Child> {
     // Lift every source above the targets first, so no dup2 in the child can overwrite a source
     // that a later move still needs.
@@ -46,12 +46,15 @@ pub fn spawn_with_fds(cmd: &mut Command, moves: &[(BorrowedFd<'_>, i32)]) -> io:
     }
     let plan: Vec<(RawFd, RawFd)> = lifted.iter().map(|(fd, n)| (fd.as_raw_fd(), *n)).collect();
     let parent = std::process::id() as libc::pid_t;
+    let first_free = plan.iter().map(|&(_, dst)| dst + 1).max().unwrap_or(3).max(3);
     let hook = move || -> io::Result<()> {
         child_set_pdeathsig(parent)?;
         for &(src, dst) in &plan {
             child_dup2(src, dst)?;
         }
-        Ok(())
+        // Descriptors we inherited without close-on-exec (a jobserver, a caller's leak) must not
+        // reach the plugin: everything above the placed ones is closed at exec.
+        child_cloexec_from(first_free)
     };
     // SAFETY: the hook runs in the forked child before exec and only makes async-signal-safe
     // syscalls (prctl, getppid, dup2); it allocates nothing (the plan vector was built before fork).
@@ -89,6 +92,17 @@ fn child_set_pdeathsig(parent: libc::pid_t) -> io::Result<()> {
     // SAFETY: getppid has no arguments and cannot fail.
     if unsafe { libc::getppid() } != parent {
         return Err(io::Error::from_raw_os_error(libc::ESRCH));
+    }
+    Ok(())
+}
+
+fn child_cloexec_from(first: RawFd) -> io::Result<()> {
+    let first = libc::c_uint::try_from(first).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    // SAFETY: close_range with CLOSE_RANGE_CLOEXEC only sets flags on this process's descriptors;
+    // integer arguments only.
+    let r = unsafe { libc::syscall(libc::SYS_close_range, first, libc::c_uint::MAX, libc::CLOSE_RANGE_CLOEXEC) };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
     }
     Ok(())
 }
