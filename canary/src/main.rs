@@ -133,8 +133,9 @@ fn run(name: &str, inputs: &BTreeMap<String, String>) -> String {
             "fifo",
             nix::sys::stat::Mode::from_bits_truncate(0o600),
         )),
-        "rename-across-stage-dirs" => res(fs::write("sub/a", b"a")
-            .and_then(|()| fs::rename("sub/a", "moved"))),
+        "rename-across-stage-dirs" => {
+            res(fs::write("sub/a", b"a").and_then(|()| fs::rename("sub/a", "moved")))
+        }
         "write-own-binary" => res(OpenOptions::new().write(true).open("/proc/self/exe")),
         "truncate-own-binary" => nix_res(nix::unistd::truncate("/proc/self/exe", 0)),
         "chmod" => res(stage_file().and_then(|()| {
@@ -163,7 +164,11 @@ fn run(name: &str, inputs: &BTreeMap<String, String>) -> String {
             libc::SOCK_RAW,
             i32::from((libc::ETH_P_ALL as u16).to_be()),
         )),
-        "socket-mptcp" => res(socket(libc::AF_INET, libc::SOCK_STREAM, libc::IPPROTO_MPTCP)),
+        "socket-mptcp" => res(socket(
+            libc::AF_INET,
+            libc::SOCK_STREAM,
+            libc::IPPROTO_MPTCP,
+        )),
         "socketpair" => res(std::os::unix::net::UnixStream::pair()),
         "connect-tcp-loopback" => {
             let port = input_u64(inputs, "port") as u16;
@@ -182,7 +187,9 @@ fn run(name: &str, inputs: &BTreeMap<String, String>) -> String {
         "unshare-mount" => nix_res(nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNS)),
         "unshare-net" => nix_res(nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET)),
         "setns" => setns(),
-        "clone-newuser" => res(clone_process(libc::CLONE_NEWUSER as u64 | libc::SIGCHLD as u64)),
+        "clone-newuser" => res(clone_process(
+            libc::CLONE_NEWUSER as u64 | libc::SIGCHLD as u64,
+        )),
         "clone-thread-newuser" => res(clone_thread_newuser()),
         "clone-process" => res(clone_process(libc::SIGCHLD as u64)),
         "fork" => res(fork()),
@@ -217,8 +224,8 @@ fn run(name: &str, inputs: &BTreeMap<String, String>) -> String {
         "perf-event-open" => res(perf_event_open()),
         "userfaultfd" => res(userfaultfd()),
         "prctl-pdeathsig" => res(prctl_pdeathsig_zero()),
-        "tiocsti" => res(tiocsti(libc::TIOCSTI as u64)),
-        "tiocsti-high-bits" => res(tiocsti(libc::TIOCSTI as u64 | (1 << 32))),
+        "tiocsti" => res(tiocsti(libc::TIOCSTI)),
+        "tiocsti-high-bits" => res(tiocsti(libc::TIOCSTI | (1 << 32))),
         "setrlimit-raise-hard" => res(raise_hard_nofile()),
         "capabilities" => capabilities(),
         "inherited-fd" => inherited_fd(),
@@ -266,9 +273,7 @@ fn proof_script(name: &str) -> String {
 }
 
 fn cstrings(v: &[&str]) -> Vec<CString> {
-    v.iter()
-        .filter_map(|s| CString::new(*s).ok())
-        .collect()
+    v.iter().filter_map(|s| CString::new(*s).ok()).collect()
 }
 
 fn exec_bin_sh(name: &str) -> String {
@@ -329,12 +334,18 @@ fn memfd_exec(name: &str) -> String {
         Ok(fd) => fd,
         Err(e) => return nix_res::<()>(Err(e)),
     };
-    let copied = fs::read("/proc/self/exe").and_then(|bytes| File::from(fd.try_clone()?).write_all(&bytes));
+    let copied =
+        fs::read("/proc/self/exe").and_then(|bytes| File::from(fd.try_clone()?).write_all(&bytes));
     if let Err(e) = copied {
         return res::<()>(Err(e));
     }
     let argv = cstrings(&["dot-canary", "--proof", name]);
-    res(raw_execveat(fd.as_raw_fd(), c"", &argv, libc::AT_EMPTY_PATH))
+    res(raw_execveat(
+        fd.as_raw_fd(),
+        c"",
+        &argv,
+        libc::AT_EMPTY_PATH,
+    ))
 }
 
 fn owned(ret: libc::c_long) -> io::Result<OwnedFd> {
@@ -350,8 +361,9 @@ fn socket(domain: i32, ty: i32, proto: i32) -> io::Result<OwnedFd> {
 
 fn sysv_shm() -> io::Result<()> {
     // SAFETY: shmget takes only integer arguments.
-    let id = sys_res(unsafe { libc::shmget(libc::IPC_PRIVATE, 4096, libc::IPC_CREAT | 0o600) }
-        as libc::c_long)?;
+    let id = sys_res(
+        unsafe { libc::shmget(libc::IPC_PRIVATE, 4096, libc::IPC_CREAT | 0o600) } as libc::c_long,
+    )?;
     // SAFETY: IPC_RMID on the segment just created; the buffer argument is unused (NULL).
     unsafe { libc::shmctl(id as i32, libc::IPC_RMID, std::ptr::null_mut()) };
     Ok(())
@@ -382,7 +394,8 @@ fn child_exit() -> ! {
 fn clone_process(flags: u64) -> io::Result<()> {
     // SAFETY: clone without CLONE_VM and a NULL stack behaves like fork: the child gets a copy of
     // this address space and only calls _exit.
-    let pid = sys_res(unsafe { libc::syscall(libc::SYS_clone, flags, 0usize, 0usize, 0usize, 0usize) })?;
+    let pid =
+        sys_res(unsafe { libc::syscall(libc::SYS_clone, flags, 0usize, 0usize, 0usize, 0usize) })?;
     if pid == 0 {
         child_exit();
     }
@@ -390,12 +403,13 @@ fn clone_process(flags: u64) -> io::Result<()> {
 }
 
 fn clone_thread_newuser() -> io::Result<()> {
-    let flags = (libc::CLONE_NEWUSER | libc::CLONE_THREAD | libc::CLONE_SIGHAND | libc::CLONE_VM)
-        as u64;
+    let flags =
+        (libc::CLONE_NEWUSER | libc::CLONE_THREAD | libc::CLONE_SIGHAND | libc::CLONE_VM) as u64;
     // SAFETY: the kernel refuses CLONE_NEWUSER together with CLONE_THREAD (EINVAL) and the filter
     // refuses it first, so no thread sharing this stack is ever created. Should one be, it only
     // calls _exit.
-    let pid = sys_res(unsafe { libc::syscall(libc::SYS_clone, flags, 0usize, 0usize, 0usize, 0usize) })?;
+    let pid =
+        sys_res(unsafe { libc::syscall(libc::SYS_clone, flags, 0usize, 0usize, 0usize, 0usize) })?;
     if pid == 0 {
         child_exit();
     }
@@ -436,7 +450,11 @@ fn clone3() -> io::Result<()> {
     // SAFETY: the kernel reads `args` (64 bytes, alive); with no CLONE_VM the child gets a copy of
     // this address space and only calls _exit.
     let pid = sys_res(unsafe {
-        libc::syscall(libc::SYS_clone3, args.as_ptr(), std::mem::size_of_val(&args))
+        libc::syscall(
+            libc::SYS_clone3,
+            args.as_ptr(),
+            std::mem::size_of_val(&args),
+        )
     })?;
     if pid == 0 {
         child_exit();
@@ -506,9 +524,21 @@ fn mount() -> String {
     let _ = fs::create_dir("mnt");
     // Unconfined, keep the mount away from the host: a private mount namespace first.
     let private = nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNS).is_ok()
-        && mount(None::<&str>, "/", None::<&str>, MsFlags::MS_REC | MsFlags::MS_PRIVATE, None::<&str>)
-            .is_ok();
-    let r = mount(Some("none"), "mnt", Some("tmpfs"), MsFlags::empty(), None::<&str>);
+        && mount(
+            None::<&str>,
+            "/",
+            None::<&str>,
+            MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+            None::<&str>,
+        )
+        .is_ok();
+    let r = mount(
+        Some("none"),
+        "mnt",
+        Some("tmpfs"),
+        MsFlags::empty(),
+        None::<&str>,
+    );
     if r.is_ok() && !private {
         let _ = umount("mnt");
     }
@@ -577,7 +607,12 @@ fn bpf_map_create() -> io::Result<OwnedFd> {
     attr[3] = 1;
     // SAFETY: the kernel reads `size` bytes of `attr`, alive for the call.
     owned(unsafe {
-        libc::syscall(libc::SYS_bpf, 0, attr.as_ptr(), std::mem::size_of_val(&attr))
+        libc::syscall(
+            libc::SYS_bpf,
+            0,
+            attr.as_ptr(),
+            std::mem::size_of_val(&attr),
+        )
     })
 }
 
@@ -586,7 +621,12 @@ fn keyctl_session() -> io::Result<()> {
     const KEY_SPEC_SESSION_KEYRING: i32 = -3;
     // SAFETY: integer arguments only.
     sys_res(unsafe {
-        libc::syscall(libc::SYS_keyctl, KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 0)
+        libc::syscall(
+            libc::SYS_keyctl,
+            KEYCTL_GET_KEYRING_ID,
+            KEY_SPEC_SESSION_KEYRING,
+            0,
+        )
     })
     .map(drop)
 }

@@ -241,3 +241,66 @@ pub fn expect_names<'a>(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    fn open(path: &std::path::Path) -> OwnedFd {
+        nix::fcntl::open(path, dir_flags(), Mode::empty()).expect("open dir")
+    }
+
+    #[test]
+    fn removal_stops_at_anything_that_was_not_checked() {
+        let tmp = testkit::TempDir::new();
+        let s = tmp.join("s");
+        fs::create_dir_all(s.join("a/b")).expect("mkdir");
+        fs::write(s.join("a/b/f"), b"x").expect("write");
+        fs::write(s.join("top"), b"t").expect("write");
+        let uid = nix::unistd::geteuid().as_raw();
+        let fd = open(&s);
+        let check = |fd: &OwnedFd| {
+            let mut budget = MAX_ENTRIES;
+            let nodes = check_tree(fd, "stage", 0, &mut budget, uid).expect("checks");
+            assert_eq!(budget, MAX_ENTRIES - 4);
+            nodes
+        };
+
+        // A name that appeared after the check: nothing in that directory is removed.
+        let nodes = check(&fd);
+        fs::write(s.join("a/b/new"), b"y").expect("write");
+        assert_eq!(
+            remove_tree(&fd, "stage", &nodes),
+            Err("stage/a/b/new appeared during discard".into())
+        );
+        assert!(s.join("a/b/f").exists());
+        fs::remove_file(s.join("a/b/new")).expect("rm");
+
+        // A file replaced (another inode under the same name) after the check.
+        let nodes = check(&fd);
+        fs::write(s.join("a/b/f2"), b"z").expect("write");
+        fs::rename(s.join("a/b/f2"), s.join("a/b/f")).expect("rename");
+        assert_eq!(
+            remove_tree(&fd, "stage", &nodes),
+            Err("stage/a/b/f was replaced during discard".into())
+        );
+
+        // Unchanged: everything under it goes, the directory itself stays.
+        let nodes = check(&fd);
+        assert_eq!(remove_tree(&fd, "stage", &nodes), Ok(()));
+        assert_eq!(fs::read_dir(&s).expect("ls").count(), 0);
+    }
+
+    #[test]
+    fn the_budget_bounds_the_walk() {
+        let tmp = testkit::TempDir::new();
+        for i in 0..5 {
+            fs::write(tmp.join(format!("f{i}")), b"").expect("write");
+        }
+        let mut budget = 4;
+        let uid = nix::unistd::geteuid().as_raw();
+        let err = check_tree(&open(tmp.path()), "stage", 0, &mut budget, uid).expect_err("over");
+        assert!(err.contains("more than 100000 entries"), "{err}");
+    }
+}

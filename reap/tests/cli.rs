@@ -1,7 +1,10 @@
 //! `dot-reap` on the command line.
 
 use assert_cmd::cargo::cargo_bin_cmd;
-use reap::{Outcome, ReapReport};
+use nix::sys::signal::Signal;
+use nix::sys::wait::{waitpid, WaitStatus};
+use nix::unistd::Pid;
+use reap::{Outcome, ProcStat, ReapReport};
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Command, Stdio};
@@ -38,19 +41,26 @@ fn a_missing_pgid_is_a_usage_error() {
 }
 
 #[test]
-fn kills_a_group_and_reports() {
+fn kills_a_group_and_reports_only_when_every_member_is_dead() {
+    // As a subreaper, this process inherits the group's orphans: they stay zombies until it reaps
+    // them, so their state after dot-reap returns can be checked.
+    sys::process::set_child_subreaper().expect("subreaper");
     let mut sh = Command::new("/bin/sh")
         .arg("-c")
-        .arg("for i in 1 2 3 4 5; do sleep 100 & done; echo ready; wait")
+        .arg("for i in 1 2 3 4 5; do sleep 100 & echo $!; done; echo ready; wait")
         .process_group(0)
         .stdout(Stdio::piped())
         .spawn()
         .expect("spawn sh");
-    let mut ready = String::new();
-    BufReader::new(sh.stdout.take().expect("stdout"))
-        .read_line(&mut ready)
-        .expect("ready");
-    assert_eq!(ready, "ready\n");
+    let mut pids: Vec<i32> = Vec::new();
+    for line in BufReader::new(sh.stdout.take().expect("stdout")).lines() {
+        let line = line.expect("line");
+        if line == "ready" {
+            break;
+        }
+        pids.push(line.parse().expect("pid"));
+    }
+    assert_eq!(pids.len(), 5);
     let pgid = sh.id() as i32;
     let out = cargo_bin_cmd!("dot-reap")
         .args(["--pgid", &pgid.to_string(), "--leader", &pgid.to_string()])
@@ -59,8 +69,18 @@ fn kills_a_group_and_reports() {
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     let report: ReapReport = testkit::decode_json(&out.stdout);
     assert_eq!(report.pgid, pgid);
-    // The shell is our child and unreaped: a zombie member, so not absent.
+    // The shell and the sleeps are our unreaped children now: zombie members, so not absent.
     assert_eq!(report.outcome, Outcome::AllZombie);
     assert!(report.survivors.is_empty());
+    for &pid in &pids {
+        let stat = std::fs::read(format!("/proc/{pid}/stat")).expect("a zombie is still listed");
+        let stat = ProcStat::parse(pid, &stat).expect("parses");
+        assert!(stat.is_dead(), "{pid} is a zombie: {stat:?}");
+        let status = waitpid(Pid::from_raw(pid), None).expect("reap");
+        assert_eq!(
+            status,
+            WaitStatus::Signaled(Pid::from_raw(pid), Signal::SIGKILL, false)
+        );
+    }
     assert_eq!(sh.wait().expect("wait").signal(), Some(9));
 }

@@ -1,4 +1,8 @@
-//! `reap_group` on real process groups: every member is dead (a zombie or gone) when it returns.
+//! `reap_group` on real process groups: every member is dead when it returns.
+//!
+//! The test process is a child subreaper, so the group's orphans are reparented to it and
+//! `reap_group` reaps them: no zombie is left behind. Only members are ever waited for, so the
+//! tests running in parallel threads cannot take each other's children.
 
 use nix::errno::Errno;
 use nix::sys::signal::kill;
@@ -10,6 +14,7 @@ use std::process::{Child, Command, Stdio};
 
 /// A shell leading a new process group, with `n` background `sleep`s; returns it and their pids.
 pub fn spawn_group(n: usize) -> (Child, Vec<i32>) {
+    sys::process::set_child_subreaper().expect("subreaper");
     let script = format!(
         "i=0; while [ $i -lt {n} ]; do sleep 100 & echo $!; i=$((i+1)); done; echo ready; wait"
     );
@@ -45,6 +50,11 @@ fn dead(pid: i32) -> bool {
     }
 }
 
+/// Reaped: no such process, not even a zombie.
+fn reaped(pid: i32) -> bool {
+    kill(Pid::from_raw(pid), None) == Err(Errno::ESRCH)
+}
+
 fn reaps(n: usize) {
     let (mut child, pids) = spawn_group(n);
     let pgid = child.id() as i32;
@@ -60,14 +70,10 @@ fn reaps(n: usize) {
         report.outcome,
         Outcome::AllZombie | Outcome::Absent
     ));
-    let alive: Vec<i32> = pids.iter().copied().filter(|&p| !dead(p)).collect();
-    assert_eq!(alive, Vec::<i32>::new(), "every child is dead");
-    // The leader was reaped by reap_group.
-    assert_eq!(
-        kill(Pid::from_raw(pgid), None),
-        Err(Errno::ESRCH),
-        "the leader is reaped"
-    );
+    // Every child died, and was reaped as our orphan: no zombie is left.
+    let left: Vec<i32> = pids.iter().copied().filter(|&p| !reaped(p)).collect();
+    assert_eq!(left, Vec::<i32>::new(), "every child is gone");
+    assert!(reaped(pgid), "the leader is reaped");
     let status = child.try_wait().expect("status").expect("exited");
     assert_eq!(
         std::os::unix::process::ExitStatusExt::signal(&status),

@@ -287,8 +287,8 @@ pub struct LandlockApplied {
 
 fn apply_landlock(plugin: &File) -> Result<LandlockApplied, ExecError> {
     use landlock::{
-        Access, AccessFs, AccessNet, CompatLevel, Compatible, LandlockStatus, PathBeneath,
-        Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope, ABI,
+        Access, AccessFs, AccessNet, CompatLevel, Compatible, LandlockStatus, PathBeneath, Ruleset,
+        RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope, ABI,
     };
     use std::os::unix::fs::OpenOptionsExt;
 
@@ -430,7 +430,13 @@ mod tests {
     #[test]
     fn only_the_fd4_path_is_accepted() {
         assert!(check_plugin_path(PLUGIN_PATH).is_ok());
-        for bad in ["/proc/self/fd/3", "/proc/self/fd/4/", "/bin/true", "", "/proc/self/fd/44"] {
+        for bad in [
+            "/proc/self/fd/3",
+            "/proc/self/fd/4/",
+            "/bin/true",
+            "",
+            "/proc/self/fd/44",
+        ] {
             let err = check_plugin_path(bad).expect_err(bad);
             assert_eq!(err.kind(), "bad-plugin-path");
             assert_eq!(err.exit_code(), ExitCode::Refused);
@@ -448,6 +454,9 @@ mod tests {
             plugin: PLUGIN_PATH.into(),
         };
         let err = check_limits(&args).expect_err("nofile 3");
-        assert_eq!((err.kind(), err.exit_code()), ("bad-limit", ExitCode::Usage));
+        assert_eq!(
+            (err.kind(), err.exit_code()),
+            ("bad-limit", ExitCode::Usage)
+        );
     }
 }

@@ -50,49 +50,174 @@ fn always_denied() -> Vec<i64> {
     use libc::*;
     let mut v = vec![
         // Sockets and socket I/O (socket..getsockopt is one run of numbers).
-        SYS_socket, SYS_connect, SYS_accept, SYS_sendto, SYS_recvfrom, SYS_sendmsg, SYS_recvmsg,
-        SYS_shutdown, SYS_bind, SYS_listen, SYS_getsockname, SYS_getpeername, SYS_socketpair,
-        SYS_setsockopt, SYS_getsockopt, SYS_accept4, SYS_recvmmsg, SYS_sendmmsg,
+        SYS_socket,
+        SYS_connect,
+        SYS_accept,
+        SYS_sendto,
+        SYS_recvfrom,
+        SYS_sendmsg,
+        SYS_recvmsg,
+        SYS_shutdown,
+        SYS_bind,
+        SYS_listen,
+        SYS_getsockname,
+        SYS_getpeername,
+        SYS_socketpair,
+        SYS_setsockopt,
+        SYS_getsockopt,
+        SYS_accept4,
+        SYS_recvmmsg,
+        SYS_sendmmsg,
         // New processes and namespaces (threads go through `clone`, checked by argument).
-        SYS_fork, SYS_vfork, SYS_unshare, SYS_setns, SYS_execveat,
+        SYS_fork,
+        SYS_vfork,
+        SYS_unshare,
+        SYS_setns,
+        SYS_execveat,
         // Other processes.
-        SYS_ptrace, SYS_process_vm_readv, SYS_process_vm_writev, SYS_kcmp, SYS_pidfd_open,
-        SYS_pidfd_getfd, SYS_pidfd_send_signal, SYS_process_madvise, SYS_process_mrelease,
-        SYS_setsid, SYS_setpgid, SYS_setpriority, SYS_ioprio_set, SYS_sched_setparam,
-        SYS_sched_setscheduler, SYS_sched_setattr, SYS_migrate_pages, SYS_move_pages,
+        SYS_ptrace,
+        SYS_process_vm_readv,
+        SYS_process_vm_writev,
+        SYS_kcmp,
+        SYS_pidfd_open,
+        SYS_pidfd_getfd,
+        SYS_pidfd_send_signal,
+        SYS_process_madvise,
+        SYS_process_mrelease,
+        SYS_setsid,
+        SYS_setpgid,
+        SYS_setpriority,
+        SYS_ioprio_set,
+        SYS_sched_setparam,
+        SYS_sched_setscheduler,
+        SYS_sched_setattr,
+        SYS_migrate_pages,
+        SYS_move_pages,
         // Mount family, old and new API; root changes.
-        SYS_mount, SYS_umount2, SYS_pivot_root, SYS_chroot, SYS_open_tree, SYS_move_mount,
-        SYS_fsopen, SYS_fsconfig, SYS_fsmount, SYS_fspick, SYS_mount_setattr,
-        457, 458, // statmount, listmount
-        467,      // open_tree_attr
+        SYS_mount,
+        SYS_umount2,
+        SYS_pivot_root,
+        SYS_chroot,
+        SYS_open_tree,
+        SYS_move_mount,
+        SYS_fsopen,
+        SYS_fsconfig,
+        SYS_fsmount,
+        SYS_fspick,
+        SYS_mount_setattr,
+        457,
+        458, // statmount, listmount
+        467, // open_tree_attr
         // Metadata changes: mode, owner, times, extended attributes, inode attributes.
-        SYS_chmod, SYS_fchmod, SYS_fchmodat, SYS_fchmodat2, SYS_chown, SYS_fchown, SYS_lchown,
-        SYS_fchownat, SYS_utime, SYS_utimes, SYS_futimesat, SYS_utimensat, SYS_setxattr,
-        SYS_lsetxattr, SYS_fsetxattr, SYS_getxattr, SYS_lgetxattr, SYS_fgetxattr, SYS_listxattr,
-        SYS_llistxattr, SYS_flistxattr, SYS_removexattr, SYS_lremovexattr, SYS_fremovexattr,
-        463, 464, 465, 466, // setxattrat, getxattrat, listxattrat, removexattrat
-        469,                // file_setattr
-        SYS_mknod, SYS_mknodat,
+        SYS_chmod,
+        SYS_fchmod,
+        SYS_fchmodat,
+        SYS_fchmodat2,
+        SYS_chown,
+        SYS_fchown,
+        SYS_lchown,
+        SYS_fchownat,
+        SYS_utime,
+        SYS_utimes,
+        SYS_futimesat,
+        SYS_utimensat,
+        SYS_setxattr,
+        SYS_lsetxattr,
+        SYS_fsetxattr,
+        SYS_getxattr,
+        SYS_lgetxattr,
+        SYS_fgetxattr,
+        SYS_listxattr,
+        SYS_llistxattr,
+        SYS_flistxattr,
+        SYS_removexattr,
+        SYS_lremovexattr,
+        SYS_fremovexattr,
+        463,
+        464,
+        465,
+        466, // setxattrat, getxattrat, listxattrat, removexattrat
+        469, // file_setattr
+        SYS_mknod,
+        SYS_mknodat,
         // Executable memory that is not a file, and System V / POSIX IPC with other processes.
-        SYS_memfd_create, SYS_memfd_secret, SYS_shmget, SYS_shmat, SYS_shmctl, SYS_shmdt,
-        SYS_semget, SYS_semop, SYS_semctl, SYS_semtimedop, SYS_msgget, SYS_msgsnd, SYS_msgrcv,
-        SYS_msgctl, SYS_mq_open, SYS_mq_unlink, SYS_mq_timedsend, SYS_mq_timedreceive,
-        SYS_mq_notify, SYS_mq_getsetattr,
+        SYS_memfd_create,
+        SYS_memfd_secret,
+        SYS_shmget,
+        SYS_shmat,
+        SYS_shmctl,
+        SYS_shmdt,
+        SYS_semget,
+        SYS_semop,
+        SYS_semctl,
+        SYS_semtimedop,
+        SYS_msgget,
+        SYS_msgsnd,
+        SYS_msgrcv,
+        SYS_msgctl,
+        SYS_mq_open,
+        SYS_mq_unlink,
+        SYS_mq_timedsend,
+        SYS_mq_timedreceive,
+        SYS_mq_notify,
+        SYS_mq_getsetattr,
         // Kernel attack surface and observers.
-        SYS_io_uring_setup, SYS_io_uring_enter, SYS_io_uring_register, SYS_bpf, SYS_keyctl,
-        SYS_add_key, SYS_request_key, SYS_perf_event_open, SYS_userfaultfd, SYS_fanotify_init,
-        SYS_fanotify_mark, SYS_name_to_handle_at, SYS_open_by_handle_at, SYS_inotify_add_watch,
-        SYS_modify_ldt, SYS_syslog, SYS_lookup_dcookie, SYS_vhangup, SYS_acct, SYS_quotactl,
-        SYS_quotactl_fd, SYS_sysfs, SYS_uselib, SYS__sysctl, SYS_ustat,
+        SYS_io_uring_setup,
+        SYS_io_uring_enter,
+        SYS_io_uring_register,
+        SYS_bpf,
+        SYS_keyctl,
+        SYS_add_key,
+        SYS_request_key,
+        SYS_perf_event_open,
+        SYS_userfaultfd,
+        SYS_fanotify_init,
+        SYS_fanotify_mark,
+        SYS_name_to_handle_at,
+        SYS_open_by_handle_at,
+        SYS_inotify_add_watch,
+        SYS_modify_ldt,
+        SYS_syslog,
+        SYS_lookup_dcookie,
+        SYS_vhangup,
+        SYS_acct,
+        SYS_quotactl,
+        SYS_quotactl_fd,
+        SYS_sysfs,
+        SYS_uselib,
+        SYS__sysctl,
+        SYS_ustat,
         460, // lsm_set_self_attr
         // Identity and capabilities.
-        SYS_setuid, SYS_setgid, SYS_setreuid, SYS_setregid, SYS_setgroups, SYS_setresuid,
-        SYS_setresgid, SYS_setfsuid, SYS_setfsgid, SYS_capset,
+        SYS_setuid,
+        SYS_setgid,
+        SYS_setreuid,
+        SYS_setregid,
+        SYS_setgroups,
+        SYS_setresuid,
+        SYS_setresgid,
+        SYS_setfsuid,
+        SYS_setfsgid,
+        SYS_capset,
         // The machine: power, kernel images and modules, swap, clocks, names, I/O ports.
-        SYS_reboot, SYS_kexec_load, SYS_kexec_file_load, SYS_init_module, SYS_finit_module,
-        SYS_delete_module, 174, /* create_module */ SYS_swapon, SYS_swapoff, SYS_settimeofday,
-        SYS_clock_settime, SYS_adjtimex, SYS_clock_adjtime, SYS_sethostname, SYS_setdomainname,
-        SYS_iopl, SYS_ioperm, SYS_nfsservctl,
+        SYS_reboot,
+        SYS_kexec_load,
+        SYS_kexec_file_load,
+        SYS_init_module,
+        SYS_finit_module,
+        SYS_delete_module,
+        174,
+        /* create_module */ SYS_swapon,
+        SYS_swapoff,
+        SYS_settimeofday,
+        SYS_clock_settime,
+        SYS_adjtimex,
+        SYS_clock_adjtime,
+        SYS_sethostname,
+        SYS_setdomainname,
+        SYS_iopl,
+        SYS_ioperm,
+        SYS_nfsservctl,
     ];
     v.sort_unstable();
     v.dedup();
@@ -129,11 +254,7 @@ fn denied_by_argument(p: Params) -> Result<Vec<(i64, Vec<SeccompRule>)>, Backend
         CLONE_NEWPID,
         CLONE_NEWNET,
     ];
-    let mut clone = vec![rule(vec![dword(
-        0,
-        Op::MaskedEq(CLONE_THREAD as u64),
-        0,
-    )?])?];
+    let mut clone = vec![rule(vec![dword(0, Op::MaskedEq(CLONE_THREAD as u64), 0)?])?];
     for f in clone_new {
         clone.push(flag_set(0, f as u64)?);
     }
@@ -408,8 +529,8 @@ mod tests {
         }
     }
 
-    const TIOCSTI: u64 = libc::TIOCSTI as u64;
-    const TIOCLINUX: u64 = libc::TIOCLINUX as u64;
+    const TIOCSTI: u64 = libc::TIOCSTI;
+    const TIOCLINUX: u64 = libc::TIOCLINUX;
     const SHM_EXEC: u64 = libc::SHM_EXEC as u64;
     const PR_SET_PTRACER: u64 = libc::PR_SET_PTRACER as u64;
     const CLONE_NEWTIME: u64 = libc::CLONE_NEWTIME as u64;
@@ -433,10 +554,19 @@ mod tests {
     fn foreign_architecture_and_x32_are_killed() {
         let code = prog();
         assert_eq!(run(&code, 0x4000_0003, 0, [0; 6]), RET_KILL_PROCESS);
-        assert_eq!(run(&code, AUDIT_ARCH_X86_64, X32_SYSCALL_BIT, [0; 6]), RET_KILL_PROCESS);
+        assert_eq!(
+            run(&code, AUDIT_ARCH_X86_64, X32_SYSCALL_BIT, [0; 6]),
+            RET_KILL_PROCESS
+        );
         let x32_socket = X32_SYSCALL_BIT | libc::SYS_socket as u32;
-        assert_eq!(run(&code, AUDIT_ARCH_X86_64, x32_socket, [0; 6]), RET_KILL_PROCESS);
-        assert_eq!(run(&code, AUDIT_ARCH_X86_64, u32::MAX, [0; 6]), RET_KILL_PROCESS);
+        assert_eq!(
+            run(&code, AUDIT_ARCH_X86_64, x32_socket, [0; 6]),
+            RET_KILL_PROCESS
+        );
+        assert_eq!(
+            run(&code, AUDIT_ARCH_X86_64, u32::MAX, [0; 6]),
+            RET_KILL_PROCESS
+        );
     }
 
     #[test]
@@ -513,14 +643,25 @@ mod tests {
             | libc::CLONE_THREAD
             | libc::CLONE_SYSVSEM
             | libc::CLONE_SETTLS) as u64;
-        let glibc_thread = go_thread
-            | (libc::CLONE_PARENT_SETTID | libc::CLONE_CHILD_CLEARTID) as u64;
+        let glibc_thread =
+            go_thread | (libc::CLONE_PARENT_SETTID | libc::CLONE_CHILD_CLEARTID) as u64;
         assert_eq!(call(libc::SYS_clone, [go_thread, 0, 0, 0, 0, 0]), RET_ALLOW);
-        assert_eq!(call(libc::SYS_clone, [glibc_thread, 0, 0, 0, 0, 0]), RET_ALLOW);
-        assert_eq!(call(libc::SYS_clone, [libc::SIGCHLD as u64, 0, 0, 0, 0, 0]), EPERM);
+        assert_eq!(
+            call(libc::SYS_clone, [glibc_thread, 0, 0, 0, 0, 0]),
+            RET_ALLOW
+        );
+        assert_eq!(
+            call(libc::SYS_clone, [libc::SIGCHLD as u64, 0, 0, 0, 0, 0]),
+            EPERM
+        );
         let vfork = (libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD) as u64;
         assert_eq!(call(libc::SYS_clone, [vfork, 0, 0, 0, 0, 0]), EPERM);
-        for ns in [libc::CLONE_NEWUSER, libc::CLONE_NEWNET, libc::CLONE_NEWNS, libc::CLONE_NEWPID] {
+        for ns in [
+            libc::CLONE_NEWUSER,
+            libc::CLONE_NEWNET,
+            libc::CLONE_NEWNS,
+            libc::CLONE_NEWPID,
+        ] {
             let flags = go_thread | ns as u64;
             assert_eq!(call(libc::SYS_clone, [flags, 0, 0, 0, 0, 0]), EPERM);
         }
@@ -530,7 +671,10 @@ mod tests {
     fn only_the_cookie_exec_passes() {
         assert_eq!(call(libc::SYS_execve, [1, 2, 3, P.cookie, 0, 0]), RET_ALLOW);
         assert_eq!(call(libc::SYS_execve, [1, 2, 3, 0, 0, 0]), EPERM);
-        assert_eq!(call(libc::SYS_execve, [1, 2, 3, P.cookie ^ (1 << 40), 0, 0]), EPERM);
+        assert_eq!(
+            call(libc::SYS_execve, [1, 2, 3, P.cookie ^ (1 << 40), 0, 0]),
+            EPERM
+        );
         assert_eq!(call(libc::SYS_execve, [1, 2, 3, P.cookie ^ 1, 0, 0]), EPERM);
     }
 
@@ -563,21 +707,57 @@ mod tests {
             assert_eq!(call(nr, [0, 4096, rw, 0x22, 0, 0]), RET_ALLOW);
             assert_eq!(call(nr, [0, 4096, rx, 0x22, 0, 0]), EPERM);
         }
-        assert_eq!(call(libc::SYS_personality, [0xffff_ffff, 0, 0, 0, 0, 0]), RET_ALLOW);
+        assert_eq!(
+            call(libc::SYS_personality, [0xffff_ffff, 0, 0, 0, 0, 0]),
+            RET_ALLOW
+        );
         assert_eq!(call(libc::SYS_personality, [0, 0, 0, 0, 0, 0]), RET_ALLOW);
         let read_implies_exec = 0x0040_0000;
-        assert_eq!(call(libc::SYS_personality, [read_implies_exec, 0, 0, 0, 0, 0]), EPERM);
+        assert_eq!(
+            call(libc::SYS_personality, [read_implies_exec, 0, 0, 0, 0, 0]),
+            EPERM
+        );
     }
 
     #[test]
     fn prctl_and_terminal_injection() {
-        assert_eq!(call(libc::SYS_prctl, [libc::PR_SET_PDEATHSIG as u64, 0, 0, 0, 0, 0]), EPERM);
-        assert_eq!(call(libc::SYS_prctl, [libc::PR_SET_DUMPABLE as u64, 1, 0, 0, 0, 0]), EPERM);
-        assert_eq!(call(libc::SYS_prctl, [PR_SET_PTRACER, 1, 0, 0, 0, 0]), EPERM);
-        assert_eq!(call(libc::SYS_prctl, [libc::PR_SET_MM as u64, 1, 0, 0, 0, 0]), EPERM);
-        assert_eq!(call(libc::SYS_prctl, [libc::PR_SET_NAME as u64, 1, 0, 0, 0, 0]), RET_ALLOW);
-        for cmd in [TIOCSTI, TIOCSTI | (1 << 32), TIOCLINUX, TIOCLINUX | (0xdead << 32)] {
-            assert_eq!(call(libc::SYS_ioctl, [0, cmd, 0, 0, 0, 0]), EPERM, "{cmd:#x}");
+        assert_eq!(
+            call(
+                libc::SYS_prctl,
+                [libc::PR_SET_PDEATHSIG as u64, 0, 0, 0, 0, 0]
+            ),
+            EPERM
+        );
+        assert_eq!(
+            call(
+                libc::SYS_prctl,
+                [libc::PR_SET_DUMPABLE as u64, 1, 0, 0, 0, 0]
+            ),
+            EPERM
+        );
+        assert_eq!(
+            call(libc::SYS_prctl, [PR_SET_PTRACER, 1, 0, 0, 0, 0]),
+            EPERM
+        );
+        assert_eq!(
+            call(libc::SYS_prctl, [libc::PR_SET_MM as u64, 1, 0, 0, 0, 0]),
+            EPERM
+        );
+        assert_eq!(
+            call(libc::SYS_prctl, [libc::PR_SET_NAME as u64, 1, 0, 0, 0, 0]),
+            RET_ALLOW
+        );
+        for cmd in [
+            TIOCSTI,
+            TIOCSTI | (1 << 32),
+            TIOCLINUX,
+            TIOCLINUX | (0xdead << 32),
+        ] {
+            assert_eq!(
+                call(libc::SYS_ioctl, [0, cmd, 0, 0, 0, 0]),
+                EPERM,
+                "{cmd:#x}"
+            );
         }
         assert_eq!(call(libc::SYS_ioctl, [0, 0x5401, 0, 0, 0, 0]), RET_ALLOW);
     }
@@ -603,7 +783,7 @@ mod tests {
             (libc::PROT_READ | libc::PROT_WRITE) as u64,
             TIOCSTI,
             TIOCSTI | (1 << 40),
-            PR_SET_PTRACER as u64,
+            PR_SET_PTRACER,
             SHM_EXEC,
             CLONE_NEWTIME,
         ];
@@ -616,11 +796,19 @@ mod tests {
                     let mut args = [0u64; 6];
                     args[pos] = v;
                     let want = run(&linear, AUDIT_ARCH_X86_64, nr, args);
-                    assert_eq!(run(&tree, AUDIT_ARCH_X86_64, nr, args), want, "nr {nr} {args:?}");
+                    assert_eq!(
+                        run(&tree, AUDIT_ARCH_X86_64, nr, args),
+                        want,
+                        "nr {nr} {args:?}"
+                    );
                 }
                 let all = [v; 6];
                 let want = run(&linear, AUDIT_ARCH_X86_64, nr, all);
-                assert_eq!(run(&tree, AUDIT_ARCH_X86_64, nr, all), want, "nr {nr} {all:?}");
+                assert_eq!(
+                    run(&tree, AUDIT_ARCH_X86_64, nr, all),
+                    want,
+                    "nr {nr} {all:?}"
+                );
             }
         }
     }
@@ -629,7 +817,12 @@ mod tests {
     fn program_is_short_and_policy_hash_is_stable() {
         let code = prog();
         let linear = linear_reference(&deny_rules(P).expect("rules")).expect("linear");
-        assert!(code.len() < linear.len(), "{} vs {}", code.len(), linear.len());
+        assert!(
+            code.len() < linear.len(),
+            "{} vs {}",
+            code.len(),
+            linear.len()
+        );
         assert!(code.len() < 512, "{} instructions", code.len());
         assert_eq!(policy_sha256().ok(), policy_sha256().ok());
     }

@@ -122,6 +122,9 @@ mod tests {
         let p = probe();
         let text = serde_json::to_string(&p).expect("serialize");
         assert_eq!(serde_json::from_str::<Probe>(&text).ok(), Some(p));
-        assert!(serde_json::from_str::<Probe>(&text.replace("\"arch\"", "\"extra\":1,\"arch\"")).is_err());
+        assert!(
+            serde_json::from_str::<Probe>(&text.replace("\"arch\"", "\"extra\":1,\"arch\""))
+                .is_err()
+        );
     }
 }

@@ -152,11 +152,7 @@ pub fn clear_capability_sets() -> io::Result<()> {
     // SAFETY: capset reads one header and two data structs (version 3), both alive and sized as
     // the kernel expects for the duration of the call.
     check_long(unsafe {
-        libc::syscall(
-            libc::SYS_capset,
-            &header as *const CapHeader,
-            data.as_ptr(),
-        )
+        libc::syscall(libc::SYS_capset, &header as *const CapHeader, data.as_ptr())
     })
     .map(drop)
 }
@@ -217,7 +213,6 @@ pub fn landlock_abi_version() -> io::Result<u32> {
 /// `seccomp(SECCOMP_GET_ACTION_AVAIL, 0, &action)`: whether filter mode and `action` are supported.
 pub fn seccomp_action_available(action: u32) -> io::Result<bool> {
     const SECCOMP_GET_ACTION_AVAIL: libc::c_uint = 2;
-    let action = action;
     // SAFETY: the kernel reads one u32 from `action`, which is alive for the call.
     match check_long(unsafe {
         libc::syscall(
@@ -239,7 +234,8 @@ pub type SockFilter = libc::sock_filter;
 /// Installs `program` as a seccomp filter on the calling thread
 /// (`seccomp(SECCOMP_SET_MODE_FILTER, 0, &prog)`). `no_new_privs` must already be set.
 pub fn install_seccomp_filter(program: &[SockFilter]) -> io::Result<()> {
-    let len = u16::try_from(program.len()).map_err(|_| io::Error::from_raw_os_error(libc::E2BIG))?;
+    let len =
+        u16::try_from(program.len()).map_err(|_| io::Error::from_raw_os_error(libc::E2BIG))?;
     let prog = libc::sock_fprog {
         len,
         filter: program.as_ptr().cast_mut(),
@@ -344,7 +340,9 @@ mod tests {
         assert!(claim_inherited_fd(2).is_err());
         assert!(claim_inherited_fd(64).is_err());
         assert_eq!(
-            claim_inherited_fd(63).map(drop).map_err(|e| e.raw_os_error()),
+            claim_inherited_fd(63)
+                .map(drop)
+                .map_err(|e| e.raw_os_error()),
             Err(Some(libc::EBADF))
         );
     }

@@ -12,28 +12,6 @@ pub fn set_child_subreaper() -> io::Result<()> {
     nix::sys::prctl::set_child_subreaper(true).map_err(io::Error::from)
 }
 
-/// Reaps every already-exited child that is not `keep` without blocking (orphans the subreaper
-/// inherited). Returns how many were reaped.
-pub fn reap_orphans(keep: Option<u32>) -> usize {
-    use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
-    let mut n = 0;
-    loop {
-        // Peek first (WNOWAIT) so our own child, whose pgid must stay reserved, is never reaped here.
-        let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
-        match waitid(Id::All, flags) {
-            Ok(WaitStatus::StillAlive) | Err(_) => return n,
-            Ok(status) => {
-                let Some(pid) = status.pid() else { return n };
-                if Some(pid.as_raw() as u32) == keep {
-                    return n;
-                }
-                let _ = waitid(Id::Pid(pid), WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG);
-                n += 1;
-            }
-        }
-    }
-}
-
 /// Spawns `cmd` so that, in the child, each `(fd, n)` of `moves` sits on descriptor `n` without
 /// close-on-exec, every descriptor above them is closed at exec (whatever we inherited), the
 /// parent-death signal is SIGKILL, and the child exits at once if the parent is already gone.
@@ -46,7 +24,12 @@ pub fn spawn_with_fds(cmd: &mut Command, moves: &[(BorrowedFd<'_>, i32)]) -> io:
     }
     let plan: Vec<(RawFd, RawFd)> = lifted.iter().map(|(fd, n)| (fd.as_raw_fd(), *n)).collect();
     let parent = std::process::id() as libc::pid_t;
-    let first_free = plan.iter().map(|&(_, dst)| dst + 1).max().unwrap_or(3).max(3);
+    let first_free = plan
+        .iter()
+        .map(|&(_, dst)| dst + 1)
+        .max()
+        .unwrap_or(3)
+        .max(3);
     let hook = move || -> io::Result<()> {
         child_set_pdeathsig(parent)?;
         for &(src, dst) in &plan {
@@ -97,10 +80,18 @@ fn child_set_pdeathsig(parent: libc::pid_t) -> io::Result<()> {
 }
 
 fn child_cloexec_from(first: RawFd) -> io::Result<()> {
-    let first = libc::c_uint::try_from(first).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    let first =
+        libc::c_uint::try_from(first).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
     // SAFETY: close_range with CLOSE_RANGE_CLOEXEC only sets flags on this process's descriptors;
     // integer arguments only.
-    let r = unsafe { libc::syscall(libc::SYS_close_range, first, libc::c_uint::MAX, libc::CLOSE_RANGE_CLOEXEC) };
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            first,
+            libc::c_uint::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        )
+    };
     if r != 0 {
         return Err(io::Error::last_os_error());
     }

@@ -34,7 +34,12 @@ pub fn canary() -> File {
 }
 
 /// Runs `plugin` under the runner in a fresh scratch stage.
-pub fn launch(plugin: &File, request: &[u8], plugin_arg: &str, limits: Limits) -> (RunOutput, Scratch) {
+pub fn launch(
+    plugin: &File,
+    request: &[u8],
+    plugin_arg: &str,
+    limits: Limits,
+) -> (RunOutput, Scratch) {
     let scratch = Scratch::new("test").expect("scratch");
     let launch = Launch {
         stage: &scratch.stage,

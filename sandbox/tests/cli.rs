@@ -1,0 +1,72 @@
+//! `dot-sandbox probe` and the command line.
+
+mod common;
+
+use assert_cmd::cargo::cargo_bin_cmd;
+use sandbox::{Probe, ProveReport};
+
+#[test]
+fn probe_reports_this_kernel() {
+    let out = cargo_bin_cmd!("dot-sandbox")
+        .arg("probe")
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(0));
+    let p: Probe = serde_json::from_slice(&out.stdout).expect("probe json");
+    assert_eq!(p.arch, std::env::consts::ARCH);
+    assert_eq!(p.process_enforceable, p.why_not.is_none());
+    assert_eq!(
+        p.process_enforceable,
+        p.landlock_abi >= 3 && p.seccomp && p.no_new_privs
+    );
+}
+
+#[test]
+fn prove_sees_every_expected_denial() {
+    common::canary_path();
+    let out = cargo_bin_cmd!("dot-sandbox")
+        .args(["probe", "--prove"])
+        .output()
+        .expect("run");
+    let report: ProveReport = serde_json::from_slice(&out.stdout).expect("report json");
+    let bad: Vec<_> = report.probes.iter().filter(|p| !p.ok).collect();
+    assert!(bad.is_empty(), "{bad:#?}");
+    assert!(report.ok);
+    assert_eq!(report.probes.len(), sandbox::prove::PROBES.len());
+    assert_eq!(out.status.code(), Some(0));
+}
+
+#[test]
+fn prove_refuses_an_unknown_probe() {
+    common::canary_path();
+    let out = cargo_bin_cmd!("dot-sandbox")
+        .args(["probe", "--prove", "--only", "no-such-probe"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    let err: proto::ErrorObject =
+        serde_json::from_slice(out.stderr.trim_ascii_end()).expect("error");
+    assert_eq!(err.error, "unknown-probe");
+}
+
+#[test]
+fn exec_without_arguments_is_a_usage_error() {
+    let out = cargo_bin_cmd!("dot-sandbox")
+        .arg("exec")
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    let err: proto::ErrorObject =
+        serde_json::from_slice(out.stderr.trim_ascii_end()).expect("error");
+    assert_eq!(err.error, "usage");
+}
+
+#[test]
+fn help_exits_zero() {
+    let out = cargo_bin_cmd!("dot-sandbox")
+        .arg("--help")
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("probe"));
+}

@@ -1,0 +1,211 @@
+//! `dot-sandbox exec`: what it reports when it confines, and what it refuses (exit code, error
+//! kind on the report descriptor and on stderr, plugin never ran).
+
+mod common;
+
+use proto::result::SandboxReport;
+use proto::ErrorObject;
+use sandbox::prove::{canary_request, Targets};
+use std::fs::File;
+use std::os::unix::fs::PermissionsExt;
+
+fn request(probe: &str) -> Vec<u8> {
+    canary_request(probe, &Targets::new().expect("targets"), common::limits()).expect("request")
+}
+
+fn refused(plugin: &File, plugin_arg: &str, kind: &str) {
+    let (run, scratch) = common::launch(
+        plugin,
+        &request("write-in-stage"),
+        plugin_arg,
+        common::limits(),
+    );
+    assert_eq!(
+        run.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    match run.sandbox_report() {
+        Some(SandboxReport::Error(e)) => assert_eq!(e.error, kind),
+        other => panic!("expected an error report, got {other:?}"),
+    }
+    let stderr: ErrorObject =
+        serde_json::from_slice(run.stderr.trim_ascii_end()).expect("stderr is one error object");
+    assert_eq!(stderr.error, kind);
+    assert!(run.stdout.is_empty(), "the plugin ran");
+    assert!(
+        !scratch.stage.join("out/written.txt").exists(),
+        "the plugin ran"
+    );
+    assert!(!scratch.stage.join("ran").exists(), "the plugin ran");
+}
+
+#[test]
+fn reports_what_it_enforced_then_runs_the_plugin() {
+    let canary = common::canary();
+    let (run, scratch) = common::launch(
+        &canary,
+        &request("write-in-stage"),
+        "/proc/self/fd/4",
+        common::limits(),
+    );
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let Some(SandboxReport::Enforced(e)) = run.sandbox_report() else {
+        panic!(
+            "no enforced report: {:?}",
+            String::from_utf8_lossy(&run.report)
+        );
+    };
+    assert!(e.landlock_abi >= 3);
+    assert_eq!(e.landlock_status, "fully-enforced");
+    assert!(e.no_new_privs);
+    assert_eq!(e.capabilities, "none");
+    assert_eq!(e.landlock_net, e.landlock_abi >= 4);
+    assert_eq!(e.landlock_scopes, e.landlock_abi >= 6);
+    let l = common::limits();
+    assert_eq!(
+        (
+            e.rlimits.as_bytes,
+            e.rlimits.cpu_seconds,
+            e.rlimits.fsize_bytes,
+            e.rlimits.nofile,
+            e.rlimits.core
+        ),
+        (l.as_bytes, l.cpu_seconds, l.fsize_bytes, l.nofile, 0)
+    );
+    assert_eq!(
+        Some(e.seccomp_policy_sha256),
+        sandbox::policy::policy_sha256().ok()
+    );
+    assert!(e.confine_us.is_some());
+    let response = proto::protocol::Response::parse(&run.stdout, 4096).expect("one response");
+    assert_eq!(response.outputs, ["result.json"]);
+    assert_eq!(
+        std::fs::read(scratch.stage.join("out/written.txt")).expect("output"),
+        b"written\n"
+    );
+}
+
+#[test]
+fn refuses_a_dynamic_plugin() {
+    refused(
+        &File::open("/bin/true").expect("/bin/true"),
+        "/proc/self/fd/4",
+        "not-static-elf",
+    );
+}
+
+#[test]
+fn refuses_a_script_plugin() {
+    let dir = sandbox::prove::Scratch::new("script").expect("scratch");
+    let path = dir.dir.join("plugin.sh");
+    std::fs::write(&path, "#!/bin/sh\ntouch ran\n").expect("script");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    refused(
+        &File::open(&path).expect("open"),
+        "/proc/self/fd/4",
+        "not-static-elf",
+    );
+}
+
+#[test]
+fn refuses_any_plugin_path_but_fd_4() {
+    let canary = common::canary();
+    for arg in [
+        "/proc/self/fd/3",
+        "/bin/true",
+        &common::canary_path().display().to_string(),
+    ] {
+        refused(&canary, arg, "bad-plugin-path");
+    }
+}
+
+#[test]
+fn fails_closed_without_a_report_descriptor() {
+    let canary = common::canary();
+    let runner = common::runner();
+    let scratch = sandbox::prove::Scratch::new("nofd5").expect("scratch");
+    let mut cmd = std::process::Command::new("/proc/self/fd/3");
+    cmd.args([
+        "exec",
+        "--report-fd",
+        "5",
+        "--as-bytes",
+        "268435456",
+        "--cpu-seconds",
+        "1",
+    ])
+    .args([
+        "--fsize-bytes",
+        "1048576",
+        "--nofile",
+        "64",
+        "/proc/self/fd/4",
+    ])
+    .env_clear()
+    .current_dir(&scratch.stage)
+    .stdin(std::process::Stdio::null())
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped());
+    use std::os::fd::AsFd;
+    let child = sys::process::spawn_with_fds(&mut cmd, &[(runner.as_fd(), 3), (canary.as_fd(), 4)])
+        .expect("spawn");
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(out.status.code(), Some(1));
+    let err: ErrorObject =
+        serde_json::from_slice(out.stderr.trim_ascii_end()).expect("error object");
+    assert_eq!(err.error, "bad-report-fd");
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn multi_threaded_rust_plugin_runs() {
+    let canary = common::canary();
+    let (run, scratch) = common::launch(
+        &canary,
+        &request("threads"),
+        "/proc/self/fd/4",
+        common::limits(),
+    );
+    assert!(run.status.success());
+    let result: sandbox::prove::CanaryResult = serde_json::from_slice(
+        &std::fs::read(scratch.stage.join("out/result.json")).expect("result"),
+    )
+    .expect("result json");
+    assert_eq!(result.outcome, "ok");
+}
+
+/// Median confinement time over 20 launches, printed for the record (never asserted).
+#[test]
+fn confine_time_is_reported() {
+    let canary = common::canary();
+    let mut us: Vec<u64> = (0..20)
+        .map(|_| {
+            let (run, _s) = common::launch(
+                &canary,
+                &request("kill-self"),
+                "/proc/self/fd/4",
+                common::limits(),
+            );
+            match run.sandbox_report() {
+                Some(SandboxReport::Enforced(e)) => e.confine_us.expect("confine_us"),
+                other => panic!("{other:?}"),
+            }
+        })
+        .collect();
+    us.sort_unstable();
+    let code =
+        sandbox::policy::program(sandbox::policy::Params { pid: 1, cookie: 1 }).expect("policy");
+    println!(
+        "confine_us median {} (min {}, max {}); seccomp program {} instructions",
+        us[10],
+        us[0],
+        us[19],
+        code.len()
+    );
+}

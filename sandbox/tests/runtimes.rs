@@ -1,0 +1,83 @@
+//! A Go plugin (CGO_ENABLED=0, goroutines, GC) runs under the runner when a Go toolchain is present.
+
+mod common;
+
+use sandbox::prove::Limits;
+use std::process::Command;
+
+const MAIN_GO: &str = r#"package main
+
+import (
+	"bufio"
+	"os"
+	"runtime"
+	"sync"
+)
+
+func main() {
+	bufio.NewReader(os.Stdin).ReadString('\n')
+	var wg sync.WaitGroup
+	sums := make([]int, 8)
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			for j := 0; j < 200000; j++ {
+				b := make([]byte, 64)
+				sums[i] += len(b)
+			}
+		}(i)
+	}
+	wg.Wait()
+	runtime.GC()
+	if err := os.WriteFile("out/go.txt", []byte("goroutines done\n"), 0o600); err != nil {
+		os.Exit(3)
+	}
+	os.Stdout.WriteString("{\"protocol\":\"1.0\",\"status\":\"ok\",\"outputs\":[\"go.txt\"]}\n")
+}
+"#;
+
+#[test]
+fn go_plugin_with_goroutines_and_gc_runs() {
+    if Command::new("go").arg("version").output().is_err() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI is set but no Go toolchain is on PATH"
+        );
+        eprintln!("notice: no Go toolchain on PATH; the Go runtime test did not run");
+        return;
+    }
+    let dir = sandbox::prove::Scratch::new("go").expect("scratch");
+    std::fs::write(dir.dir.join("main.go"), MAIN_GO).expect("main.go");
+    std::fs::write(dir.dir.join("go.mod"), "module plugin\n\ngo 1.19\n").expect("go.mod");
+    let built = Command::new("go")
+        .args(["build", "-o", "plugin", "."])
+        .current_dir(&dir.dir)
+        .env("CGO_ENABLED", "0")
+        .env("GOFLAGS", "-buildvcs=false")
+        .output()
+        .expect("go build");
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let plugin = std::fs::File::open(dir.dir.join("plugin")).expect("plugin");
+    let limits = Limits {
+        as_bytes: 1 << 30,
+        ..common::limits()
+    };
+    let (run, scratch) = common::launch(&plugin, b"{}", "/proc/self/fd/4", limits);
+    assert!(
+        run.status.success(),
+        "{:?} {}",
+        run.status,
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let response = proto::protocol::Response::parse(&run.stdout, 4096).expect("response");
+    assert_eq!(response.outputs, ["go.txt"]);
+    assert_eq!(
+        std::fs::read(scratch.stage.join("out/go.txt")).expect("out"),
+        b"goroutines done\n"
+    );
+}
