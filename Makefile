@@ -32,7 +32,7 @@ build:
 TEST_FEATURES := --features launch/test-hooks
 test:
 	$(CARGO_T) build --target $(TARGET) --workspace --bins $(TEST_FEATURES)
-	DOT_STATIC_DIR=$(CURDIR)/$(DBG) $(CARGO_T) test --target $(TARGET) --workspace $(TEST_FEATURES)
+	DOT_STATIC_DIR=$(CURDIR)/$(DBG) $(CARGO_T) test --target $(TARGET) --workspace --no-fail-fast $(TEST_FEATURES)
 
 demo: build
 	rm -rf $(DEMO_ROOT) $(DEMO_OUT)

@@ -49,7 +49,11 @@ fn go_plugin_with_goroutines_and_gc_runs() {
     }
     let dir = sandbox::prove::Scratch::new("go").expect("scratch");
     std::fs::write(dir.dir.join("main.go"), MAIN_GO).expect("main.go");
-    std::fs::write(dir.dir.join("go.mod"), "module plugin\n\ngo 1.19\n").expect("go.mod");
+    std::fs::write(
+        dir.dir.join("go.mod"),
+        "module example.com/goplugin\n\ngo 1.19\n",
+    )
+    .expect("go.mod");
     let built = Command::new("go")
         .args(["build", "-o", "plugin", "."])
         .current_dir(&dir.dir)
