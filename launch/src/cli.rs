@@ -61,11 +61,17 @@ pub fn run(args: Args) -> Result<Output, LaunchError> {
     if args.name == "recover" {
         let root = proto::layout::Root::new(&args.root);
         let report = crate::recover::recover(&root, args.txid.as_deref())?;
-        let code = if report.needs_operator() { ExitCode::Retained } else { ExitCode::Success };
+        let code = if report.needs_operator() {
+            ExitCode::Retained
+        } else {
+            ExitCode::Success
+        };
         return Ok(Output::json(&report).with_code(code));
     }
     if let Some(extra) = args.txid {
-        return Err(LaunchError::Usage(format!("unexpected argument {extra:?} after the plugin name")));
+        return Err(LaunchError::Usage(format!(
+            "unexpected argument {extra:?} after the plugin name"
+        )));
     }
     let request = match args.request.as_deref() {
         None => None,
@@ -84,7 +90,11 @@ pub fn run(args: Args) -> Result<Output, LaunchError> {
         name: args.name,
         allow_audit_plugin: args.allow_audit_plugin,
         require_process_sandbox: args.require_process_sandbox,
-        inputs: GivenInputs { strings: args.input, files: args.input_file, request },
+        inputs: GivenInputs {
+            strings: args.input,
+            files: args.input_file,
+            request,
+        },
         target: args.target,
         limits: Limits {
             deadline: Duration::from_millis(args.deadline_ms),

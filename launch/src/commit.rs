@@ -47,29 +47,47 @@ fn valid_output_name(name: &str) -> bool {
 
 fn validate(out_dir: &Path, names: &[String], limits: &Limits) -> Result<Vec<Output>, CommitError> {
     if names.len() > limits.max_outputs {
-        return Err(CommitError::Invalid(format!("{} outputs, more than the limit of {}", names.len(), limits.max_outputs)));
+        return Err(CommitError::Invalid(format!(
+            "{} outputs, more than the limit of {}",
+            names.len(),
+            limits.max_outputs
+        )));
     }
     let mut seen = std::collections::BTreeSet::new();
     let mut total = 0u64;
     let mut outputs = Vec::with_capacity(names.len());
     for name in names {
         if !valid_output_name(name) {
-            return Err(CommitError::Invalid(format!("output name {name:?} is not a single plain file name")));
+            return Err(CommitError::Invalid(format!(
+                "output name {name:?} is not a single plain file name"
+            )));
         }
         if !seen.insert(name.as_str()) {
-            return Err(CommitError::Invalid(format!("output {name:?} is listed twice")));
+            return Err(CommitError::Invalid(format!(
+                "output {name:?} is listed twice"
+            )));
         }
         let path = out_dir.join(name);
         let (file, meta) = sys::fs::open_regular(&path)
             .map_err(|e| CommitError::Invalid(format!("output out/{name} {e}")))?;
         if meta.nlink() != 1 {
-            return Err(CommitError::Invalid(format!("output out/{name} has {} links", meta.nlink())));
+            return Err(CommitError::Invalid(format!(
+                "output out/{name} has {} links",
+                meta.nlink()
+            )));
         }
         total += meta.len();
         if total > limits.max_output_bytes {
-            return Err(CommitError::Invalid(format!("outputs exceed the limit of {} bytes", limits.max_output_bytes)));
+            return Err(CommitError::Invalid(format!(
+                "outputs exceed the limit of {} bytes",
+                limits.max_output_bytes
+            )));
         }
-        outputs.push(Output { name: name.clone(), file, size: meta.len() });
+        outputs.push(Output {
+            name: name.clone(),
+            file,
+            size: meta.len(),
+        });
     }
     Ok(outputs)
 }
@@ -79,7 +97,11 @@ fn old_digest(target: &Path, name: &str) -> Result<Option<Sha256>, CommitError> 
     let path = target.join(name);
     match std::fs::symlink_metadata(&path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(CommitError::Before(LaunchError::io("reading the target", &path, e))),
+        Err(e) => Err(CommitError::Before(LaunchError::io(
+            "reading the target",
+            &path,
+            e,
+        ))),
         Ok(m) if !m.file_type().is_file() => Err(CommitError::Conflict(format!(
             "{} is a {}, not a regular file",
             path.display(),
@@ -88,15 +110,21 @@ fn old_digest(target: &Path, name: &str) -> Result<Option<Sha256>, CommitError> 
         Ok(_) => {
             let (f, _) = sys::fs::open_regular(&path)
                 .map_err(|e| CommitError::Conflict(format!("{}: {e}", path.display())))?;
-            let (d, _) = verify::digest::digest_file(&f)
-                .map_err(|e| CommitError::Before(LaunchError::io("hashing the target file", &path, e)))?;
+            let (d, _) = verify::digest::digest_file(&f).map_err(|e| {
+                CommitError::Before(LaunchError::io("hashing the target file", &path, e))
+            })?;
             Ok(Some(d))
         }
     }
 }
 
 /// Copies `src` to a new temp file in `target`, hashing as it goes.
-fn write_temp(target: &Path, temp: &str, src: &mut File, size: u64) -> Result<(File, Sha256), LaunchError> {
+fn write_temp(
+    target: &Path,
+    temp: &str,
+    src: &mut File,
+    size: u64,
+) -> Result<(File, Sha256), LaunchError> {
     let path = target.join(temp);
     let mut dst = OpenOptions::new()
         .write(true)
@@ -109,19 +137,24 @@ fn write_temp(target: &Path, temp: &str, src: &mut File, size: u64) -> Result<(F
     let mut buf = vec![0u8; 256 * 1024];
     let mut copied = 0u64;
     loop {
-        let n = src.read(&mut buf).map_err(|e| LaunchError::io("reading an output", &path, e))?;
+        let n = src
+            .read(&mut buf)
+            .map_err(|e| LaunchError::io("reading an output", &path, e))?;
         if n == 0 {
             break;
         }
         hasher.update(&buf[..n]);
-        dst.write_all(&buf[..n]).map_err(|e| LaunchError::io("writing a temp file in the target", &path, e))?;
+        dst.write_all(&buf[..n])
+            .map_err(|e| LaunchError::io("writing a temp file in the target", &path, e))?;
         copied += n as u64;
     }
     if copied != size {
         return Err(LaunchError::io(
             "copying an output",
             &path,
-            std::io::Error::other(format!("output changed size while copied ({size} -> {copied})")),
+            std::io::Error::other(format!(
+                "output changed size while copied ({size} -> {copied})"
+            )),
         ));
     }
     Ok((dst, Sha256(hasher.finalize().into())))
@@ -131,11 +164,13 @@ fn write_temp(target: &Path, temp: &str, src: &mut File, size: u64) -> Result<(F
 fn sync_temps(target_dir: &File, temps: &[File], target: &Path) -> Result<(), LaunchError> {
     if temps.len() <= 8 {
         for f in temps {
-            f.sync_data().map_err(|e| LaunchError::io("syncing a temp file", target, e))?;
+            f.sync_data()
+                .map_err(|e| LaunchError::io("syncing a temp file", target, e))?;
         }
         Ok(())
     } else {
-        nix::unistd::syncfs(target_dir).map_err(|e| LaunchError::io("syncfs on the target", target, e.into()))
+        nix::unistd::syncfs(target_dir)
+            .map_err(|e| LaunchError::io("syncfs on the target", target, e.into()))
     }
 }
 
@@ -154,15 +189,23 @@ pub fn commit(
 ) -> Result<Vec<OutputFile>, CommitError> {
     let out_dir: PathBuf = run.stage().join("out");
     let outputs = validate(&out_dir, names, limits)?;
-    let target_dir = open_dir(target).map_err(|e| CommitError::Before(LaunchError::io("opening the target", target, e)))?;
+    let target_dir = open_dir(target)
+        .map_err(|e| CommitError::Before(LaunchError::io("opening the target", target, e)))?;
     let mut prepared = Vec::with_capacity(outputs.len());
     let mut temps = Vec::with_capacity(outputs.len());
     let result = (|| {
         for (i, mut o) in outputs.into_iter().enumerate() {
             let old = old_digest(target, &o.name)?;
             let temp = format!(".dot-{}-{i}.tmp", run.txid);
-            let (file, sha256) = write_temp(target, &temp, &mut o.file, o.size).map_err(CommitError::Before)?;
-            prepared.push(PreparedFile { name: o.name, temp, size: o.size, sha256, old });
+            let (file, sha256) =
+                write_temp(target, &temp, &mut o.file, o.size).map_err(CommitError::Before)?;
+            prepared.push(PreparedFile {
+                name: o.name,
+                temp,
+                size: o.size,
+                sha256,
+                old,
+            });
             temps.push(file);
         }
         sync_temps(&target_dir, &temps, target).map_err(CommitError::Before)?;
@@ -184,13 +227,29 @@ pub fn commit(
     failpoint("after-prepared");
     rename_all(&target_dir, target, &prepared).map_err(CommitError::After)?;
     failpoint("before-committed");
-    let record = Record::Committed { v: RECORD_VERSION, seq: run.seq(), at_ms: now_ms(), sum: None };
+    let record = Record::Committed {
+        v: RECORD_VERSION,
+        seq: run.seq(),
+        at_ms: now_ms(),
+        sum: None,
+    };
     run.append(&record, true).map_err(CommitError::After)?;
-    Ok(prepared.into_iter().map(|p| OutputFile { name: p.name, size: p.size, sha256: p.sha256 }).collect())
+    Ok(prepared
+        .into_iter()
+        .map(|p| OutputFile {
+            name: p.name,
+            size: p.size,
+            sha256: p.sha256,
+        })
+        .collect())
 }
 
 /// Renames every temp file onto its name, then makes the target directory durable.
-pub fn rename_all(target_dir: &File, target: &Path, files: &[PreparedFile]) -> Result<(), LaunchError> {
+pub fn rename_all(
+    target_dir: &File,
+    target: &Path,
+    files: &[PreparedFile],
+) -> Result<(), LaunchError> {
     for (i, f) in files.iter().enumerate() {
         if i == 1 {
             failpoint("between-renames");
@@ -198,5 +257,7 @@ pub fn rename_all(target_dir: &File, target: &Path, files: &[PreparedFile]) -> R
         nix::fcntl::renameat(target_dir, f.temp.as_str(), target_dir, f.name.as_str())
             .map_err(|e| LaunchError::io("renaming into place", target.join(&f.name), e.into()))?;
     }
-    target_dir.sync_all().map_err(|e| LaunchError::io("syncing the target directory", target, e))
+    target_dir
+        .sync_all()
+        .map_err(|e| LaunchError::io("syncing the target directory", target, e))
 }

@@ -14,9 +14,20 @@ pub enum LaunchError {
     #[error(transparent)]
     Verify(#[from] verify::VerifyError),
     #[error("{name} requires {containment} containment; consent with {flag}")]
-    ConsentMissing { name: String, containment: Containment, flag: &'static str, next: String },
+    ConsentMissing {
+        name: String,
+        containment: Containment,
+        flag: &'static str,
+        next: String,
+    },
     #[error("{name} requires {containment} containment, but {given} was given; {containment} needs exactly {flag}")]
-    ConsentMismatch { name: String, containment: Containment, given: &'static str, flag: &'static str, next: String },
+    ConsentMismatch {
+        name: String,
+        containment: Containment,
+        given: &'static str,
+        flag: &'static str,
+        next: String,
+    },
     #[error("process containment cannot be enforced here: {why}")]
     ProcessUnsupported { why: String },
     #[error("the sibling runner {path} is unusable: {why}")]
@@ -26,13 +37,21 @@ pub enum LaunchError {
     #[error("required input {key:?} is missing")]
     InputMissing { key: String },
     #[error("input {key:?} is declared as a {expected} input; pass it with {flag}")]
-    InputKind { key: String, expected: proto::InputKind, flag: &'static str },
+    InputKind {
+        key: String,
+        expected: proto::InputKind,
+        flag: &'static str,
+    },
     #[error("input {key:?} given twice")]
     InputTwice { key: String },
     #[error("{arg:?} is not KEY=VALUE")]
     InputSyntax { arg: String },
     #[error("file input {key:?} ({path}) {why}")]
-    InputFileUnsafe { key: String, path: PathBuf, why: String },
+    InputFileUnsafe {
+        key: String,
+        path: PathBuf,
+        why: String,
+    },
     #[error("request {path}: {why}")]
     Request { path: String, why: String },
     #[error("the entry accepts protocol {req:?}, which excludes this launcher's protocol {ours}")]
@@ -40,24 +59,47 @@ pub enum LaunchError {
     #[error("target {path}: {why}")]
     Target { path: PathBuf, why: String },
     #[error("{step}: {path}: {source}")]
-    Io { step: &'static str, path: PathBuf, source: std::io::Error },
+    Io {
+        step: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{message}")]
-    Plugin { kind: &'static str, message: String, run: Box<RunResult> },
+    Plugin {
+        kind: &'static str,
+        message: String,
+        run: Box<RunResult>,
+    },
     #[error("dot-sandbox refused to run the plugin: {}", .error.message)]
-    SandboxRefused { error: ErrorObject, run: Box<RunResult> },
+    SandboxRefused {
+        error: Box<ErrorObject>,
+        run: Box<RunResult>,
+    },
     #[error("run {txid} is retained for the operator: {why}")]
-    Retained { txid: String, why: String, next: String },
+    Retained {
+        txid: String,
+        why: String,
+        next: String,
+    },
     #[error(transparent)]
     Reap(#[from] reap::ReapError),
     #[error("recover left {conflicts} run(s) retained: {first}")]
-    RecoverConflict { conflicts: usize, first: String, next: String },
+    RecoverConflict {
+        conflicts: usize,
+        first: String,
+        next: String,
+    },
     #[error("run {txid} was not found under {path}")]
     NoSuchRun { txid: String, path: PathBuf },
 }
 
 impl LaunchError {
     pub(crate) fn io(step: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        LaunchError::Io { step, path: path.into(), source }
+        LaunchError::Io {
+            step,
+            path: path.into(),
+            source,
+        }
     }
 }
 
@@ -111,7 +153,9 @@ impl ToErrorObject for LaunchError {
             | LaunchError::ProtocolUnsupported { .. }
             | LaunchError::SandboxRefused { .. } => ExitCode::Refused,
             LaunchError::Plugin { .. } => ExitCode::PluginFailed,
-            LaunchError::Retained { .. } | LaunchError::RecoverConflict { .. } => ExitCode::Retained,
+            LaunchError::Retained { .. } | LaunchError::RecoverConflict { .. } => {
+                ExitCode::Retained
+            }
             LaunchError::Reap(e) => e.exit_code(),
             LaunchError::Io { .. } => ExitCode::System,
         }
@@ -124,7 +168,8 @@ impl ToErrorObject for LaunchError {
             LaunchError::Reap(e) => e.to_error_object(),
             LaunchError::Retained { txid, next, .. } => base.value(txid.clone()).next(next.clone()),
             LaunchError::RecoverConflict { next, .. } => base.next(next.clone()),
-            LaunchError::ConsentMissing { next, .. } | LaunchError::ConsentMismatch { next, .. } => {
+            LaunchError::ConsentMissing { next, .. }
+            | LaunchError::ConsentMismatch { next, .. } => {
                 base.field("containment").next(next.clone())
             }
             LaunchError::SandboxUnusable { path, .. } => base.path(path),
@@ -133,14 +178,23 @@ impl ToErrorObject for LaunchError {
             | LaunchError::InputKind { key, .. }
             | LaunchError::InputTwice { key } => base.field("inputs").value(key.clone()),
             LaunchError::InputSyntax { arg } => base.value(arg.clone()),
-            LaunchError::InputFileUnsafe { key, path, .. } => base.field("inputs").value(key.clone()).path(path),
-            LaunchError::Request { path, .. } => base.path(path),
-            LaunchError::ProtocolUnsupported { req, .. } => base.field("protocol").value(req.clone()),
-            LaunchError::Target { path, .. } | LaunchError::Io { path, .. } => base.path(path),
-            LaunchError::Plugin { run, .. } => ErrorObject { run: Some(run.clone()), ..base },
-            LaunchError::SandboxRefused { error, run } => {
-                ErrorObject { run: Some(run.clone()), value: Some(error.error.clone()), ..base }
+            LaunchError::InputFileUnsafe { key, path, .. } => {
+                base.field("inputs").value(key.clone()).path(path)
             }
+            LaunchError::Request { path, .. } => base.path(path),
+            LaunchError::ProtocolUnsupported { req, .. } => {
+                base.field("protocol").value(req.clone())
+            }
+            LaunchError::Target { path, .. } | LaunchError::Io { path, .. } => base.path(path),
+            LaunchError::Plugin { run, .. } => ErrorObject {
+                run: Some(run.clone()),
+                ..base
+            },
+            LaunchError::SandboxRefused { error, run } => ErrorObject {
+                run: Some(run.clone()),
+                value: Some(error.error.clone()),
+                ..base
+            },
             _ => base,
         }
     }

@@ -111,7 +111,9 @@ pub fn run(
     let (mut observed, mut streams) = supervised?;
     reaped?;
     streams.drain_to_eof(&mut observed, limits);
-    observed.status = child.wait().map_err(|e| LaunchError::io("waiting for the plugin", stage, e))?;
+    observed.status = child
+        .wait()
+        .map_err(|e| LaunchError::io("waiting for the plugin", stage, e))?;
     observed.duration = started.elapsed();
     Ok(observed)
 }
@@ -136,9 +138,13 @@ struct Streams {
 
 fn set_nonblocking(fd: impl AsFd) -> Result<(), LaunchError> {
     use nix::fcntl::{fcntl, FcntlArg, OFlag};
-    let flags = fcntl(&fd, FcntlArg::F_GETFL).map_err(|e| LaunchError::io("fcntl", "pipe", e.into()))?;
-    fcntl(&fd, FcntlArg::F_SETFL(OFlag::from_bits_truncate(flags) | OFlag::O_NONBLOCK))
-        .map_err(|e| LaunchError::io("fcntl", "pipe", e.into()))?;
+    let flags =
+        fcntl(&fd, FcntlArg::F_GETFL).map_err(|e| LaunchError::io("fcntl", "pipe", e.into()))?;
+    fcntl(
+        &fd,
+        FcntlArg::F_SETFL(OFlag::from_bits_truncate(flags) | OFlag::O_NONBLOCK),
+    )
+    .map_err(|e| LaunchError::io("fcntl", "pipe", e.into()))?;
     Ok(())
 }
 
@@ -169,7 +175,9 @@ impl Streams {
     /// a short grace period in case a descriptor leaked somewhere unexpected.
     fn drain_to_eof(&mut self, o: &mut Observed, limits: &Limits) {
         let until = Instant::now() + Duration::from_millis(200);
-        while (self.stdout.is_some() || self.stderr.is_some() || self.report.is_some()) && Instant::now() < until {
+        while (self.stdout.is_some() || self.stderr.is_some() || self.report.is_some())
+            && Instant::now() < until
+        {
             self.pump(o, limits);
             if self.stdout.is_some() || self.stderr.is_some() || self.report.is_some() {
                 std::thread::sleep(Duration::from_millis(1));
@@ -180,7 +188,11 @@ impl Streams {
 
     fn pump(&mut self, o: &mut Observed, limits: &Limits) {
         if let Some(s) = self.stdout.as_mut() {
-            if !read_some(s, Some((&mut o.stdout, limits.max_stdout)), &mut o.stdout_bytes) {
+            if !read_some(
+                s,
+                Some((&mut o.stdout, limits.max_stdout)),
+                &mut o.stdout_bytes,
+            ) {
                 self.stdout = None;
             }
         }
@@ -215,8 +227,14 @@ fn supervise(
     limits: &Limits,
     started: Instant,
 ) -> Result<(Observed, Streams), LaunchError> {
-    let mut s = Streams { stdin: child.stdin.take(), stdout: child.stdout.take(), stderr: child.stderr.take(), report };
-    let pidfd = sys::process::pidfd_open(child.id()).map_err(|e| LaunchError::io("pidfd_open", "plugin", e))?;
+    let mut s = Streams {
+        stdin: child.stdin.take(),
+        stdout: child.stdout.take(),
+        stderr: child.stderr.take(),
+        report,
+    };
+    let pidfd = sys::process::pidfd_open(child.id())
+        .map_err(|e| LaunchError::io("pidfd_open", "plugin", e))?;
     if let Some(f) = &s.stdin {
         set_nonblocking(f)?;
     }
@@ -255,9 +273,13 @@ fn supervise(
             fds.push(PollFd::new(f.as_fd(), PollFlags::POLLOUT));
             fds.len() - 1
         });
-        for f in [s.stdout.as_ref().map(|f| f.as_fd()), s.stderr.as_ref().map(|f| f.as_fd()), s.report.as_ref().map(|f| f.as_fd())]
-            .into_iter()
-            .flatten()
+        for f in [
+            s.stdout.as_ref().map(|f| f.as_fd()),
+            s.stderr.as_ref().map(|f| f.as_fd()),
+            s.report.as_ref().map(|f| f.as_fd()),
+        ]
+        .into_iter()
+        .flatten()
         {
             fds.push(PollFd::new(f, PollFlags::POLLIN));
         }
@@ -272,7 +294,9 @@ fn supervise(
             if let Some(w) = s.stdin.as_mut() {
                 match w.write(&request[sent..]) {
                     Ok(n) => sent += n,
-                    Err(e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::Interrupted => {}
+                    Err(e)
+                        if e.kind() == ErrorKind::WouldBlock
+                            || e.kind() == ErrorKind::Interrupted => {}
                     Err(_) => sent = request.len(), // EPIPE: the plugin closed its stdin
                 }
                 if sent >= request.len() {

@@ -37,7 +37,9 @@ pub fn pause_after_verify() {}
 /// A Landlock ABI to pretend the kernel has.
 #[cfg(feature = "test-hooks")]
 pub fn pretend_landlock_abi() -> Option<u32> {
-    std::env::var("DOT_PRETEND_LANDLOCK_ABI").ok().and_then(|v| v.parse().ok())
+    std::env::var("DOT_PRETEND_LANDLOCK_ABI")
+        .ok()
+        .and_then(|v| v.parse().ok())
 }
 
 #[cfg(not(feature = "test-hooks"))]

@@ -45,35 +45,58 @@ pub struct FileInput {
 fn split(arg: &str) -> Result<(String, String), LaunchError> {
     match arg.split_once('=') {
         Some((k, v)) if !k.is_empty() => Ok((k.to_owned(), v.to_owned())),
-        _ => Err(LaunchError::InputSyntax { arg: arg.to_owned() }),
+        _ => Err(LaunchError::InputSyntax {
+            arg: arg.to_owned(),
+        }),
     }
 }
 
 /// Largest `--request` document read.
 const MAX_REQUEST: usize = 1 << 20;
 
-fn request_inputs(src: &RequestSource, entry: &Entry) -> Result<BTreeMap<String, String>, LaunchError> {
+fn request_inputs(
+    src: &RequestSource,
+    entry: &Entry,
+) -> Result<BTreeMap<String, String>, LaunchError> {
     let (label, bytes) = match src {
         RequestSource::Stdin(b) => ("-".to_owned(), b.clone()),
         RequestSource::File(p) => {
-            let (mut f, _) = sys::fs::open_regular(p)
-                .map_err(|e| LaunchError::Request { path: p.display().to_string(), why: e.to_string() })?;
+            let (mut f, _) = sys::fs::open_regular(p).map_err(|e| LaunchError::Request {
+                path: p.display().to_string(),
+                why: e.to_string(),
+            })?;
             let mut b = Vec::new();
-            std::io::Read::read_to_end(&mut std::io::Read::take(&mut f, MAX_REQUEST as u64 + 1), &mut b)
-                .map_err(|e| LaunchError::Request { path: p.display().to_string(), why: e.to_string() })?;
+            std::io::Read::read_to_end(
+                &mut std::io::Read::take(&mut f, MAX_REQUEST as u64 + 1),
+                &mut b,
+            )
+            .map_err(|e| LaunchError::Request {
+                path: p.display().to_string(),
+                why: e.to_string(),
+            })?;
             (p.display().to_string(), b)
         }
     };
-    let req: Request = proto::strict::from_slice(&bytes, MAX_REQUEST)
-        .map_err(|e| LaunchError::Request { path: label.clone(), why: e.to_string() })?;
+    let req: Request =
+        proto::strict::from_slice(&bytes, MAX_REQUEST).map_err(|e| LaunchError::Request {
+            path: label.clone(),
+            why: e.to_string(),
+        })?;
     if req.plugin != entry.name {
         return Err(LaunchError::Request {
             path: label,
-            why: format!("names plugin {:?}, not {:?}", req.plugin.as_str(), entry.name.as_str()),
+            why: format!(
+                "names plugin {:?}, not {:?}",
+                req.plugin.as_str(),
+                entry.name.as_str()
+            ),
         });
     }
     if req.protocol != PROTOCOL_VERSION {
-        return Err(LaunchError::Request { path: label, why: format!("protocol {:?} is not {PROTOCOL_VERSION}", req.protocol) });
+        return Err(LaunchError::Request {
+            path: label,
+            why: format!("protocol {:?} is not {PROTOCOL_VERSION}", req.protocol),
+        });
     }
     Ok(req.inputs)
 }
@@ -83,9 +106,15 @@ pub fn check(given: &GivenInputs, entry: &Entry) -> Result<Inputs, LaunchError> 
     let mut strings = BTreeMap::new();
     let mut seen = std::collections::BTreeSet::new();
     let mut add_string = |key: String, value: String| -> Result<(), LaunchError> {
-        let decl = entry.input(&key).ok_or_else(|| LaunchError::InputUndeclared { key: key.clone() })?;
+        let decl = entry
+            .input(&key)
+            .ok_or_else(|| LaunchError::InputUndeclared { key: key.clone() })?;
         if decl.kind != InputKind::String {
-            return Err(LaunchError::InputKind { key, expected: decl.kind, flag: "--input-file KEY=PATH" });
+            return Err(LaunchError::InputKind {
+                key,
+                expected: decl.kind,
+                flag: "--input-file KEY=PATH",
+            });
         }
         if strings.insert(key.clone(), value).is_some() {
             return Err(LaunchError::InputTwice { key });
@@ -104,9 +133,15 @@ pub fn check(given: &GivenInputs, entry: &Entry) -> Result<Inputs, LaunchError> 
     let mut files = Vec::new();
     for arg in &given.files {
         let (key, path) = split(arg)?;
-        let decl = entry.input(&key).ok_or_else(|| LaunchError::InputUndeclared { key: key.clone() })?;
+        let decl = entry
+            .input(&key)
+            .ok_or_else(|| LaunchError::InputUndeclared { key: key.clone() })?;
         if decl.kind != InputKind::File {
-            return Err(LaunchError::InputKind { key, expected: decl.kind, flag: "--input KEY=VALUE" });
+            return Err(LaunchError::InputKind {
+                key,
+                expected: decl.kind,
+                flag: "--input KEY=VALUE",
+            });
         }
         if strings.contains_key(&key) || !seen.insert(key.clone()) {
             return Err(LaunchError::InputTwice { key });
@@ -122,7 +157,9 @@ pub fn check(given: &GivenInputs, entry: &Entry) -> Result<Inputs, LaunchError> 
     for decl in &entry.inputs {
         let present = strings.contains_key(decl.name.as_str()) || seen.contains(decl.name.as_str());
         if decl.required && !present {
-            return Err(LaunchError::InputMissing { key: decl.name.to_string() });
+            return Err(LaunchError::InputMissing {
+                key: decl.name.to_string(),
+            });
         }
     }
     Ok(Inputs { strings, files })
@@ -135,6 +172,10 @@ impl Inputs {
         for f in &self.files {
             inputs.insert(f.key.clone(), format!("in/{}", f.key));
         }
-        Request { protocol: PROTOCOL_VERSION.to_owned(), plugin: entry.name.clone(), inputs }
+        Request {
+            protocol: PROTOCOL_VERSION.to_owned(),
+            plugin: entry.name.clone(),
+            inputs,
+        }
     }
 }

@@ -57,37 +57,72 @@ fn consent_flag(c: Containment) -> &'static str {
 /// Consent must match the entry's containment exactly.
 fn check_consent(entry: &Entry, opts: &Options) -> Result<(), LaunchError> {
     let flag = consent_flag(entry.containment);
-    let next = format!("dot-launch --root {} {} {flag}", opts.root.display(), entry.name);
+    let next = format!(
+        "dot-launch --root {} {} {flag}",
+        opts.root.display(),
+        entry.name
+    );
     let name = entry.name.to_string();
     let containment = entry.containment;
-    match (containment, opts.allow_audit_plugin, opts.require_process_sandbox) {
+    match (
+        containment,
+        opts.allow_audit_plugin,
+        opts.require_process_sandbox,
+    ) {
         (Containment::Audit, true, false) | (Containment::Process, false, true) => Ok(()),
-        (_, false, false) => Err(LaunchError::ConsentMissing { name, containment, flag, next }),
-        (Containment::Audit, _, true) => {
-            Err(LaunchError::ConsentMismatch { name, containment, given: "--require-process-sandbox", flag, next })
-        }
-        (Containment::Process, true, _) => {
-            Err(LaunchError::ConsentMismatch { name, containment, given: "--allow-audit-plugin", flag, next })
-        }
+        (_, false, false) => Err(LaunchError::ConsentMissing {
+            name,
+            containment,
+            flag,
+            next,
+        }),
+        (Containment::Audit, _, true) => Err(LaunchError::ConsentMismatch {
+            name,
+            containment,
+            given: "--require-process-sandbox",
+            flag,
+            next,
+        }),
+        (Containment::Process, true, _) => Err(LaunchError::ConsentMismatch {
+            name,
+            containment,
+            given: "--allow-audit-plugin",
+            flag,
+            next,
+        }),
     }
 }
 
 fn check_protocol(entry: &Entry) -> Result<(), LaunchError> {
     // The requirement parsed when the entry was validated; an unparsable one cannot match.
-    if entry.protocol_req().is_ok_and(|req| req.matches(&protocol_version())) {
+    if entry
+        .protocol_req()
+        .is_ok_and(|req| req.matches(&protocol_version()))
+    {
         Ok(())
     } else {
-        Err(LaunchError::ProtocolUnsupported { req: entry.protocol.clone(), ours: PROTOCOL_VERSION })
+        Err(LaunchError::ProtocolUnsupported {
+            req: entry.protocol.clone(),
+            ours: PROTOCOL_VERSION,
+        })
     }
 }
 
 /// The target directory: must exist and be a directory; returned absolute.
 fn check_target(target: &Path) -> Result<PathBuf, LaunchError> {
-    let abs = std::fs::canonicalize(target)
-        .map_err(|e| LaunchError::Target { path: target.to_path_buf(), why: e.to_string() })?;
-    let meta = std::fs::metadata(&abs).map_err(|e| LaunchError::Target { path: abs.clone(), why: e.to_string() })?;
+    let abs = std::fs::canonicalize(target).map_err(|e| LaunchError::Target {
+        path: target.to_path_buf(),
+        why: e.to_string(),
+    })?;
+    let meta = std::fs::metadata(&abs).map_err(|e| LaunchError::Target {
+        path: abs.clone(),
+        why: e.to_string(),
+    })?;
     if !meta.is_dir() {
-        return Err(LaunchError::Target { path: abs, why: "is not a directory".into() });
+        return Err(LaunchError::Target {
+            path: abs,
+            why: "is not a directory".into(),
+        });
     }
     Ok(abs)
 }
@@ -105,7 +140,9 @@ fn check_process_support() -> Result<(), LaunchError> {
     if probe.process_enforceable {
         Ok(())
     } else {
-        Err(LaunchError::ProcessUnsupported { why: probe.why_not.unwrap_or_else(|| "unknown".into()) })
+        Err(LaunchError::ProcessUnsupported {
+            why: probe.why_not.unwrap_or_else(|| "unknown".into()),
+        })
     }
 }
 
@@ -114,15 +151,27 @@ fn check_process_support() -> Result<(), LaunchError> {
 fn open_runner() -> Result<Runner, LaunchError> {
     let exe = std::fs::read_link("/proc/self/exe")
         .map_err(|e| LaunchError::io("resolving /proc/self/exe", "/proc/self/exe", e))?;
-    let path = exe.parent().map(|d| d.join("dot-sandbox")).unwrap_or_else(|| PathBuf::from("/dot-sandbox"));
-    let unusable = |why: String| LaunchError::SandboxUnusable { path: path.clone(), why };
+    let path = exe
+        .parent()
+        .map(|d| d.join("dot-sandbox"))
+        .unwrap_or_else(|| PathBuf::from("/dot-sandbox"));
+    let unusable = |why: String| LaunchError::SandboxUnusable {
+        path: path.clone(),
+        why,
+    };
     let (file, meta) = sys::fs::open_regular(&path).map_err(|e| unusable(e.to_string()))?;
     let euid = nix::unistd::geteuid().as_raw();
     if meta.uid() != 0 && meta.uid() != euid {
-        return Err(unusable(format!("is owned by uid {}, not root or {euid}", meta.uid())));
+        return Err(unusable(format!(
+            "is owned by uid {}, not root or {euid}",
+            meta.uid()
+        )));
     }
     if meta.mode() & 0o022 != 0 {
-        return Err(unusable(format!("is group or world writable (mode {:o})", meta.mode() & 0o7777)));
+        return Err(unusable(format!(
+            "is group or world writable (mode {:o})",
+            meta.mode() & 0o7777
+        )));
     }
     if meta.len() == 0 {
         return Err(unusable("is empty".into()));
@@ -149,7 +198,8 @@ pub fn launch(opts: &Options) -> Result<RunResult, LaunchError> {
     };
     hooks::pause_after_verify();
 
-    sys::process::set_child_subreaper().map_err(|e| LaunchError::io("becoming a child subreaper", "prctl", e))?;
+    sys::process::set_child_subreaper()
+        .map_err(|e| LaunchError::io("becoming a child subreaper", "prctl", e))?;
     let mut run = RunDir::create(&root)?;
     let begin = Record::Begin {
         v: RECORD_VERSION,
@@ -172,7 +222,14 @@ pub fn launch(opts: &Options) -> Result<RunResult, LaunchError> {
         return Err(e);
     }
     let request = serde_json::to_vec(&inputs.request(entry)).unwrap_or_default();
-    let observed = match exec::run(&verified.exe, runner.as_ref(), &run.stage(), entry.name.as_str(), &request, &opts.limits) {
+    let observed = match exec::run(
+        &verified.exe,
+        runner.as_ref(),
+        &run.stage(),
+        entry.name.as_str(),
+        &request,
+        &opts.limits,
+    ) {
         Ok(o) => o,
         Err(e) => {
             let _ = run.remove();
@@ -187,7 +244,10 @@ pub fn launch(opts: &Options) -> Result<RunResult, LaunchError> {
         trust: entry.trust,
         containment: entry.containment,
         status: RunStatus::Failed,
-        exit: ExitStatus { code: observed.status.code(), signal: observed.status.signal() },
+        exit: ExitStatus {
+            code: observed.status.code(),
+            signal: observed.status.signal(),
+        },
         duration_ms: observed.duration.as_millis() as u64,
         stdout_bytes: observed.stdout_bytes,
         stderr_bytes: observed.stderr_bytes,
@@ -201,7 +261,11 @@ pub fn launch(opts: &Options) -> Result<RunResult, LaunchError> {
         let _ = run.remove();
         return Err(e);
     }
-    let names = result.response.as_ref().map(|r| r.outputs.clone()).unwrap_or_default();
+    let names = result
+        .response
+        .as_ref()
+        .map(|r| r.outputs.clone())
+        .unwrap_or_default();
     match commit::commit(&mut run, &target, &names, &opts.limits) {
         Ok(outputs) => {
             result.outputs = outputs;
@@ -224,7 +288,11 @@ pub fn launch(opts: &Options) -> Result<RunResult, LaunchError> {
         Err(commit::CommitError::After(e)) => Err(LaunchError::Retained {
             txid: run.txid.clone(),
             why: e.to_string(),
-            next: format!("dot-launch recover --root {} {}", opts.root.display(), run.txid),
+            next: format!(
+                "dot-launch recover --root {} {}",
+                opts.root.display(),
+                run.txid
+            ),
         }),
     }
 }
@@ -248,7 +316,8 @@ fn prepare_stage(run: &RunDir, inputs: &inputs::Inputs) -> Result<(), LaunchErro
             .open(&dest)
             .map_err(|e| LaunchError::io("copying a file input", &dest, e))?;
         let mut src = &f.file;
-        std::io::copy(&mut src, &mut out).map_err(|e| LaunchError::io("copying a file input", &f.path, e))?;
+        std::io::copy(&mut src, &mut out)
+            .map_err(|e| LaunchError::io("copying a file input", &f.path, e))?;
     }
     Ok(())
 }
@@ -258,7 +327,11 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 fn plugin_failure(mut result: RunResult, kind: &'static str, message: String) -> LaunchError {
     result.status = RunStatus::Failed;
     result.failure = Some(message.clone());
-    LaunchError::Plugin { kind, message, run: Box::new(result) }
+    LaunchError::Plugin {
+        kind,
+        message,
+        run: Box::new(result),
+    }
 }
 
 /// Decides whether the plugin succeeded; fills `response`/`enforced` on the way.
@@ -269,17 +342,31 @@ fn judge(o: &exec::Observed, result: &mut RunResult) -> Result<(), LaunchError> 
             Ok(SandboxReport::Enforced(e)) => result.enforced = Some(e),
             Ok(SandboxReport::Error(error)) => {
                 result.failure = Some(error.message.clone());
-                return Err(LaunchError::SandboxRefused { error, run: Box::new(result.clone()) });
+                return Err(LaunchError::SandboxRefused {
+                    error: Box::new(error),
+                    run: Box::new(result.clone()),
+                });
             }
             Err(_) => {
                 let why = "dot-sandbox reported nothing: containment was not confirmed, the plugin result is discarded";
-                return Err(plugin_failure(result.clone(), "sandbox-no-report", why.into()));
+                return Err(plugin_failure(
+                    result.clone(),
+                    "sandbox-no-report",
+                    why.into(),
+                ));
             }
         }
     }
     let r = result.clone();
     if o.deadline_hit {
-        return Err(plugin_failure(r, "deadline", format!("the plugin ran past its deadline of {} ms", result.duration_ms)));
+        return Err(plugin_failure(
+            r,
+            "deadline",
+            format!(
+                "the plugin ran past its deadline of {} ms",
+                result.duration_ms
+            ),
+        ));
     }
     if let Some(kind) = o.over_limit {
         let msg = match kind {
@@ -289,19 +376,42 @@ fn judge(o: &exec::Observed, result: &mut RunResult) -> Result<(), LaunchError> 
         return Err(plugin_failure(r, kind, msg));
     }
     if let Some(sig) = o.status.signal() {
-        return Err(plugin_failure(r, "plugin-signal", format!("the plugin was killed by signal {sig}")));
+        return Err(plugin_failure(
+            r,
+            "plugin-signal",
+            format!("the plugin was killed by signal {sig}"),
+        ));
     }
     if let Some(code) = o.status.code().filter(|c| *c != 0) {
-        return Err(plugin_failure(r, "plugin-exit", format!("the plugin exited with status {code}")));
+        return Err(plugin_failure(
+            r,
+            "plugin-exit",
+            format!("the plugin exited with status {code}"),
+        ));
     }
-    let response = Response::parse(&o.stdout, o.stdout.len().max(1))
-        .map_err(|e| plugin_failure(r.clone(), "plugin-protocol", format!("stdout is not one protocol response: {e}")))?;
+    let response = Response::parse(&o.stdout, o.stdout.len().max(1)).map_err(|e| {
+        plugin_failure(
+            r.clone(),
+            "plugin-protocol",
+            format!("stdout is not one protocol response: {e}"),
+        )
+    })?;
     if response.protocol != PROTOCOL_VERSION {
-        return Err(plugin_failure(r, "plugin-protocol", format!("response protocol {:?} is not {PROTOCOL_VERSION}", response.protocol)));
+        return Err(plugin_failure(
+            r,
+            "plugin-protocol",
+            format!(
+                "response protocol {:?} is not {PROTOCOL_VERSION}",
+                response.protocol
+            ),
+        ));
     }
     result.response = Some(response.clone());
     if response.status == ResponseStatus::Error {
-        let msg = response.message.clone().unwrap_or_else(|| "the plugin reported an error".into());
+        let msg = response
+            .message
+            .clone()
+            .unwrap_or_else(|| "the plugin reported an error".into());
         return Err(plugin_failure(result.clone(), "plugin-error", msg));
     }
     Ok(())

@@ -43,7 +43,11 @@ pub struct Conflict {
 impl RecoverReport {
     /// Anything left that needs the operator.
     pub fn needs_operator(&self) -> bool {
-        !self.conflicts.is_empty() || self.skipped.iter().any(|s| s.state == RunState::Unrecognized.to_string())
+        !self.conflicts.is_empty()
+            || self
+                .skipped
+                .iter()
+                .any(|s| s.state == RunState::Unrecognized.to_string())
     }
 }
 
@@ -53,7 +57,10 @@ pub fn recover(root: &Root, txid: Option<&str>) -> Result<RecoverReport, LaunchE
     let txids: Vec<String> = match txid {
         Some(t) => {
             if !is_txid(t) || std::fs::symlink_metadata(root.run_dir(t)).is_err() {
-                return Err(LaunchError::NoSuchRun { txid: t.to_owned(), path: root.txn() });
+                return Err(LaunchError::NoSuchRun {
+                    txid: t.to_owned(),
+                    path: root.txn(),
+                });
             }
             vec![t.to_owned()]
         }
@@ -76,8 +83,13 @@ pub fn recover(root: &Root, txid: Option<&str>) -> Result<RecoverReport, LaunchE
 
 fn read_journal(root: &Root, txid: &str) -> Result<Vec<u8>, LaunchError> {
     let path = root.journal(txid);
-    let (f, _) = sys::fs::open_regular(&path)
-        .map_err(|e| LaunchError::io("opening the journal", &path, std::io::Error::other(e.to_string())))?;
+    let (f, _) = sys::fs::open_regular(&path).map_err(|e| {
+        LaunchError::io(
+            "opening the journal",
+            &path,
+            std::io::Error::other(e.to_string()),
+        )
+    })?;
     let mut bytes = Vec::new();
     f.take(MAX_JOURNAL as u64 + 1)
         .read_to_end(&mut bytes)
@@ -86,9 +98,15 @@ fn read_journal(root: &Root, txid: &str) -> Result<Vec<u8>, LaunchError> {
 }
 
 fn recover_one(root: &Root, txid: &str, report: &mut RecoverReport) -> Result<(), LaunchError> {
-    let skip = |state: &str, reason: String| Skipped { txid: txid.to_owned(), state: state.to_owned(), reason };
+    let skip = |state: &str, reason: String| Skipped {
+        txid: txid.to_owned(),
+        state: state.to_owned(),
+        reason,
+    };
     if std::fs::symlink_metadata(root.run_dir(txid)).is_ok_and(|m| !m.is_dir()) {
-        report.skipped.push(skip("UNRECOGNIZED", "not a directory".into()));
+        report
+            .skipped
+            .push(skip("UNRECOGNIZED", "not a directory".into()));
         return Ok(());
     }
     let bytes = match read_journal(root, txid) {
@@ -101,17 +119,25 @@ fn recover_one(root: &Root, txid: &str, report: &mut RecoverReport) -> Result<()
     let journal = classify(&bytes);
     let records = journal.records().count() as u64;
     let Some(mut run) = RunDir::reopen(root, txid, records)? else {
-        report.skipped.push(skip("LIVE", "its dot-launch holds the run's lock".into()));
+        report
+            .skipped
+            .push(skip("LIVE", "its dot-launch holds the run's lock".into()));
         return Ok(());
     };
     // Re-read under the lock: the journal may have moved on before we took it.
     let journal = classify(&read_journal(root, txid)?);
     match journal.state {
         RunState::Abandoned => {
-            report.skipped.push(skip("ABANDONED", "nothing was authorized; dot-discard removes it".into()));
+            report.skipped.push(skip(
+                "ABANDONED",
+                "nothing was authorized; dot-discard removes it".into(),
+            ));
         }
         RunState::Unrecognized => {
-            let why = journal.problem.clone().unwrap_or_else(|| "unrecognized journal".into());
+            let why = journal
+                .problem
+                .clone()
+                .unwrap_or_else(|| "unrecognized journal".into());
             report.skipped.push(skip("UNRECOGNIZED", why));
         }
         RunState::Committed => {
@@ -120,18 +146,30 @@ fn recover_one(root: &Root, txid: &str, report: &mut RecoverReport) -> Result<()
         }
         RunState::Prepared => {
             let Some(Record::Prepared { target, files, .. }) = journal.prepared().cloned() else {
-                report.skipped.push(skip("UNRECOGNIZED", "PREPARED state without its record".into()));
+                report.skipped.push(skip(
+                    "UNRECOGNIZED",
+                    "PREPARED state without its record".into(),
+                ));
                 return Ok(());
             };
             let target = Path::new(&target);
             match roll_forward(target, &files) {
                 Ok(()) => {
-                    let rec = Record::Committed { v: RECORD_VERSION, seq: journal.records().count() as u64, at_ms: now_ms(), sum: None };
+                    let rec = Record::Committed {
+                        v: RECORD_VERSION,
+                        seq: journal.records().count() as u64,
+                        at_ms: now_ms(),
+                        sum: None,
+                    };
                     run.append(&rec, true)?;
                     run.remove()?;
                     report.recovered.push(txid.to_owned());
                 }
-                Err((file, reason)) => report.conflicts.push(Conflict { txid: txid.to_owned(), file, reason }),
+                Err((file, reason)) => report.conflicts.push(Conflict {
+                    txid: txid.to_owned(),
+                    file,
+                    reason,
+                }),
             }
         }
     }
@@ -145,8 +183,11 @@ fn digest_at(dir: &Path, name: &str) -> Result<Option<Sha256>, String> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(format!("{}: {e}", path.display())),
         Ok(_) => {
-            let (f, _) = sys::fs::open_regular(&path).map_err(|e| format!("{} {e}", path.display()))?;
-            verify::digest::digest_file(&f).map(|(d, _)| Some(d)).map_err(|e| format!("{}: {e}", path.display()))
+            let (f, _) =
+                sys::fs::open_regular(&path).map_err(|e| format!("{} {e}", path.display()))?;
+            verify::digest::digest_file(&f)
+                .map(|(d, _)| Some(d))
+                .map_err(|e| format!("{}: {e}", path.display()))
         }
     }
 }
@@ -178,6 +219,7 @@ fn roll_forward(target: &Path, files: &[PreparedFile]) -> Result<(), (String, St
         }
         to_rename.push(f.clone());
     }
-    let dir = open_dir(target).map_err(|e| (String::new(), format!("{}: {e}", target.display())))?;
+    let dir =
+        open_dir(target).map_err(|e| (String::new(), format!("{}: {e}", target.display())))?;
     crate::commit::rename_all(&dir, target, &to_rename).map_err(|e| (String::new(), e.to_string()))
 }

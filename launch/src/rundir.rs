@@ -55,10 +55,15 @@ impl RunDir {
                 .mode(0o700)
                 .create(&path)
                 .map_err(|e| LaunchError::io("creating the run directory", &path, e))?;
-            let lock = open_dir(&path).map_err(|e| LaunchError::io("opening the run directory", &path, e))?;
-            lock.lock().map_err(|e| LaunchError::io("locking the run directory", &path, e))?;
-            let held = lock.metadata().map_err(|e| LaunchError::io("stat run directory", &path, e))?;
-            let linked = std::fs::symlink_metadata(&path).map(|m| m.ino() == held.ino() && m.dev() == held.dev());
+            let lock = open_dir(&path)
+                .map_err(|e| LaunchError::io("opening the run directory", &path, e))?;
+            lock.lock()
+                .map_err(|e| LaunchError::io("locking the run directory", &path, e))?;
+            let held = lock
+                .metadata()
+                .map_err(|e| LaunchError::io("stat run directory", &path, e))?;
+            let linked = std::fs::symlink_metadata(&path)
+                .map(|m| m.ino() == held.ino() && m.dev() == held.dev());
             if !matches!(linked, Ok(true)) {
                 continue;
             }
@@ -70,7 +75,13 @@ impl RunDir {
                 .custom_flags(nix::libc::O_CLOEXEC | nix::libc::O_NOFOLLOW)
                 .open(&jpath)
                 .map_err(|e| LaunchError::io("creating the journal", &jpath, e))?;
-            return Ok(RunDir { txid, path, lock, journal, next_seq: 0 });
+            return Ok(RunDir {
+                txid,
+                path,
+                lock,
+                journal,
+                next_seq: 0,
+            });
         }
         Err(LaunchError::io(
             "creating the run directory",
@@ -83,11 +94,14 @@ impl RunDir {
     /// opened for append; `next_seq` continues after `records`.
     pub fn reopen(root: &Root, txid: &str, records: u64) -> Result<Option<RunDir>, LaunchError> {
         let path = root.run_dir(txid);
-        let lock = open_dir(&path).map_err(|e| LaunchError::io("opening the run directory", &path, e))?;
+        let lock =
+            open_dir(&path).map_err(|e| LaunchError::io("opening the run directory", &path, e))?;
         match lock.try_lock() {
             Ok(()) => {}
             Err(std::fs::TryLockError::WouldBlock) => return Ok(None),
-            Err(std::fs::TryLockError::Error(e)) => return Err(LaunchError::io("locking the run directory", &path, e)),
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(LaunchError::io("locking the run directory", &path, e))
+            }
         }
         let jpath = path.join(JOURNAL_FILE);
         let journal = OpenOptions::new()
@@ -95,7 +109,13 @@ impl RunDir {
             .custom_flags(nix::libc::O_CLOEXEC | nix::libc::O_NOFOLLOW)
             .open(&jpath)
             .map_err(|e| LaunchError::io("opening the journal", &jpath, e))?;
-        Ok(Some(RunDir { txid: txid.to_owned(), path, lock, journal, next_seq: records }))
+        Ok(Some(RunDir {
+            txid: txid.to_owned(),
+            path,
+            lock,
+            journal,
+            next_seq: records,
+        }))
     }
 
     pub fn stage(&self) -> PathBuf {
@@ -114,7 +134,9 @@ impl RunDir {
             .write_all(&record.encode())
             .map_err(|e| LaunchError::io("appending to the journal", &jpath, e))?;
         if durable {
-            self.journal.sync_data().map_err(|e| LaunchError::io("syncing the journal", &jpath, e))?;
+            self.journal
+                .sync_data()
+                .map_err(|e| LaunchError::io("syncing the journal", &jpath, e))?;
         }
         self.next_seq += 1;
         Ok(())
@@ -123,7 +145,8 @@ impl RunDir {
     /// Removes the whole run directory (it is ours and locked), then makes `txn/` durable.
     pub fn remove(self) -> Result<(), LaunchError> {
         let txn = self.path.parent().map(PathBuf::from).unwrap_or_default();
-        std::fs::remove_dir_all(&self.path).map_err(|e| LaunchError::io("removing the run directory", &self.path, e))?;
+        std::fs::remove_dir_all(&self.path)
+            .map_err(|e| LaunchError::io("removing the run directory", &self.path, e))?;
         drop(self.lock);
         sys::fs::fsync_dir(&txn).map_err(|e| LaunchError::io("syncing txn/", &txn, e))
     }

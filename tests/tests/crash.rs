@@ -2,6 +2,8 @@
 //! every target file holds the old bytes or exactly the prepared bytes; `recover` then `discard`
 //! bring the root to a clean state; running them again changes nothing.
 
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use common::{tool, Env};
@@ -14,8 +16,16 @@ const NEW_B: &str = "new b\n";
 fn crash_at(point: &str) -> Env {
     let env = Env::new();
     std::fs::write(env.target.join("a.txt"), OLD_A).unwrap();
-    let mut c = env.launch("fixture", &["--allow-audit-plugin", "--input", "mode=two-outputs"]);
-    c.args(["--input", &format!("a={NEW_A}"), "--input", &format!("b={NEW_B}")]);
+    let mut c = env.launch(
+        "fixture",
+        &["--allow-audit-plugin", "--input", "mode=two-outputs"],
+    );
+    c.args([
+        "--input",
+        &format!("a={NEW_A}"),
+        "--input",
+        &format!("b={NEW_B}"),
+    ]);
     c.env("DOT_FAILPOINT", point);
     let out = c.output().unwrap();
     assert_eq!(
@@ -28,7 +38,10 @@ fn crash_at(point: &str) -> Env {
 
 fn assert_old_or_prepared(env: &Env, point: &str) {
     let a = std::fs::read(env.target.join("a.txt")).unwrap();
-    assert!(a == OLD_A || a == NEW_A.as_bytes(), "{point}: a.txt is partial: {a:?}");
+    assert!(
+        a == OLD_A || a == NEW_A.as_bytes(),
+        "{point}: a.txt is partial: {a:?}"
+    );
     match std::fs::read(env.target.join("b.txt")) {
         Ok(b) => assert_eq!(b, NEW_B.as_bytes(), "{point}: b.txt"),
         Err(e) => assert_eq!(e.kind(), std::io::ErrorKind::NotFound),
@@ -36,11 +49,20 @@ fn assert_old_or_prepared(env: &Env, point: &str) {
 }
 
 fn recover(env: &Env) -> Output {
-    tool("dot-launch").arg("--root").arg(&env.root).arg("recover").output().unwrap()
+    tool("dot-launch")
+        .arg("--root")
+        .arg(&env.root)
+        .arg("recover")
+        .output()
+        .unwrap()
 }
 
 fn discard(env: &Env) -> Output {
-    tool("dot-discard").arg("--root").arg(&env.root).output().unwrap()
+    tool("dot-discard")
+        .arg("--root")
+        .arg(&env.root)
+        .output()
+        .unwrap()
 }
 
 fn visible_targets(env: &Env) -> Vec<String> {
@@ -56,16 +78,32 @@ fn assert_clean(env: &Env, point: &str, committed: bool) {
     assert_eq!(d.status.code(), Some(0), "{point}: discard: {d:?}");
     assert_eq!(env.runs(), Vec::<String>::new(), "{point}: runs left");
     if committed {
-        assert_eq!(std::fs::read(env.target.join("a.txt")).unwrap(), NEW_A.as_bytes(), "{point}");
-        assert_eq!(std::fs::read(env.target.join("b.txt")).unwrap(), NEW_B.as_bytes(), "{point}");
+        assert_eq!(
+            std::fs::read(env.target.join("a.txt")).unwrap(),
+            NEW_A.as_bytes(),
+            "{point}"
+        );
+        assert_eq!(
+            std::fs::read(env.target.join("b.txt")).unwrap(),
+            NEW_B.as_bytes(),
+            "{point}"
+        );
         assert_eq!(visible_targets(env), ["a.txt", "b.txt"], "{point}");
     } else {
-        assert_eq!(std::fs::read(env.target.join("a.txt")).unwrap(), OLD_A, "{point}");
+        assert_eq!(
+            std::fs::read(env.target.join("a.txt")).unwrap(),
+            OLD_A,
+            "{point}"
+        );
     }
     let before = testkit::tree_snapshot(env.dir.path());
     assert_eq!(recover(env).status.code(), Some(0));
     assert_eq!(discard(env).status.code(), Some(0));
-    assert_eq!(testkit::tree_snapshot(env.dir.path()), before, "{point}: a second recover/discard changed something");
+    assert_eq!(
+        testkit::tree_snapshot(env.dir.path()),
+        before,
+        "{point}: a second recover/discard changed something"
+    );
 }
 
 #[test]
@@ -95,7 +133,11 @@ fn crash_after_prepared_is_rolled_forward() {
 fn crash_between_renames_is_rolled_forward() {
     let env = crash_at("between-renames");
     assert_old_or_prepared(&env, "between-renames");
-    assert_eq!(std::fs::read(env.target.join("a.txt")).unwrap(), NEW_A.as_bytes(), "first rename done");
+    assert_eq!(
+        std::fs::read(env.target.join("a.txt")).unwrap(),
+        NEW_A.as_bytes(),
+        "first rename done"
+    );
     assert_clean(&env, "between-renames", true);
 }
 
@@ -115,10 +157,20 @@ fn recover_refuses_a_conflicting_target() {
     let report: launch::recover::RecoverReport = testkit::decode_json(&r.stdout);
     assert_eq!(report.conflicts.len(), 1);
     assert_eq!(report.conflicts[0].file, "a.txt");
-    assert_eq!(std::fs::read(env.target.join("a.txt")).unwrap(), b"someone else wrote this");
-    assert!(std::fs::read(env.target.join("b.txt")).is_err(), "a conflict renames nothing");
+    assert_eq!(
+        std::fs::read(env.target.join("a.txt")).unwrap(),
+        b"someone else wrote this"
+    );
+    assert!(
+        std::fs::read(env.target.join("b.txt")).is_err(),
+        "a conflict renames nothing"
+    );
     assert_eq!(env.runs().len(), 1, "the PREPARED run is retained");
     let d = discard(&env);
-    assert_eq!(d.status.code(), Some(4), "discard retains a PREPARED run: {d:?}");
+    assert_eq!(
+        d.status.code(),
+        Some(4),
+        "discard retains a PREPARED run: {d:?}"
+    );
     assert_eq!(env.runs().len(), 1);
 }

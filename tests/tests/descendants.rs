@@ -1,6 +1,8 @@
 //! Descendants never outlive the run: delayed children (some in their own session) are killed with
 //! the group whatever the outcome, and a thousand short-lived children leave no zombie behind.
 
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use common::{failure, result, Env};
@@ -11,7 +13,10 @@ use std::time::Duration;
 /// reads and the open would block), writes one byte to release any reader, closes.
 fn release(fifo: &Path) {
     use std::os::unix::fs::OpenOptionsExt;
-    let f = std::fs::OpenOptions::new().write(true).custom_flags(nix::libc::O_NONBLOCK).open(fifo);
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(nix::libc::O_NONBLOCK)
+        .open(fifo);
     if let Ok(mut f) = f {
         let _ = std::io::Write::write_all(&mut f, b"go");
     }
@@ -24,7 +29,11 @@ fn delayed_children(then: &str, expect_code: i32) {
     let marker = env.dir.join("marker");
     let out = env.fixture(
         "delayed-children",
-        &[("fifo", &fifo.display().to_string()), ("marker", &marker.display().to_string()), ("then", then)],
+        &[
+            ("fifo", &fifo.display().to_string()),
+            ("marker", &marker.display().to_string()),
+            ("then", then),
+        ],
         &["--deadline-ms", "3000"],
     );
     if expect_code == 0 {
@@ -60,7 +69,10 @@ fn a_thousand_short_lived_children_leave_nothing_behind() {
     let env = Env::new();
     let out = env.fixture("many-exits", &[], &["--deadline-ms", "20000"]);
     let r = result(&out);
-    assert_eq!(std::fs::read_to_string(env.target.join("result.txt")).unwrap(), "1000\n");
+    assert_eq!(
+        std::fs::read_to_string(env.target.join("result.txt")).unwrap(),
+        "1000\n"
+    );
     assert_eq!(r.exit.code, Some(0));
     // dot-launch is gone; none of its descendants may remain (they would be reparented to us or
     // to init, but each is our descendant only through dot-launch, which reaped them all).

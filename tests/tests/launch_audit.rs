@@ -1,5 +1,7 @@
 //! End-to-end runs at `audit` level through the real binaries.
 
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use common::{failure, result, Env};
@@ -9,7 +11,10 @@ use proto::{Containment, Trust};
 #[test]
 fn hello_commits_its_file_and_reports_audit() {
     let env = Env::new();
-    let out = env.launch("hello", &["--allow-audit-plugin", "--input", "name=dot"]).output().unwrap();
+    let out = env
+        .launch("hello", &["--allow-audit-plugin", "--input", "name=dot"])
+        .output()
+        .unwrap();
     let r = result(&out);
     assert_eq!(r.status, RunStatus::Committed);
     assert_eq!(r.containment, Containment::Audit);
@@ -17,9 +22,16 @@ fn hello_commits_its_file_and_reports_audit() {
     assert_eq!(r.exit.code, Some(0));
     assert_eq!(r.outputs.len(), 1);
     assert_eq!(r.outputs[0].name, "hello.txt");
-    assert_eq!(std::fs::read(env.target.join("hello.txt")).unwrap(), b"hello, dot\n");
+    assert_eq!(
+        std::fs::read(env.target.join("hello.txt")).unwrap(),
+        b"hello, dot\n"
+    );
     assert_eq!(r.outputs[0].sha256, proto::Sha256::of(b"hello, dot\n"));
-    assert_eq!(env.runs(), Vec::<String>::new(), "the run directory is removed after commit");
+    assert_eq!(
+        env.runs(),
+        Vec::<String>::new(),
+        "the run directory is removed after commit"
+    );
 }
 
 #[test]
@@ -27,7 +39,10 @@ fn plugin_gets_an_empty_environment_and_only_three_fds() {
     let env = Env::new();
     let out = env.fixture("env", &[], &[]);
     result(&out);
-    assert_eq!(std::fs::read_to_string(env.target.join("result.txt")).unwrap(), "");
+    assert_eq!(
+        std::fs::read_to_string(env.target.join("result.txt")).unwrap(),
+        ""
+    );
     let out = env.fixture("fds", &[], &[]);
     result(&out);
     // 0, 1, 2 and the directory handle read_dir itself opened.
@@ -41,7 +56,10 @@ fn plugin_gets_an_empty_environment_and_only_three_fds() {
 fn stderr_is_counted_and_discarded() {
     let env = Env::new();
     let r = result(&env.fixture("some-stderr", &[], &[]));
-    assert_eq!(r.stderr_bytes, "a warning the launcher counts and discards\n".len() as u64);
+    assert_eq!(
+        r.stderr_bytes,
+        "a warning the launcher counts and discards\n".len() as u64
+    );
 }
 
 fn assert_plugin_failure(mode: &str, kind: &str) {
@@ -53,9 +71,21 @@ fn assert_plugin_failure(mode: &str, kind: &str) {
     let run = err.run.expect("the error object carries the run's fields");
     assert_eq!(run.status, RunStatus::Failed);
     assert!(run.outputs.is_empty());
-    assert_eq!(std::fs::read(env.target.join("result.txt")).unwrap(), b"old bytes", "{mode}: target untouched");
-    assert_eq!(env.target_files(), vec!["result.txt".to_owned()], "{mode}: no temp files left");
-    assert_eq!(env.runs(), Vec::<String>::new(), "{mode}: the failed run is removed");
+    assert_eq!(
+        std::fs::read(env.target.join("result.txt")).unwrap(),
+        b"old bytes",
+        "{mode}: target untouched"
+    );
+    assert_eq!(
+        env.target_files(),
+        vec!["result.txt".to_owned()],
+        "{mode}: no temp files left"
+    );
+    assert_eq!(
+        env.runs(),
+        Vec::<String>::new(),
+        "{mode}: the failed run is removed"
+    );
 }
 
 #[test]
@@ -127,7 +157,12 @@ fn assert_refused_never_ran(args: &[&str], code: i32, kind: &str) {
     let env = Env::new();
     let marker = env.dir.join("marker");
     let mut c = env.launch("fixture", args);
-    c.args(["--input", "mode=marker", "--input", &format!("marker={}", marker.display())]);
+    c.args([
+        "--input",
+        "mode=marker",
+        "--input",
+        &format!("marker={}", marker.display()),
+    ]);
     let err = failure(&c.output().unwrap(), code);
     assert_eq!(err.error, kind, "{err:?}");
     assert!(!marker.exists(), "the plugin must never have run");
@@ -147,12 +182,20 @@ fn missing_consent_refuses_and_names_the_flag() {
 #[test]
 fn process_consent_on_an_audit_entry_refuses() {
     assert_refused_never_ran(&["--require-process-sandbox"], 1, "consent-mismatch");
-    assert_refused_never_ran(&["--allow-audit-plugin", "--require-process-sandbox"], 1, "consent-mismatch");
+    assert_refused_never_ran(
+        &["--allow-audit-plugin", "--require-process-sandbox"],
+        1,
+        "consent-mismatch",
+    );
 }
 
 #[test]
 fn undeclared_input_refuses() {
-    assert_refused_never_ran(&["--allow-audit-plugin", "--input", "nope=1"], 1, "input-undeclared");
+    assert_refused_never_ran(
+        &["--allow-audit-plugin", "--input", "nope=1"],
+        1,
+        "input-undeclared",
+    );
 }
 
 #[test]
@@ -170,7 +213,12 @@ fn rewritten_pinned_store_file_refuses() {
         std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(0o500)).unwrap();
     }
     let mut c = env.launch("fixture", &["--allow-audit-plugin"]);
-    c.args(["--input", "mode=marker", "--input", &format!("marker={}", marker.display())]);
+    c.args([
+        "--input",
+        "mode=marker",
+        "--input",
+        &format!("marker={}", marker.display()),
+    ]);
     let err = failure(&c.output().unwrap(), 1);
     assert_eq!(err.error, "store-tampered", "{err:?}");
     assert!(!marker.exists());
@@ -183,37 +231,70 @@ fn file_input_that_is_a_symlink_refuses() {
     let root = dir.join("root");
     let target = dir.join("t");
     std::fs::create_dir(&target).unwrap();
-    common::tool("dot-register").args(["init", "--dev", "--root"]).arg(&root).output().unwrap();
+    common::tool("dot-register")
+        .args(["init", "--dev", "--root"])
+        .arg(&root)
+        .output()
+        .unwrap();
     let mut reg = common::tool("dot-register");
-    reg.args(["dev", "--root"]).arg(&root).args(["--name", "cat", "--exe"]).arg(testkit::workspace_bin("fixture-plugin"));
+    reg.args(["dev", "--root"])
+        .arg(&root)
+        .args(["--name", "cat", "--exe"])
+        .arg(testkit::workspace_bin("fixture-plugin"));
     reg.args(["--containment", "audit", "--input", "doc:file"]);
     assert!(reg.output().unwrap().status.success());
     std::fs::write(dir.join("real"), b"x").unwrap();
     std::os::unix::fs::symlink(dir.join("real"), dir.join("link")).unwrap();
     let run = |arg: String| {
         let mut c = common::tool("dot-launch");
-        c.arg("--root").arg(&root).args(["cat", "--allow-audit-plugin", "--target"]).arg(&target);
+        c.arg("--root")
+            .arg(&root)
+            .args(["cat", "--allow-audit-plugin", "--target"])
+            .arg(&target);
         c.args(["--input-file", &arg]);
         c.output().unwrap()
     };
-    assert_eq!(failure(&run(format!("doc={}", dir.join("link").display())), 1).error, "input-file-unsafe");
-    assert_eq!(failure(&run(format!("doc={}", dir.path().display())), 1).error, "input-file-unsafe");
+    assert_eq!(
+        failure(&run(format!("doc={}", dir.join("link").display())), 1).error,
+        "input-file-unsafe"
+    );
+    assert_eq!(
+        failure(&run(format!("doc={}", dir.path().display())), 1).error,
+        "input-file-unsafe"
+    );
     let mut missing = common::tool("dot-launch");
-    missing.arg("--root").arg(&root).args(["cat", "--allow-audit-plugin", "--target"]).arg(&target);
-    assert_eq!(failure(&missing.output().unwrap(), 2).error, "input-missing");
+    missing
+        .arg("--root")
+        .arg(&root)
+        .args(["cat", "--allow-audit-plugin", "--target"])
+        .arg(&target);
+    assert_eq!(
+        failure(&missing.output().unwrap(), 2).error,
+        "input-missing"
+    );
 }
 
 #[test]
 fn protocol_range_excluding_ours_refuses() {
     let dir = testkit::TempDir::new();
     let root = dir.join("root");
-    common::tool("dot-register").args(["init", "--dev", "--root"]).arg(&root).output().unwrap();
+    common::tool("dot-register")
+        .args(["init", "--dev", "--root"])
+        .arg(&root)
+        .output()
+        .unwrap();
     let mut reg = common::tool("dot-register");
-    reg.args(["dev", "--root"]).arg(&root).args(["--name", "future", "--exe"]).arg(testkit::workspace_bin("hello"));
+    reg.args(["dev", "--root"])
+        .arg(&root)
+        .args(["--name", "future", "--exe"])
+        .arg(testkit::workspace_bin("hello"));
     reg.args(["--containment", "audit", "--protocol", ">=2"]);
     assert!(reg.output().unwrap().status.success());
     let mut c = common::tool("dot-launch");
-    c.arg("--root").arg(&root).args(["future", "--allow-audit-plugin", "--target"]).arg(dir.path());
+    c.arg("--root")
+        .arg(&root)
+        .args(["future", "--allow-audit-plugin", "--target"])
+        .arg(dir.path());
     let err = failure(&c.output().unwrap(), 1);
     assert_eq!(err.error, "protocol-unsupported");
     assert_eq!(err.field.as_deref(), Some("protocol"));
@@ -223,7 +304,13 @@ fn protocol_range_excluding_ours_refuses() {
 fn two_outputs_commit_atomically_per_file() {
     let env = Env::new();
     let r = result(&env.fixture("two-outputs", &[("a", "first"), ("b", "second")], &[]));
-    assert_eq!(r.outputs.iter().map(|o| o.name.as_str()).collect::<Vec<_>>(), ["a.txt", "b.txt"]);
+    assert_eq!(
+        r.outputs
+            .iter()
+            .map(|o| o.name.as_str())
+            .collect::<Vec<_>>(),
+        ["a.txt", "b.txt"]
+    );
     assert_eq!(std::fs::read(env.target.join("a.txt")).unwrap(), b"first");
     assert_eq!(std::fs::read(env.target.join("b.txt")).unwrap(), b"second");
     assert_eq!(env.target_files(), ["a.txt", "b.txt"]);

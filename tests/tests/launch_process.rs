@@ -1,6 +1,8 @@
 //! End-to-end runs at `process` level: hello under dot-sandbox, refusals before spawning, and
 //! pathname replacement after validation.
 
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use common::{failure, result, tool, Env};
@@ -19,12 +21,23 @@ fn process_env() -> Env {
 #[test]
 fn hello_runs_under_process_and_reports_what_was_enforced() {
     let env = process_env();
-    let out = env.launch("hello-p", &["--require-process-sandbox", "--input", "name=box"]).output().unwrap();
+    let out = env
+        .launch(
+            "hello-p",
+            &["--require-process-sandbox", "--input", "name=box"],
+        )
+        .output()
+        .unwrap();
     let r = result(&out);
     assert_eq!(r.status, RunStatus::Committed);
     assert_eq!(r.containment, Containment::Process);
-    assert_eq!(std::fs::read(env.target.join("hello.txt")).unwrap(), b"hello, box\n");
-    let e = r.enforced.expect("process results carry the enforced details");
+    assert_eq!(
+        std::fs::read(env.target.join("hello.txt")).unwrap(),
+        b"hello, box\n"
+    );
+    let e = r
+        .enforced
+        .expect("process results carry the enforced details");
     assert!(e.landlock_abi >= 3, "{e:?}");
     assert!(e.no_new_privs);
     assert_eq!(e.rlimits.core, 0);
@@ -34,7 +47,12 @@ fn hello_runs_under_process_and_reports_what_was_enforced() {
 #[test]
 fn audit_consent_on_a_process_entry_refuses() {
     let env = process_env();
-    let err = failure(&env.launch("hello-p", &["--allow-audit-plugin"]).output().unwrap(), 1);
+    let err = failure(
+        &env.launch("hello-p", &["--allow-audit-plugin"])
+            .output()
+            .unwrap(),
+        1,
+    );
     assert_eq!(err.error, "consent-mismatch");
     assert!(err.next.unwrap().contains("--require-process-sandbox"));
     let err = failure(&env.launch("hello-p", &[]).output().unwrap(), 1);
@@ -65,7 +83,10 @@ fn launcher_dir(sandbox: impl FnOnce(&Path)) -> (TempDir, PathBuf) {
 
 fn run_with(launch: &Path, env: &Env) -> std::process::Output {
     let mut c = std::process::Command::new(launch);
-    c.arg("--root").arg(&env.root).args(["hello-p", "--require-process-sandbox", "--target"]).arg(&env.target);
+    c.arg("--root")
+        .arg(&env.root)
+        .args(["hello-p", "--require-process-sandbox", "--target"])
+        .arg(&env.target);
     c.output().unwrap()
 }
 
@@ -85,7 +106,9 @@ fn missing_sandbox_refuses() {
 
 #[test]
 fn symlinked_sandbox_refuses() {
-    assert_sandbox_unusable(|p| std::os::unix::fs::symlink(workspace_bin("dot-sandbox"), p).unwrap());
+    assert_sandbox_unusable(|p| {
+        std::os::unix::fs::symlink(workspace_bin("dot-sandbox"), p).unwrap()
+    });
 }
 
 #[test]
@@ -113,7 +136,10 @@ fn dynamic_or_script_plugins_cannot_be_registered_as_process() {
     let script = testkit::write_exe(dir.path(), "s.sh", testkit::SCRIPT, 0o755);
     for exe in [Path::new("/bin/true"), script.as_path()] {
         let mut c = tool("dot-register");
-        c.args(["dev", "--root"]).arg(&env.root).args(["--name", "dyn", "--exe"]).arg(exe);
+        c.args(["dev", "--root"])
+            .arg(&env.root)
+            .args(["--name", "dyn", "--exe"])
+            .arg(exe);
         c.args(["--containment", "process"]);
         let err = failure(&c.output().unwrap(), 1);
         assert_eq!(err.error, "not-static-elf", "{exe:?}");
@@ -130,9 +156,16 @@ fn pathname_replacement_after_validation_changes_nothing() {
     });
     let pause = dir.join("pause");
     let mut c = std::process::Command::new(&launch);
-    c.arg("--root").arg(&env.root).args(["hello-p", "--require-process-sandbox", "--input", "name=original", "--target"]);
+    c.arg("--root").arg(&env.root).args([
+        "hello-p",
+        "--require-process-sandbox",
+        "--input",
+        "name=original",
+        "--target",
+    ]);
     c.arg(&env.target).env("DOT_PAUSE_AFTER_VERIFY", &pause);
-    c.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    c.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
     let child = c.spawn().unwrap();
     let ready = PathBuf::from(format!("{}.ready", pause.display()));
     for _ in 0..10_000 {
@@ -157,7 +190,16 @@ fn pathname_replacement_after_validation_changes_nothing() {
     let out = child.wait_with_output().unwrap();
     let r = result(&out);
     assert_eq!(r.containment, Containment::Process);
-    assert!(r.enforced.is_some(), "the validated dot-sandbox ran, not the replacement");
-    assert_eq!(std::fs::read(env.target.join("hello.txt")).unwrap(), b"hello, original\n");
-    assert!(!env.target.join("result.txt").exists(), "the replacement plugin never ran");
+    assert!(
+        r.enforced.is_some(),
+        "the validated dot-sandbox ran, not the replacement"
+    );
+    assert_eq!(
+        std::fs::read(env.target.join("hello.txt")).unwrap(),
+        b"hello, original\n"
+    );
+    assert!(
+        !env.target.join("result.txt").exists(),
+        "the replacement plugin never ran"
+    );
 }

@@ -20,11 +20,25 @@ fn main() -> ExitCode {
 
 fn run() -> Result<(), String> {
     let mut request = Vec::new();
-    std::io::stdin().take(1 << 20).read_to_end(&mut request).map_err(|e| format!("reading the request: {e}"))?;
-    let request: serde_json::Value = serde_json::from_slice(&request).map_err(|e| format!("request is not JSON: {e}"))?;
-    let name = request.get("inputs").and_then(|i| i.get("name")).and_then(|n| n.as_str()).unwrap_or("world");
-    std::fs::write("out/hello.txt", format!("hello, {name}\n")).map_err(|e| format!("writing out/hello.txt: {e}"))?;
+    std::io::stdin()
+        .take(1 << 20)
+        .read_to_end(&mut request)
+        .map_err(|e| format!("reading the request: {e}"))?;
+    let request: serde_json::Value =
+        serde_json::from_slice(&request).map_err(|e| format!("request is not JSON: {e}"))?;
+    let name = request
+        .get("inputs")
+        .and_then(|i| i.get("name"))
+        .and_then(|n| n.as_str())
+        .unwrap_or("world");
+    std::fs::write("out/hello.txt", format!("hello, {name}\n"))
+        .map_err(|e| format!("writing out/hello.txt: {e}"))?;
     let mut out = std::io::stdout().lock();
-    writeln!(out, r#"{{"protocol":"1.0","status":"ok","outputs":["hello.txt"]}}"#).map_err(|e| format!("writing the response: {e}"))?;
-    out.flush().map_err(|e| format!("writing the response: {e}"))
+    writeln!(
+        out,
+        r#"{{"protocol":"1.0","status":"ok","outputs":["hello.txt"]}}"#
+    )
+    .map_err(|e| format!("writing the response: {e}"))?;
+    out.flush()
+        .map_err(|e| format!("writing the response: {e}"))
 }

@@ -10,7 +10,9 @@ use std::time::Duration;
 const OK: &str = r#"{"protocol":"1.0","status":"ok","outputs":["result.txt"]}"#;
 
 fn input<'a>(req: &'a serde_json::Value, key: &str) -> Option<&'a str> {
-    req.get("inputs").and_then(|i| i.get(key)).and_then(|v| v.as_str())
+    req.get("inputs")
+        .and_then(|i| i.get(key))
+        .and_then(|v| v.as_str())
 }
 
 fn respond_ok(body: &str) -> ExitCode {
@@ -29,7 +31,9 @@ fn child(args: &[String]) -> ExitCode {
             if args.get(3).is_some_and(|a| a == "setsid") {
                 let _ = nix::unistd::setsid();
             }
-            let (Some(fifo), Some(marker)) = (args.get(1), args.get(2)) else { return ExitCode::from(2) };
+            let (Some(fifo), Some(marker)) = (args.get(1), args.get(2)) else {
+                return ExitCode::from(2);
+            };
             let mut buf = [0u8; 1];
             if let Ok(mut f) = std::fs::File::open(fifo) {
                 let _ = f.read(&mut buf);
@@ -70,12 +74,18 @@ fn main() -> ExitCode {
             respond_ok("ran\n")
         }
         "env" => {
-            let env: Vec<String> = std::env::vars_os().map(|(k, v)| format!("{k:?}={v:?}")).collect();
+            let env: Vec<String> = std::env::vars_os()
+                .map(|(k, v)| format!("{k:?}={v:?}"))
+                .collect();
             respond_ok(&env.join("\n"))
         }
         "fds" => {
             let mut fds: Vec<String> = std::fs::read_dir("/proc/self/fd")
-                .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+                .map(|d| {
+                    d.filter_map(|e| e.ok())
+                        .map(|e| e.file_name().to_string_lossy().into_owned())
+                        .collect()
+                })
                 .unwrap_or_default();
             fds.sort();
             respond_ok(&fds.join(","))
@@ -186,7 +196,11 @@ fn main() -> ExitCode {
         "many-exits" => {
             let mut spawned = 0;
             for _ in 0..1000 {
-                if Command::new("/proc/self/exe").arg("child-exit").spawn().is_ok() {
+                if Command::new("/proc/self/exe")
+                    .arg("child-exit")
+                    .spawn()
+                    .is_ok()
+                {
                     spawned += 1;
                 }
             }

@@ -41,16 +41,31 @@ impl Env {
         let root = dir.join("root");
         let target = dir.join("target");
         std::fs::create_dir(&target).unwrap();
-        ok(tool("dot-register").args(["init", "--dev", "--root"]).arg(&root).output().unwrap(), "init");
+        ok(
+            tool("dot-register")
+                .args(["init", "--dev", "--root"])
+                .arg(&root)
+                .output()
+                .unwrap(),
+            "init",
+        );
         let env = Env { dir, root, target };
-        env.register("fixture", &workspace_bin("fixture-plugin"), "audit", &FIXTURE_INPUTS);
+        env.register(
+            "fixture",
+            &workspace_bin("fixture-plugin"),
+            "audit",
+            &FIXTURE_INPUTS,
+        );
         env.register("hello", &workspace_bin("hello"), "audit", &["name"]);
         env
     }
 
     pub fn register(&self, name: &str, exe: &Path, containment: &str, inputs: &[&str]) {
         let mut c = tool("dot-register");
-        c.args(["dev", "--root"]).arg(&self.root).args(["--name", name, "--exe"]).arg(exe);
+        c.args(["dev", "--root"])
+            .arg(&self.root)
+            .args(["--name", name, "--exe"])
+            .arg(exe);
         c.args(["--containment", containment]);
         for i in inputs {
             c.args(["--input", &format!("{i}:string:optional")]);
@@ -61,13 +76,21 @@ impl Env {
     /// `dot-launch --root R NAME --target T` plus `args`.
     pub fn launch(&self, name: &str, args: &[&str]) -> Command {
         let mut c = tool("dot-launch");
-        c.arg("--root").arg(&self.root).arg(name).arg("--target").arg(&self.target).args(args);
+        c.arg("--root")
+            .arg(&self.root)
+            .arg(name)
+            .arg("--target")
+            .arg(&self.target)
+            .args(args);
         c
     }
 
     /// Runs the fixture at audit with `mode` and extra `--input`s.
     pub fn fixture(&self, mode: &str, inputs: &[(&str, &str)], extra: &[&str]) -> Output {
-        let mut c = self.launch("fixture", &["--allow-audit-plugin", "--input", &format!("mode={mode}")]);
+        let mut c = self.launch(
+            "fixture",
+            &["--allow-audit-plugin", "--input", &format!("mode={mode}")],
+        );
         for (k, v) in inputs {
             c.args(["--input", &format!("{k}={v}")]);
         }
