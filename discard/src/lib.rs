@@ -259,6 +259,9 @@ struct Run {
     journal: FileStat,
     /// `stage/` and its checked contents, if present.
     stage: Option<(FileStat, Vec<Node>)>,
+    /// The run's id and the target directory its BEGIN record names: temp files the run may have
+    /// written there before PREPARED (`.dot-TXID-N.tmp`) are removed with it.
+    temps: Option<(String, String)>,
 }
 
 impl Ctx<'_> {
@@ -384,11 +387,18 @@ impl Ctx<'_> {
         } else {
             None
         };
+        let temps = match classified.begin() {
+            Some(proto::journal::Record::Begin { target, .. }) => {
+                Some((txid.to_owned(), target.clone()))
+            }
+            _ => None,
+        };
         Verdict::Discard(Box::new(Run {
             dir,
             dir_stat,
             journal,
             stage,
+            temps,
         }))
     }
 
@@ -476,6 +486,9 @@ impl Run {
             unlinkat(&*self.dir, stage.as_c_str(), UnlinkatFlags::RemoveDir)
                 .map_err(|e| format!("could not remove {STAGE_DIR}: {e}"))?;
         }
+        if let Some((txid, target)) = &self.temps {
+            remove_target_temps(Path::new(target), txid, self.dir_stat.st_uid)?;
+        }
         // The journal goes last: a run interrupted before this point is still ABANDONED.
         let now = stat_at(&*self.dir, &journal).map_err(|e| format!("{JOURNAL_FILE}: {e}"))?;
         if !same(&now, &self.journal) {
@@ -499,4 +512,41 @@ impl Run {
 /// A layout name as a C string (the layout names hold no NUL).
 fn c_name(name: &str) -> CString {
     CString::new(name).unwrap_or_default()
+}
+
+/// Removes the temp files an ABANDONED run left in its target directory: exactly the names
+/// `.dot-TXID-N.tmp` (N decimal), each a regular file of ours with one link. The names carry the
+/// run's random 128-bit id, so nothing else can match. A missing target means there is nothing to do.
+fn remove_target_temps(target: &Path, txid: &str, uid: u32) -> Result<(), String> {
+    let fd = match nix::fcntl::open(target, tree::dir_flags(), nix::sys::stat::Mode::empty()) {
+        Ok(fd) => fd,
+        Err(Errno::ENOENT) => return Ok(()),
+        Err(e) => return Err(format!("target {}: {e}", target.display())),
+    };
+    let prefix = format!(".dot-{txid}-");
+    let names = list(&fd, usize::MAX).map_err(|e| format!("target {}: {e}", target.display()))?;
+    let mut removed = false;
+    for name in names {
+        let n = name.to_string_lossy();
+        let Some(num) = n.strip_prefix(&prefix).and_then(|r| r.strip_suffix(".tmp")) else {
+            continue;
+        };
+        if num.is_empty() || !num.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let st = stat_at(&fd, &name).map_err(|e| format!("{}/{n}: {e}", target.display()))?;
+        if Kind::of(&st) != Kind::File || st.st_uid != uid || st.st_nlink != 1 {
+            return Err(format!(
+                "{}/{n} is not a temp file of this run (type, owner or links)",
+                target.display()
+            ));
+        }
+        unlinkat(&fd, name.as_c_str(), UnlinkatFlags::NoRemoveDir)
+            .map_err(|e| format!("could not remove {}/{n}: {e}", target.display()))?;
+        removed = true;
+    }
+    if removed {
+        nix::unistd::fsync(&fd).map_err(|e| format!("target {}: {e}", target.display()))?;
+    }
+    Ok(())
 }

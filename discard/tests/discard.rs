@@ -22,6 +22,7 @@ fn begin(txid: &str) -> Record {
         sha256: Sha256::of(b"plugin"),
         containment: Containment::Audit,
         pid: 4242,
+        target: "/nonexistent-target".into(),
         sum: None,
     }
 }

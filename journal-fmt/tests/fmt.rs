@@ -22,6 +22,7 @@ fn records() -> [Record; 3] {
             sha256: Sha256::of(b"plugin bytes"),
             containment: Containment::Audit,
             pid: 4242,
+            target: "/nonexistent-target".into(),
             sum: None,
         },
         Record::Prepared {

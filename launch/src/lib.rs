@@ -211,6 +211,7 @@ pub fn launch(opts: &Options) -> Result<RunResult, LaunchError> {
         sha256: entry.sha256,
         containment: entry.containment,
         pid: std::process::id(),
+        target: target.display().to_string(),
         sum: None,
     };
     let prepared = run.append(&begin, false).and_then(|()| {

@@ -34,6 +34,8 @@ pub enum Record {
         sha256: Sha256,
         containment: Containment,
         pid: u32,
+        /// Absolute path of the target directory; its temp files are `.dot-TXID-N.tmp`.
+        target: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         sum: Option<String>,
     },
@@ -373,6 +375,7 @@ mod tests {
             sha256: Sha256::of(b"x"),
             containment: Containment::Audit,
             pid: 7,
+            target: "/t".into(),
             sum: None,
         }
     }

@@ -95,6 +95,11 @@ fn assert_clean(env: &Env, point: &str, committed: bool) {
             OLD_A,
             "{point}"
         );
+        assert_eq!(
+            visible_targets(env),
+            ["a.txt"],
+            "{point}: discard removes the run's temp files"
+        );
     }
     let before = testkit::tree_snapshot(env.dir.path());
     assert_eq!(recover(env).status.code(), Some(0));
