@@ -90,3 +90,81 @@ fn a_thousand_short_lived_children_leave_nothing_behind() {
         }
     }
 }
+
+/// The children of `pid`, from /proc.
+fn children_of(pid: u32) -> Vec<u32> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Ok(p) = name.parse::<u32>() else { continue };
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        let after = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+        let ppid = after
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse::<u32>().ok());
+        if ppid == Some(pid) {
+            v.push(p);
+        }
+    }
+    v
+}
+
+fn gone_or_zombie(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(s) => s
+            .rsplit_once(')')
+            .is_some_and(|(_, r)| r.trim_start().starts_with('Z')),
+    }
+}
+
+fn killing_the_launcher_kills_the_plugin(containment: &str, consent: &str) {
+    let env = Env::new();
+    env.register(
+        "sleeper",
+        &testkit::workspace_bin("fixture-plugin"),
+        containment,
+        &["mode"],
+    );
+    let mut launcher = env
+        .launch("sleeper", &[consent, "--input", "mode=sleep"])
+        .spawn()
+        .unwrap();
+    let mut plugin = Vec::new();
+    for _ in 0..5000 {
+        plugin = children_of(launcher.id());
+        if !plugin.is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(plugin.len(), 1, "dot-launch started one plugin process");
+    // Let the runner finish confining and exec the plugin.
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(!gone_or_zombie(plugin[0]), "the plugin is running");
+    launcher.kill().unwrap();
+    launcher.wait().unwrap();
+    let mut dead = false;
+    for _ in 0..2000 {
+        if gone_or_zombie(plugin[0]) {
+            dead = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert!(
+        dead,
+        "the plugin outlived a SIGKILLed dot-launch ({containment})"
+    );
+}
+
+#[test]
+fn sigkilled_launcher_takes_an_audit_plugin_with_it() {
+    killing_the_launcher_kills_the_plugin("audit", "--allow-audit-plugin");
+}
+
+#[test]
+fn sigkilled_launcher_takes_a_process_plugin_with_it() {
+    killing_the_launcher_kills_the_plugin("process", "--require-process-sandbox");
+}
