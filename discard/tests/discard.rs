@@ -3,68 +3,12 @@
 use assert_cmd::cargo::cargo_bin_cmd;
 use discard::{Report, Retained, State};
 use nix::fcntl::{Flock, FlockArg};
-use proto::journal::{PreparedFile, Record};
 use proto::layout::Root;
-use proto::{Containment, Name, Sha256};
 use std::fs;
 use std::os::unix::fs::{symlink, DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use testkit::journal::{begin, committed, encode as journal, prepared, unknown_record};
 use testkit::{tree_snapshot, TempDir};
-
-fn begin(txid: &str) -> Record {
-    Record::Begin {
-        v: 1,
-        seq: 0,
-        at_ms: 1_764_000_000_000,
-        txid: txid.into(),
-        name: Name::new("hello").expect("name"),
-        version: "1.0.0".into(),
-        sha256: Sha256::of(b"plugin"),
-        containment: Containment::Audit,
-        pid: 4242,
-        target: "/nonexistent-target".into(),
-        sum: None,
-    }
-}
-
-fn prepared() -> Record {
-    Record::Prepared {
-        v: 1,
-        seq: 1,
-        at_ms: 1_764_000_000_100,
-        target: "/srv/target".into(),
-        files: vec![PreparedFile {
-            name: "hello.txt".into(),
-            temp: ".hello.txt.tmp".into(),
-            size: 13,
-            sha256: Sha256::of(b"hello, world\n"),
-            old: None,
-        }],
-        sum: None,
-    }
-}
-
-fn committed() -> Record {
-    Record::Committed {
-        v: 1,
-        seq: 2,
-        at_ms: 1_764_000_000_200,
-        sum: None,
-    }
-}
-
-/// A complete line with a valid checksum whose kind this version does not know.
-fn unknown_record() -> Vec<u8> {
-    let body = br#"{"v":1,"seq":1,"at_ms":5,"kind":"FROB"}"#;
-    let sum = Sha256::of(body).to_hex();
-    let mut line = body[..body.len() - 1].to_vec();
-    line.extend_from_slice(format!(",\"sum\":\"{}\"}}\n", &sum[..16]).as_bytes());
-    line
-}
-
-fn journal(records: &[Record]) -> Vec<u8> {
-    records.iter().flat_map(Record::encode).collect()
-}
 
 /// A txid from a small number, so runs sort in creation order.
 fn txid(n: u32) -> String {

@@ -2,54 +2,15 @@
 
 use assert_cmd::cargo::cargo_bin_cmd;
 use journal_fmt::JournalReport;
-use proto::journal::{PreparedFile, Record, RecordKind, RunState};
-use proto::{Containment, Name, Sha256};
+use proto::journal::{Record, RecordKind, RunState};
+use proto::Sha256;
 use std::fs;
 use std::path::{Path, PathBuf};
+use testkit::journal::{encode, TXID};
 use testkit::TempDir;
 
-const TXID: &str = "0123456789abcdef0123456789abcdef";
-
 fn records() -> [Record; 3] {
-    [
-        Record::Begin {
-            v: 1,
-            seq: 0,
-            at_ms: 1_764_000_000_123,
-            txid: TXID.into(),
-            name: Name::new("hello").expect("name"),
-            version: "1.2.3".into(),
-            sha256: Sha256::of(b"plugin bytes"),
-            containment: Containment::Audit,
-            pid: 4242,
-            target: "/nonexistent-target".into(),
-            sum: None,
-        },
-        Record::Prepared {
-            v: 1,
-            seq: 1,
-            at_ms: 1_764_000_000_456,
-            target: "/srv/target".into(),
-            files: vec![PreparedFile {
-                name: "hello.txt".into(),
-                temp: ".hello.txt.tmp".into(),
-                size: 13,
-                sha256: Sha256::of(b"hello, world\n"),
-                old: None,
-            }],
-            sum: None,
-        },
-        Record::Committed {
-            v: 1,
-            seq: 2,
-            at_ms: 1_764_000_000_789,
-            sum: None,
-        },
-    ]
-}
-
-fn encode(records: &[Record]) -> Vec<u8> {
-    records.iter().flat_map(Record::encode).collect()
+    testkit::journal::records(TXID)
 }
 
 /// `DIR/txn/TXID/journal` holding `bytes`.

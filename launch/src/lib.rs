@@ -30,7 +30,7 @@ use proto::protocol::{protocol_version, Response, ResponseStatus, PROTOCOL_VERSI
 use proto::result::{ExitStatus, RunResult, RunStatus, SandboxReport};
 use proto::{Containment, Entry, Name};
 use rundir::{now_ms, RunDir};
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 
@@ -322,8 +322,6 @@ fn prepare_stage(run: &RunDir, inputs: &inputs::Inputs) -> Result<(), LaunchErro
     }
     Ok(())
 }
-
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 
 fn plugin_failure(mut result: RunResult, kind: &'static str, message: String) -> LaunchError {
     result.status = RunStatus::Failed;

@@ -197,13 +197,19 @@ fn digest_at(dir: &Path, name: &str) -> Result<Option<Sha256>, String> {
 /// renaming any, so a conflict changes nothing.
 fn roll_forward(target: &Path, files: &[PreparedFile]) -> Result<(), (String, String)> {
     let mut to_rename = Vec::new();
+    let mut stale_temps = Vec::new();
     for f in files {
         let conflict = |why: String| (f.name.clone(), why);
         let current = digest_at(target, &f.name).map_err(conflict)?;
+        let temp = digest_at(target, &f.temp).map_err(conflict)?;
         if current == Some(f.sha256) {
+            // Already in place. A temp file still holding the prepared bytes means the target
+            // already had them (old == new) and the rename never happened: it is ours to remove.
+            if temp == Some(f.sha256) {
+                stale_temps.push(f.temp.clone());
+            }
             continue;
         }
-        let temp = digest_at(target, &f.temp).map_err(conflict)?;
         if temp != Some(f.sha256) {
             return Err(conflict(format!(
                 "the target holds neither the prepared bytes nor can they be restored: temp file {} is {}",
@@ -221,5 +227,10 @@ fn roll_forward(target: &Path, files: &[PreparedFile]) -> Result<(), (String, St
     }
     let dir =
         open_dir(target).map_err(|e| (String::new(), format!("{}: {e}", target.display())))?;
+    for temp in stale_temps {
+        nix::unistd::unlinkat(&dir, temp.as_str(), nix::unistd::UnlinkatFlags::NoRemoveDir)
+            .map_err(|e| (temp.clone(), format!("removing the stale temp file: {e}")))?;
+    }
+    // The renames (if any) and the removals are made durable by rename_all's directory fsync.
     crate::commit::rename_all(&dir, target, &to_rename).map_err(|e| (String::new(), e.to_string()))
 }

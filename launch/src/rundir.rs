@@ -5,7 +5,7 @@ use proto::journal::Record;
 use proto::layout::{Root, JOURNAL_FILE, STAGE_DIR};
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::PathBuf;
 
 /// A live, locked run directory.
@@ -151,5 +151,3 @@ impl RunDir {
         sys::fs::fsync_dir(&txn).map_err(|e| LaunchError::io("syncing txn/", &txn, e))
     }
 }
-
-use std::os::unix::fs::DirBuilderExt;

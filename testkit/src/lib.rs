@@ -8,6 +8,7 @@
 #![forbid(unsafe_code)]
 #![allow(clippy::unwrap_used)]
 
+pub mod journal;
 use proto::layout::{Root, ROOT_DIRS};
 use proto::{Containment, Entry, InputDecl, InputKind, Name, Sha256, Trust};
 use std::collections::BTreeMap;

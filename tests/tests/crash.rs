@@ -14,8 +14,13 @@ const NEW_A: &str = "new a\n";
 const NEW_B: &str = "new b\n";
 
 fn crash_at(point: &str) -> Env {
+    crash_at_with(point, OLD_A)
+}
+
+/// `crash_at` with `a.txt` holding `old` before the run.
+fn crash_at_with(point: &str, old: &[u8]) -> Env {
     let env = Env::new();
-    std::fs::write(env.target.join("a.txt"), OLD_A).unwrap();
+    std::fs::write(env.target.join("a.txt"), old).unwrap();
     let mut c = env.launch(
         "fixture",
         &["--allow-audit-plugin", "--input", "mode=two-outputs"],
@@ -178,4 +183,27 @@ fn recover_refuses_a_conflicting_target() {
         "discard retains a PREPARED run: {d:?}"
     );
     assert_eq!(env.runs().len(), 1);
+}
+
+#[test]
+fn recover_removes_the_temp_of_a_file_that_already_held_the_new_bytes() {
+    let env = crash_at_with("after-prepared", NEW_A.as_bytes());
+    assert_eq!(
+        env.target_files().len(),
+        3,
+        "a.txt and two temp files: {:?}",
+        env.target_files()
+    );
+    let r = recover(&env);
+    assert_eq!(r.status.code(), Some(0), "{r:?}");
+    assert_eq!(env.runs(), Vec::<String>::new());
+    assert_eq!(env.target_files(), ["a.txt", "b.txt"], "no temp file left");
+    assert_eq!(
+        std::fs::read(env.target.join("a.txt")).unwrap(),
+        NEW_A.as_bytes()
+    );
+    assert_eq!(
+        std::fs::read(env.target.join("b.txt")).unwrap(),
+        NEW_B.as_bytes()
+    );
 }

@@ -227,75 +227,42 @@ fn rewritten_pinned_store_file_refuses() {
 
 #[test]
 fn file_input_that_is_a_symlink_refuses() {
-    let dir = testkit::TempDir::new();
-    let root = dir.join("root");
-    let target = dir.join("t");
-    std::fs::create_dir(&target).unwrap();
-    common::tool("dot-register")
-        .args(["init", "--dev", "--root"])
-        .arg(&root)
-        .output()
-        .unwrap();
-    let mut reg = common::tool("dot-register");
-    reg.args(["dev", "--root"])
-        .arg(&root)
-        .args(["--name", "cat", "--exe"])
-        .arg(testkit::workspace_bin("fixture-plugin"));
-    reg.args(["--containment", "audit", "--input", "doc:file"]);
-    assert!(reg.output().unwrap().status.success());
-    std::fs::write(dir.join("real"), b"x").unwrap();
-    std::os::unix::fs::symlink(dir.join("real"), dir.join("link")).unwrap();
+    let env = Env::new();
+    let fixture = testkit::workspace_bin("fixture-plugin");
+    env.register_with("cat", &fixture, "audit", &["--input", "doc:file"]);
+    std::fs::write(env.dir.join("real"), b"x").unwrap();
+    std::os::unix::fs::symlink(env.dir.join("real"), env.dir.join("link")).unwrap();
     let run = |arg: String| {
-        let mut c = common::tool("dot-launch");
-        c.arg("--root")
-            .arg(&root)
-            .args(["cat", "--allow-audit-plugin", "--target"])
-            .arg(&target);
+        let mut c = env.launch("cat", &["--allow-audit-plugin"]);
         c.args(["--input-file", &arg]);
         c.output().unwrap()
     };
     assert_eq!(
-        failure(&run(format!("doc={}", dir.join("link").display())), 1).error,
+        failure(&run(format!("doc={}", env.dir.join("link").display())), 1).error,
         "input-file-unsafe"
     );
     assert_eq!(
-        failure(&run(format!("doc={}", dir.path().display())), 1).error,
+        failure(&run(format!("doc={}", env.dir.path().display())), 1).error,
         "input-file-unsafe"
     );
-    let mut missing = common::tool("dot-launch");
-    missing
-        .arg("--root")
-        .arg(&root)
-        .args(["cat", "--allow-audit-plugin", "--target"])
-        .arg(&target);
-    assert_eq!(
-        failure(&missing.output().unwrap(), 2).error,
-        "input-missing"
-    );
+    let missing = env
+        .launch("cat", &["--allow-audit-plugin"])
+        .output()
+        .unwrap();
+    assert_eq!(failure(&missing, 2).error, "input-missing");
 }
 
 #[test]
 fn protocol_range_excluding_ours_refuses() {
-    let dir = testkit::TempDir::new();
-    let root = dir.join("root");
-    common::tool("dot-register")
-        .args(["init", "--dev", "--root"])
-        .arg(&root)
-        .output()
-        .unwrap();
-    let mut reg = common::tool("dot-register");
-    reg.args(["dev", "--root"])
-        .arg(&root)
-        .args(["--name", "future", "--exe"])
-        .arg(testkit::workspace_bin("hello"));
-    reg.args(["--containment", "audit", "--protocol", ">=2"]);
-    assert!(reg.output().unwrap().status.success());
-    let mut c = common::tool("dot-launch");
-    c.arg("--root")
-        .arg(&root)
-        .args(["future", "--allow-audit-plugin", "--target"])
-        .arg(dir.path());
-    let err = failure(&c.output().unwrap(), 1);
+    let env = Env::new();
+    let hello = testkit::workspace_bin("hello");
+    env.register_with("future", &hello, "audit", &["--protocol", ">=2"]);
+    let err = failure(
+        &env.launch("future", &["--allow-audit-plugin"])
+            .output()
+            .unwrap(),
+        1,
+    );
     assert_eq!(err.error, "protocol-unsupported");
     assert_eq!(err.field.as_deref(), Some("protocol"));
 }

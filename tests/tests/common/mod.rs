@@ -60,16 +60,27 @@ impl Env {
         env
     }
 
+    /// `dot-register dev` of `exe` as `name`, each of `inputs` an optional string input.
     pub fn register(&self, name: &str, exe: &Path, containment: &str, inputs: &[&str]) {
+        let specs: Vec<String> = inputs
+            .iter()
+            .map(|i| format!("{i}:string:optional"))
+            .collect();
+        let mut extra = Vec::new();
+        for spec in &specs {
+            extra.extend(["--input", spec.as_str()]);
+        }
+        self.register_with(name, exe, containment, &extra);
+    }
+
+    /// `dot-register dev` of `exe` as `name` with `extra` options (inputs, protocol, …).
+    pub fn register_with(&self, name: &str, exe: &Path, containment: &str, extra: &[&str]) {
         let mut c = tool("dot-register");
         c.args(["dev", "--root"])
             .arg(&self.root)
             .args(["--name", name, "--exe"])
             .arg(exe);
-        c.args(["--containment", containment]);
-        for i in inputs {
-            c.args(["--input", &format!("{i}:string:optional")]);
-        }
+        c.args(["--containment", containment]).args(extra);
         ok(c.output().unwrap(), "dot-register dev");
     }
 
