@@ -9,13 +9,24 @@ TARGET  ?= $(shell rustc -vV | sed -n 's/^host: //p')
 RUSTFLAGS_STATIC := -C target-feature=+crt-static
 CARGO_T := RUSTFLAGS='$(RUSTFLAGS_STATIC)' $(CARGO)
 
+# Install layout (GNU conventions). `make install PREFIX=/usr DESTDIR="$PKGDIR"` for a package.
+# PROFILE picks the build that is installed (release: built first by `make build`; the install test
+# passes PROFILE=debug and BUILT=<its binaries> so it installs what `make test` already built).
 PREFIX  ?= /usr/local
 BINDIR  ?= $(PREFIX)/bin
+MANDIR  ?= $(PREFIX)/share/man
+DOCDIR  ?= $(PREFIX)/share/doc/dot
 DESTDIR ?=
+PROFILE ?= release
+BUILT   ?= target/$(TARGET)/$(PROFILE)
+INSTALL ?= install
 
 REL     := target/$(TARGET)/release
 DBG     := target/$(TARGET)/debug
 TOOLS   := dot-verify dot-register dot-launch dot-sandbox dot-reap dot-discard dot-journal-fmt dot-canary
+MAN1    := $(TOOLS:%=man/%.1)
+MAN7    := man/dot.7
+DOCS    := README.md $(wildcard docs/*.md)
 
 DEMO_ROOT := demo/root
 DEMO_OUT  := demo/out
@@ -54,12 +65,22 @@ check:
 bench:
 	@echo "make bench: not yet (the benchmark issue delivers it)"
 
-install: build
-	install -d $(DESTDIR)$(BINDIR)
-	for t in $(TOOLS); do install -m 0755 $(REL)/$$t $(DESTDIR)$(BINDIR)/$$t; done
+# Every dot-* binary in BINDIR (dot-sandbox and dot-canary beside dot-launch: they are found next to
+# it, never through PATH), section 1 and 7 man pages in MANDIR, the docs in DOCDIR. `uninstall`
+# removes exactly these files, and DOCDIR, which is dot's own; shared directories stay.
+install: $(if $(filter release,$(PROFILE)),build)
+	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(DOCDIR)
+	for t in $(TOOLS); do $(INSTALL) -m 0755 $(BUILT)/$$t $(DESTDIR)$(BINDIR)/$$t || exit 1; done
+	$(INSTALL) -m 0644 $(MAN1) $(DESTDIR)$(MANDIR)/man1/
+	$(INSTALL) -m 0644 $(MAN7) $(DESTDIR)$(MANDIR)/man7/
+	$(INSTALL) -m 0644 $(DOCS) $(DESTDIR)$(DOCDIR)/
 
 uninstall:
 	for t in $(TOOLS); do rm -f $(DESTDIR)$(BINDIR)/$$t; done
+	for m in $(notdir $(MAN1)); do rm -f $(DESTDIR)$(MANDIR)/man1/$$m; done
+	for m in $(notdir $(MAN7)); do rm -f $(DESTDIR)$(MANDIR)/man7/$$m; done
+	for d in $(notdir $(DOCS)); do rm -f $(DESTDIR)$(DOCDIR)/$$d; done
+	rmdir $(DESTDIR)$(DOCDIR) 2>/dev/null || true
 
 clean:
 	$(CARGO) clean

@@ -122,8 +122,11 @@ impl ToErrorObject for DiscardError {
     fn to_error_object(&self) -> ErrorObject {
         let obj = ErrorObject::new(self.kind(), self.to_string());
         match self {
-            DiscardError::NoTxn { path }
-            | DiscardError::UnsafeTxn { path, .. }
+            DiscardError::NoTxn { path } => obj.path(path).next(format!(
+                "dot-register init --root {}",
+                path.parent().unwrap_or(path).display()
+            )),
+            DiscardError::UnsafeTxn { path, .. }
             | DiscardError::OpenTxn { path, .. }
             | DiscardError::ListTxn { path, .. }
             | DiscardError::SyncTxn { path, .. } => obj.path(path),

@@ -103,9 +103,12 @@ impl ToErrorObject for FmtError {
         let obj = ErrorObject::new(self.kind(), self.to_string());
         match self {
             FmtError::Usage(_) => obj.next("dot-journal-fmt --help"),
+            FmtError::NoTxn { path } => obj.path(path).next(format!(
+                "dot-register init --root {}",
+                path.parent().unwrap_or(path).display()
+            )),
             FmtError::NoJournal { path }
             | FmtError::NotAJournal { path, .. }
-            | FmtError::NoTxn { path }
             | FmtError::Read { path, .. }
             | FmtError::ListTxn { path, .. } => obj.path(path),
         }

@@ -172,6 +172,17 @@ impl ToErrorObject for LaunchError {
             | LaunchError::ConsentMismatch { next, .. } => {
                 base.field("containment").next(next.clone())
             }
+            LaunchError::Usage(_) => base.next("dot-launch --help"),
+            LaunchError::ProcessUnsupported { .. } => base
+                .field("containment")
+                .value("process")
+                .next("dot-sandbox probe"),
+            LaunchError::NoSuchRun { txid, path } => {
+                let root = path.parent().unwrap_or(path);
+                base.value(txid.clone())
+                    .path(path)
+                    .next(format!("dot-journal-fmt --root {}", root.display()))
+            }
             LaunchError::SandboxUnusable { path, .. } => base.path(path),
             LaunchError::InputUndeclared { key }
             | LaunchError::InputMissing { key }
@@ -185,7 +196,14 @@ impl ToErrorObject for LaunchError {
             LaunchError::ProtocolUnsupported { req, .. } => {
                 base.field("protocol").value(req.clone())
             }
-            LaunchError::Target { path, .. } | LaunchError::Io { path, .. } => base.path(path),
+            LaunchError::Target { path, .. } => {
+                let base = base.field("target").path(path);
+                match std::fs::symlink_metadata(path) {
+                    Err(_) => base.next(format!("mkdir -p {}", path.display())),
+                    Ok(_) => base,
+                }
+            }
+            LaunchError::Io { path, .. } => base.path(path),
             LaunchError::Plugin { run, .. } => ErrorObject {
                 run: Some(run.clone()),
                 ..base

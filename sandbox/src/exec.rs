@@ -134,9 +134,18 @@ impl ToErrorObject for ExecError {
             ExecError::BadLimit { field, value } => obj.field(*field).value(value.to_string()),
             ExecError::NotStaticElf(_) | ExecError::PluginFd(_) => obj.path(PLUGIN_PATH),
             ExecError::ReportFd { fd, .. } => obj.field("report-fd").value(fd.to_string()),
-            ExecError::LandlockUnsupported { .. } | ExecError::UnsupportedPlatform => {
-                obj.next("dot-sandbox probe")
-            }
+            ExecError::LandlockUnsupported { abi } => obj
+                .field("landlock_abi")
+                .value(abi.to_string())
+                .next("dot-sandbox probe"),
+            ExecError::UnsupportedPlatform => obj.next("dot-sandbox probe"),
+            ExecError::LandlockNotEnforced { status } => obj
+                .field("landlock_status")
+                .value(status.clone())
+                .next("dot-sandbox probe"),
+            ExecError::ParentGone { ppid } => obj.field("ppid").value(ppid.to_string()),
+            ExecError::Rlimit { resource, .. } => obj.field("rlimits").value(*resource),
+            ExecError::Capabilities { step, .. } => obj.field("capabilities").value(*step),
             _ => obj,
         }
     }

@@ -286,8 +286,12 @@ impl ToErrorObject for ProveError {
             ProveError::Canary { path, .. } => obj.path(path).next(
                 "RUSTFLAGS='-C target-feature=+crt-static' cargo build -p canary --target x86_64-unknown-linux-gnu",
             ),
-            ProveError::UnknownProbe(name) => obj.field("only").value(name.clone()),
-            _ => obj,
+            ProveError::UnknownProbe(name) => obj
+                .field("only")
+                .value(name.clone())
+                .next("dot-sandbox probe --prove"),
+            ProveError::Runner(_) => obj.path("/proc/self/exe"),
+            ProveError::Harness { name, .. } => obj.field("only").value(name.clone()),
         }
     }
 }
