@@ -145,3 +145,37 @@ pub fn failure(out: &Output, code: i32) -> ErrorObject {
     assert!(out.stdout.is_empty(), "nothing on stdout on failure");
     testkit::decode_error(&out.stderr)
 }
+
+/// The repository's top directory (README.md, Makefile, man/, docs/).
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the tests crate lives in the workspace")
+        .to_path_buf()
+}
+
+/// The directory holding the workspace's binaries (`dot-*`, `hello`).
+pub fn bin_dir() -> PathBuf {
+    workspace_bin("dot-launch")
+        .parent()
+        .expect("a binary lives in a directory")
+        .to_path_buf()
+}
+
+/// Asserts an external program the suite needs is installed (`.ci/run` installs it): a missing one
+/// fails the test, never skips it.
+pub fn require_program(name: &str, package: &str) {
+    let found = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join(name).is_file()))
+        .unwrap_or(false);
+    assert!(
+        found,
+        "{name} is not installed: `.ci/run` installs it (apt-get install {package})"
+    );
+}
+
+/// The text of a file in the repository.
+pub fn repo_file(rel: &str) -> String {
+    let p = repo_root().join(rel);
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}

@@ -1,0 +1,155 @@
+//! `make install` into a temporary DESTDIR: the layout, a process-containment launch by the
+//! installed tools with no PATH to find anything through, and `make uninstall` leaving no file.
+
+mod common;
+
+use common::{bin_dir, failure, repo_file, repo_root, require_program, result};
+use proto::Containment;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use testkit::TempDir;
+
+/// The binaries the Makefile installs (its `TOOLS` line).
+fn makefile_tools() -> Vec<String> {
+    let makefile = repo_file("Makefile");
+    let line = makefile
+        .lines()
+        .find(|l| l.starts_with("TOOLS "))
+        .expect("Makefile has a TOOLS line");
+    let tools: Vec<String> = line
+        .split_once(":=")
+        .expect("TOOLS := …")
+        .1
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect();
+    assert!(tools.contains(&"dot-sandbox".to_owned()) && tools.contains(&"dot-canary".to_owned()));
+    tools
+}
+
+fn make(target: &str, destdir: &Path) {
+    let out = Command::new("make")
+        .arg("-C")
+        .arg(repo_root())
+        .arg("--no-print-directory")
+        .arg(target)
+        .arg("PREFIX=/usr")
+        .arg(format!("DESTDIR={}", destdir.display()))
+        .arg("PROFILE=debug")
+        .arg(format!("BUILT={}", bin_dir().display()))
+        .env_remove("MAKEFLAGS")
+        .env_remove("MFLAGS")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "make {target} failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Every non-directory under `dir`, relative to it.
+fn files_under(dir: &Path) -> BTreeSet<PathBuf> {
+    let mut found = BTreeSet::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            if e.file_type().unwrap().is_dir() {
+                stack.push(e.path());
+            } else {
+                found.insert(e.path().strip_prefix(dir).unwrap().to_path_buf());
+            }
+        }
+    }
+    found
+}
+
+/// The installed tool `name`, run with an empty environment but for a PATH that holds nothing.
+fn installed(bindir: &Path, name: &str) -> Command {
+    let mut c = Command::new(bindir.join(name));
+    c.env_clear().env("PATH", "/nonexistent");
+    c
+}
+
+#[test]
+fn install_layout_launch_from_the_installed_tree_and_uninstall_leaves_no_file() {
+    require_program("make", "make");
+    let tmp = TempDir::new();
+    let destdir = tmp.join("pkg");
+    make("install", &destdir);
+
+    // The layout: every tool in BINDIR, a page per tool in man1, dot.7, the docs.
+    let usr = destdir.join("usr");
+    let bindir = usr.join("bin");
+    let mut expected = BTreeSet::new();
+    for t in makefile_tools() {
+        expected.insert(PathBuf::from(format!("usr/bin/{t}")));
+        expected.insert(PathBuf::from(format!("usr/share/man/man1/{t}.1")));
+    }
+    expected.insert(PathBuf::from("usr/share/man/man7/dot.7"));
+    expected.insert(PathBuf::from("usr/share/doc/dot/README.md"));
+    for doc in std::fs::read_dir(repo_root().join("docs")).unwrap() {
+        let name = doc.unwrap().file_name();
+        expected.insert(Path::new("usr/share/doc/dot").join(name));
+    }
+    assert_eq!(files_under(&destdir), expected);
+    for t in makefile_tools() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(bindir.join(&t)).unwrap().permissions().mode();
+        assert_eq!(mode & 0o7777, 0o755, "{t}");
+    }
+
+    // The installed tools run a process-contained plugin; nothing can come from PATH.
+    let root = tmp.join("root");
+    let target = tmp.join("out");
+    std::fs::create_dir(&target).unwrap();
+    let out = installed(&bindir, "dot-register")
+        .args(["init", "--dev", "--root"])
+        .arg(&root)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let out = installed(&bindir, "dot-register")
+        .args(["dev", "--root"])
+        .arg(&root)
+        .args(["--name", "hello", "--containment", "process", "--exe"])
+        .arg(bin_dir().join("hello"))
+        .args(["--input", "name:string:optional"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let launch = |path: &Path| {
+        installed(&bindir, "dot-launch")
+            .env("PATH", path)
+            .arg("--root")
+            .arg(&root)
+            .args(["hello", "--require-process-sandbox", "--input", "name=pkg"])
+            .arg("--target")
+            .arg(&target)
+            .output()
+            .unwrap()
+    };
+    let r = result(&launch(Path::new("/nonexistent")));
+    assert_eq!(r.containment, Containment::Process);
+    assert!(r.enforced.is_some(), "the installed runner confirmed what it enforced");
+    assert_eq!(
+        std::fs::read_to_string(target.join("hello.txt")).unwrap(),
+        "hello, pkg\n"
+    );
+    // Without the installed sibling, a dot-sandbox on PATH is not used: the launch refuses.
+    std::fs::remove_file(bindir.join("dot-sandbox")).unwrap();
+    let e = failure(&launch(&bin_dir()), 1);
+    assert_eq!(e.error, "sandbox-unusable");
+    assert_eq!(e.path.as_deref(), Some(bindir.join("dot-sandbox").to_str().unwrap()));
+
+    make("uninstall", &destdir);
+    assert_eq!(files_under(&destdir), BTreeSet::new(), "uninstall removes every file");
+    assert!(
+        !usr.join("share/doc/dot").exists(),
+        "DOCDIR is dot's own and goes"
+    );
+    assert!(bindir.is_dir(), "BINDIR is shared and stays");
+}
