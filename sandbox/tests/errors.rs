@@ -1,0 +1,185 @@
+//! Every error kind of `dot-sandbox`: caused through the command line where a test can cause it,
+//! and otherwise (the kernel refusing a confinement step on a working system) checked on the typed
+//! error: its kind, exit code and the fields of its error object.
+
+mod common;
+
+use proto::{ErrorObject, ExitCode, ToErrorObject};
+use sandbox::{ExecError, ProveError};
+use std::io;
+use std::process::Command;
+
+/// EPERM, the errno a refused step would carry.
+fn eperm() -> io::Error {
+    io::Error::from_raw_os_error(1)
+}
+
+fn stderr_error(out: &std::process::Output, code: i32) -> ErrorObject {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(out.stderr.trim_ascii_end()).expect("stderr is one error object")
+}
+
+/// `dot-sandbox exec` started by bash with the report descriptor 5 open (a file in `dir`) and
+/// nothing on descriptor 4, with `limits` as its arguments.
+fn exec_without_plugin(dir: &std::path::Path, limits: &[&str]) -> (std::process::Output, String) {
+    let report = dir.join("report");
+    let script = format!(
+        "exec 5>'{}'; exec '{}' exec --report-fd 5 {} /proc/self/fd/4",
+        report.display(),
+        common::runner_path().display(),
+        limits.join(" ")
+    );
+    let out = Command::new("bash")
+        .args(["-c", &script])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    (out, std::fs::read_to_string(report).unwrap_or_default())
+}
+
+const LIMITS: [&str; 8] = [
+    "--as-bytes",
+    "268435456",
+    "--cpu-seconds",
+    "1",
+    "--fsize-bytes",
+    "1048576",
+    "--nofile",
+    "64",
+];
+
+#[test]
+fn a_limit_below_its_minimum_is_bad_limit_exit_2() {
+    let dir = sandbox::prove::Scratch::new("bad-limit").expect("scratch");
+    let mut limits = LIMITS;
+    limits[7] = "15";
+    let (out, report) = exec_without_plugin(&dir.dir, &limits);
+    let e = stderr_error(&out, 2);
+    assert_eq!(e.error, "bad-limit");
+    assert_eq!(e.field.as_deref(), Some("nofile"));
+    assert_eq!(e.value.as_deref(), Some("15"));
+    assert!(report.contains("\"bad-limit\""), "reported on fd 5 too: {report}");
+}
+
+#[test]
+fn no_plugin_on_descriptor_4_is_bad_plugin_fd_exit_1() {
+    let dir = sandbox::prove::Scratch::new("no-fd4").expect("scratch");
+    let (out, report) = exec_without_plugin(&dir.dir, &LIMITS);
+    let e = stderr_error(&out, 1);
+    assert_eq!(e.error, "bad-plugin-fd");
+    assert_eq!(e.path.as_deref(), Some("/proc/self/fd/4"));
+    assert!(report.contains("\"bad-plugin-fd\""), "{report}");
+}
+
+#[test]
+fn prove_without_a_canary_beside_the_runner_is_canary_missing() {
+    let dir = sandbox::prove::Scratch::new("lonely").expect("scratch");
+    let lonely = dir.dir.join("dot-sandbox");
+    std::fs::copy(common::runner_path(), &lonely).unwrap();
+    let out = Command::new(&lonely)
+        .args(["probe", "--prove"])
+        .output()
+        .unwrap();
+    let e = stderr_error(&out, 1);
+    assert_eq!(e.error, "canary-missing");
+    assert_eq!(
+        e.path.as_deref(),
+        Some(dir.dir.join("dot-canary").to_str().unwrap())
+    );
+    assert!(e.next.is_some());
+}
+
+#[test]
+fn prove_with_an_unknown_probe_is_unknown_probe_with_the_name() {
+    let out = Command::new(common::runner_path())
+        .args(["probe", "--prove", "--only", "no-such-probe"])
+        .output()
+        .unwrap();
+    let e = stderr_error(&out, 2);
+    assert_eq!(e.error, "unknown-probe");
+    assert_eq!(e.field.as_deref(), Some("only"));
+    assert_eq!(e.value.as_deref(), Some("no-such-probe"));
+    assert_eq!(e.next.as_deref(), Some("dot-sandbox probe --prove"));
+}
+
+/// The confinement steps a working kernel does not refuse: each maps to its kind and exit code,
+/// and the error object says which step (and, where it helps, what to run next).
+#[test]
+fn kernel_refusals_of_a_confinement_step_map_to_their_kinds() {
+    let ruleset = landlock::Ruleset::default()
+        .create()
+        .expect_err("a ruleset that handles nothing is refused");
+    let cases: Vec<(ExecError, &str, ExitCode, Option<&str>, Option<&str>)> = vec![
+        (ExecError::ParentDeathSignal(eperm()), "parent-death-signal", ExitCode::System, None, None),
+        (ExecError::ParentGone { ppid: 1 }, "parent-gone", ExitCode::Refused, Some("ppid"), Some("1")),
+        (
+            ExecError::Rlimit { resource: "RLIMIT_AS", source: eperm() },
+            "rlimit",
+            ExitCode::System,
+            Some("rlimits"),
+            Some("RLIMIT_AS"),
+        ),
+        (
+            ExecError::Capabilities { step: "bounding set", source: eperm() },
+            "capabilities",
+            ExitCode::System,
+            Some("capabilities"),
+            Some("bounding set"),
+        ),
+        (ExecError::NoNewPrivs(eperm()), "no-new-privs", ExitCode::System, None, None),
+        (
+            ExecError::LandlockUnsupported { abi: 2 },
+            "landlock-unsupported",
+            ExitCode::Refused,
+            Some("landlock_abi"),
+            Some("2"),
+        ),
+        (ExecError::Landlock(ruleset), "landlock", ExitCode::System, None, None),
+        (ExecError::Stage(eperm()), "stage", ExitCode::System, None, None),
+        (
+            ExecError::LandlockNotEnforced { status: "not-enforced".into() },
+            "landlock-not-enforced",
+            ExitCode::Refused,
+            Some("landlock_status"),
+            Some("not-enforced"),
+        ),
+        (ExecError::SeccompPolicy("x".into()), "seccomp-policy", ExitCode::System, None, None),
+        (ExecError::SeccompInstall(eperm()), "seccomp-install", ExitCode::System, None, None),
+        (ExecError::Cloexec(eperm()), "cloexec", ExitCode::System, None, None),
+        (ExecError::Report(eperm()), "report", ExitCode::System, None, None),
+        (ExecError::Exec(eperm()), "exec", ExitCode::System, None, None),
+        (ExecError::UnsupportedPlatform, "unsupported-platform", ExitCode::Refused, None, None),
+    ];
+    for (err, kind, code, field, value) in cases {
+        let obj = err.to_error_object();
+        assert_eq!((err.kind(), err.exit_code()), (kind, code), "{err}");
+        assert_eq!(obj.error, kind);
+        assert_eq!(obj.message, err.to_string());
+        assert_eq!(obj.field.as_deref(), field, "{kind}");
+        assert_eq!(obj.value.as_deref(), value, "{kind}");
+        let probe_helps = matches!(
+            kind,
+            "landlock-unsupported" | "landlock-not-enforced" | "unsupported-platform"
+        );
+        assert_eq!(obj.next.as_deref(), probe_helps.then_some("dot-sandbox probe"), "{kind}");
+    }
+}
+
+#[test]
+fn prove_harness_failures_map_to_their_kinds() {
+    let runner = ProveError::Runner(eperm());
+    assert_eq!((runner.kind(), runner.exit_code()), ("runner-missing", ExitCode::Refused));
+    assert_eq!(runner.to_error_object().path.as_deref(), Some("/proc/self/exe"));
+    let harness = ProveError::Harness {
+        name: "fork".into(),
+        source: eperm(),
+    };
+    assert_eq!((harness.kind(), harness.exit_code()), ("harness", ExitCode::System));
+    let obj = harness.to_error_object();
+    assert_eq!((obj.field.as_deref(), obj.value.as_deref()), (Some("only"), Some("fork")));
+}
