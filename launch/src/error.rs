@@ -83,12 +83,6 @@ pub enum LaunchError {
     },
     #[error(transparent)]
     Reap(#[from] reap::ReapError),
-    #[error("recover left {conflicts} run(s) retained: {first}")]
-    RecoverConflict {
-        conflicts: usize,
-        first: String,
-        next: String,
-    },
     #[error("run {txid} was not found under {path}")]
     NoSuchRun { txid: String, path: PathBuf },
 }
@@ -128,7 +122,6 @@ impl ToErrorObject for LaunchError {
             LaunchError::NoSuchRun { .. } => "no-such-run",
             LaunchError::Retained { .. } => "run-retained",
             LaunchError::Reap(e) => e.kind(),
-            LaunchError::RecoverConflict { .. } => "recover-conflict",
         }
     }
 
@@ -153,9 +146,7 @@ impl ToErrorObject for LaunchError {
             | LaunchError::ProtocolUnsupported { .. }
             | LaunchError::SandboxRefused { .. } => ExitCode::Refused,
             LaunchError::Plugin { .. } => ExitCode::PluginFailed,
-            LaunchError::Retained { .. } | LaunchError::RecoverConflict { .. } => {
-                ExitCode::Retained
-            }
+            LaunchError::Retained { .. } => ExitCode::Retained,
             LaunchError::Reap(e) => e.exit_code(),
             LaunchError::Io { .. } => ExitCode::System,
         }
@@ -167,7 +158,6 @@ impl ToErrorObject for LaunchError {
             LaunchError::Verify(e) => e.to_error_object(),
             LaunchError::Reap(e) => e.to_error_object(),
             LaunchError::Retained { txid, next, .. } => base.value(txid.clone()).next(next.clone()),
-            LaunchError::RecoverConflict { next, .. } => base.next(next.clone()),
             LaunchError::ConsentMissing { next, .. }
             | LaunchError::ConsentMismatch { next, .. } => {
                 base.field("containment").next(next.clone())

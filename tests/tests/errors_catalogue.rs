@@ -364,6 +364,7 @@ fn every_kind_is_asserted_by_a_test() {
                 && lines[i.saturating_sub(5)..(i + 6).min(lines.len())]
                     .iter()
                     .any(|c| {
+                        let c = c.to_lowercase();
                         ["assert", "refused", "failure(", "error", "kind"]
                             .iter()
                             .any(|w| c.contains(w))

@@ -24,7 +24,7 @@ fn respond_ok(body: &str) -> ExitCode {
 }
 
 /// Children re-executed from /proc/self/exe: `child-wait FIFO MARKER [setsid]` blocks on the FIFO the
-/// test holds, then writes MARKER; `child-exit` exits at once.
+/// test holds, then writes MARKER; `child-exit` exits at once. `exec …` stands in for dot-sandbox.
 fn child(args: &[String]) -> ExitCode {
     match args.first().map(String::as_str) {
         Some("child-wait") => {
@@ -40,6 +40,27 @@ fn child(args: &[String]) -> ExitCode {
             }
             let _ = std::fs::write(marker, b"escaped");
             ExitCode::SUCCESS
+        }
+        // Standing in for dot-sandbox (`exec --report-fd N …`): reports a refusal on descriptor N
+        // and runs nothing.
+        Some("exec") => {
+            let fd = args
+                .iter()
+                .skip_while(|a| *a != "--report-fd")
+                .nth(1)
+                .cloned()
+                .unwrap_or_default();
+            let report = r#"{"error":{"error":"landlock-not-enforced","message":"a stand-in runner refused"}}"#;
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .open(format!("/proc/self/fd/{fd}"))
+            {
+                Ok(mut f) => {
+                    let _ = writeln!(f, "{report}");
+                    ExitCode::from(1)
+                }
+                Err(_) => ExitCode::from(2),
+            }
         }
         _ => ExitCode::SUCCESS,
     }
