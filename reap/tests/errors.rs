@@ -1,5 +1,6 @@
 //! The error kinds of `dot-reap` a test cannot cause on purpose (a process the kernel will not let
 //! die), checked on the typed error: kind, exit code, fields and the command to run next.
+#![allow(clippy::unwrap_used)]
 
 use proto::{ExitCode, ToErrorObject};
 use reap::ReapError;
@@ -11,7 +12,10 @@ fn survivors_are_reap_survivors_exit_5_with_the_command_to_try_again() {
         samples: 200,
         survivors: vec![4243],
     };
-    assert_eq!((e.kind(), e.exit_code()), ("reap-survivors", ExitCode::System));
+    assert_eq!(
+        (e.kind(), e.exit_code()),
+        ("reap-survivors", ExitCode::System)
+    );
     let obj = e.to_error_object();
     assert_eq!(obj.error, "reap-survivors");
     assert_eq!(obj.field.as_deref(), Some("survivors"));

@@ -1,6 +1,7 @@
 //! Every error kind of `dot-sandbox`: caused through the command line where a test can cause it,
 //! and otherwise (the kernel refusing a confinement step on a working system) checked on the typed
 //! error: its kind, exit code and the fields of its error object.
+#![allow(clippy::unwrap_used)]
 
 mod common;
 
@@ -63,7 +64,10 @@ fn a_limit_below_its_minimum_is_bad_limit_exit_2() {
     assert_eq!(e.error, "bad-limit");
     assert_eq!(e.field.as_deref(), Some("nofile"));
     assert_eq!(e.value.as_deref(), Some("15"));
-    assert!(report.contains("\"bad-limit\""), "reported on fd 5 too: {report}");
+    assert!(
+        report.contains("\"bad-limit\""),
+        "reported on fd 5 too: {report}"
+    );
 }
 
 #[test]
@@ -107,6 +111,15 @@ fn prove_with_an_unknown_probe_is_unknown_probe_with_the_name() {
     assert_eq!(e.next.as_deref(), Some("dot-sandbox probe --prove"));
 }
 
+/// An error, and the kind, exit code, `field` and `value` it must map to.
+type Case = (
+    ExecError,
+    &'static str,
+    ExitCode,
+    Option<&'static str>,
+    Option<&'static str>,
+);
+
 /// The confinement steps a working kernel does not refuse: each maps to its kind and exit code,
 /// and the error object says which step (and, where it helps, what to run next).
 #[test]
@@ -114,24 +127,48 @@ fn kernel_refusals_of_a_confinement_step_map_to_their_kinds() {
     let ruleset = landlock::Ruleset::default()
         .create()
         .expect_err("a ruleset that handles nothing is refused");
-    let cases: Vec<(ExecError, &str, ExitCode, Option<&str>, Option<&str>)> = vec![
-        (ExecError::ParentDeathSignal(eperm()), "parent-death-signal", ExitCode::System, None, None),
-        (ExecError::ParentGone { ppid: 1 }, "parent-gone", ExitCode::Refused, Some("ppid"), Some("1")),
+    let cases: Vec<Case> = vec![
         (
-            ExecError::Rlimit { resource: "RLIMIT_AS", source: eperm() },
+            ExecError::ParentDeathSignal(eperm()),
+            "parent-death-signal",
+            ExitCode::System,
+            None,
+            None,
+        ),
+        (
+            ExecError::ParentGone { ppid: 1 },
+            "parent-gone",
+            ExitCode::Refused,
+            Some("ppid"),
+            Some("1"),
+        ),
+        (
+            ExecError::Rlimit {
+                resource: "RLIMIT_AS",
+                source: eperm(),
+            },
             "rlimit",
             ExitCode::System,
             Some("rlimits"),
             Some("RLIMIT_AS"),
         ),
         (
-            ExecError::Capabilities { step: "bounding set", source: eperm() },
+            ExecError::Capabilities {
+                step: "bounding set",
+                source: eperm(),
+            },
             "capabilities",
             ExitCode::System,
             Some("capabilities"),
             Some("bounding set"),
         ),
-        (ExecError::NoNewPrivs(eperm()), "no-new-privs", ExitCode::System, None, None),
+        (
+            ExecError::NoNewPrivs(eperm()),
+            "no-new-privs",
+            ExitCode::System,
+            None,
+            None,
+        ),
         (
             ExecError::LandlockUnsupported { abi: 2 },
             "landlock-unsupported",
@@ -139,21 +176,71 @@ fn kernel_refusals_of_a_confinement_step_map_to_their_kinds() {
             Some("landlock_abi"),
             Some("2"),
         ),
-        (ExecError::Landlock(ruleset), "landlock", ExitCode::System, None, None),
-        (ExecError::Stage(eperm()), "stage", ExitCode::System, None, None),
         (
-            ExecError::LandlockNotEnforced { status: "not-enforced".into() },
+            ExecError::Landlock(ruleset),
+            "landlock",
+            ExitCode::System,
+            None,
+            None,
+        ),
+        (
+            ExecError::Stage(eperm()),
+            "stage",
+            ExitCode::System,
+            None,
+            None,
+        ),
+        (
+            ExecError::LandlockNotEnforced {
+                status: "not-enforced".into(),
+            },
             "landlock-not-enforced",
             ExitCode::Refused,
             Some("landlock_status"),
             Some("not-enforced"),
         ),
-        (ExecError::SeccompPolicy("x".into()), "seccomp-policy", ExitCode::System, None, None),
-        (ExecError::SeccompInstall(eperm()), "seccomp-install", ExitCode::System, None, None),
-        (ExecError::Cloexec(eperm()), "cloexec", ExitCode::System, None, None),
-        (ExecError::Report(eperm()), "report", ExitCode::System, None, None),
-        (ExecError::Exec(eperm()), "exec", ExitCode::System, None, None),
-        (ExecError::UnsupportedPlatform, "unsupported-platform", ExitCode::Refused, None, None),
+        (
+            ExecError::SeccompPolicy("x".into()),
+            "seccomp-policy",
+            ExitCode::System,
+            None,
+            None,
+        ),
+        (
+            ExecError::SeccompInstall(eperm()),
+            "seccomp-install",
+            ExitCode::System,
+            None,
+            None,
+        ),
+        (
+            ExecError::Cloexec(eperm()),
+            "cloexec",
+            ExitCode::System,
+            None,
+            None,
+        ),
+        (
+            ExecError::Report(eperm()),
+            "report",
+            ExitCode::System,
+            None,
+            None,
+        ),
+        (
+            ExecError::Exec(eperm()),
+            "exec",
+            ExitCode::System,
+            None,
+            None,
+        ),
+        (
+            ExecError::UnsupportedPlatform,
+            "unsupported-platform",
+            ExitCode::Refused,
+            None,
+            None,
+        ),
     ];
     for (err, kind, code, field, value) in cases {
         let obj = err.to_error_object();
@@ -166,20 +253,36 @@ fn kernel_refusals_of_a_confinement_step_map_to_their_kinds() {
             kind,
             "landlock-unsupported" | "landlock-not-enforced" | "unsupported-platform"
         );
-        assert_eq!(obj.next.as_deref(), probe_helps.then_some("dot-sandbox probe"), "{kind}");
+        assert_eq!(
+            obj.next.as_deref(),
+            probe_helps.then_some("dot-sandbox probe"),
+            "{kind}"
+        );
     }
 }
 
 #[test]
 fn prove_harness_failures_map_to_their_kinds() {
     let runner = ProveError::Runner(eperm());
-    assert_eq!((runner.kind(), runner.exit_code()), ("runner-missing", ExitCode::Refused));
-    assert_eq!(runner.to_error_object().path.as_deref(), Some("/proc/self/exe"));
+    assert_eq!(
+        (runner.kind(), runner.exit_code()),
+        ("runner-missing", ExitCode::Refused)
+    );
+    assert_eq!(
+        runner.to_error_object().path.as_deref(),
+        Some("/proc/self/exe")
+    );
     let harness = ProveError::Harness {
         name: "fork".into(),
         source: eperm(),
     };
-    assert_eq!((harness.kind(), harness.exit_code()), ("harness", ExitCode::System));
+    assert_eq!(
+        (harness.kind(), harness.exit_code()),
+        ("harness", ExitCode::System)
+    );
     let obj = harness.to_error_object();
-    assert_eq!((obj.field.as_deref(), obj.value.as_deref()), (Some("only"), Some("fork")));
+    assert_eq!(
+        (obj.field.as_deref(), obj.value.as_deref()),
+        (Some("only"), Some("fork"))
+    );
 }

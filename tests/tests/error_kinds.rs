@@ -1,6 +1,7 @@
 //! Error kinds of `dot-launch` the other suites do not cause, each caused through the command line
 //! (exit code, kind, and the fields and `next` command of its error object), and the one that
 //! needs a failure between PREPARED and COMMITTED checked on the typed error.
+#![allow(clippy::unwrap_used)]
 
 mod common;
 
@@ -51,7 +52,11 @@ fn an_unreadable_or_invalid_request_is_request_invalid() {
     assert_eq!(e.path.as_deref(), missing.to_str());
 
     let other = env.dir.join("other.json");
-    std::fs::write(&other, br#"{"protocol":"1.0","plugin":"hello","inputs":{}}"#).unwrap();
+    std::fs::write(
+        &other,
+        br#"{"protocol":"1.0","plugin":"hello","inputs":{}}"#,
+    )
+    .unwrap();
     let e = failure(
         &env.fixture("ok", &[], &["--request", other.to_str().unwrap()]),
         2,
@@ -176,13 +181,19 @@ fn a_runner_that_reports_nothing_is_sandbox_no_report_and_nothing_is_committed()
     let e = failure(&launch_with_runner(&env, &bin_dir().join("hello")), 3);
     assert_eq!(e.error, "sandbox-no-report");
     assert!(e.run.is_some_and(|r| r.enforced.is_none()));
-    assert!(env.target_files().is_empty(), "its output was not committed");
+    assert!(
+        env.target_files().is_empty(),
+        "its output was not committed"
+    );
 }
 
 #[test]
 fn a_runner_that_refuses_is_sandbox_refused_with_its_kind() {
     let env = Env::new();
-    let e = failure(&launch_with_runner(&env, &bin_dir().join("fixture-plugin")), 1);
+    let e = failure(
+        &launch_with_runner(&env, &bin_dir().join("fixture-plugin")),
+        1,
+    );
     assert_eq!(e.error, "sandbox-refused");
     assert_eq!(e.value.as_deref(), Some("landlock-not-enforced"));
     assert!(env.target_files().is_empty());
@@ -198,10 +209,16 @@ fn a_failure_after_prepared_is_run_retained_with_the_recover_command() {
         why: "renaming hello.txt: EIO".into(),
         next: "dot-launch recover --root /srv/dot 0123456789abcdef0123456789abcdef".into(),
     };
-    assert_eq!((e.kind(), e.exit_code()), ("run-retained", ExitCode::Retained));
+    assert_eq!(
+        (e.kind(), e.exit_code()),
+        ("run-retained", ExitCode::Retained)
+    );
     let obj = e.to_error_object();
     assert_eq!(obj.error, "run-retained");
-    assert_eq!(obj.value.as_deref(), Some("0123456789abcdef0123456789abcdef"));
+    assert_eq!(
+        obj.value.as_deref(),
+        Some("0123456789abcdef0123456789abcdef")
+    );
     assert_eq!(
         obj.next.as_deref(),
         Some("dot-launch recover --root /srv/dot 0123456789abcdef0123456789abcdef")

@@ -2,6 +2,7 @@
 //! `exit_code()` mapping of the tools' sources and checks the catalogue against them: one row per
 //! kind with the same exit code, no row for a kind the code does not have, and a test somewhere
 //! that asserts the kind.
+#![allow(clippy::unwrap_used)]
 
 mod common;
 
@@ -65,9 +66,8 @@ fn mask(src: &str) -> Vec<u8> {
             i += 1;
             while i < b.len() && b[i] != b'"' {
                 let step = if b[i] == b'\\' { 2 } else { 1 };
-                for k in i..(i + step).min(b.len()) {
-                    m[k] = b' ';
-                }
+                let end = (i + step).min(b.len());
+                m[i..end].fill(b' ');
                 i += step;
             }
             i += 1;
@@ -149,7 +149,11 @@ fn arms(src: &str, m: &[u8], body: (usize, usize)) -> Vec<Arm> {
             }
             k
         };
-        let rhs = src[j..rhs_end].trim().trim_matches(['{', '}']).trim().to_owned();
+        let rhs = src[j..rhs_end]
+            .trim()
+            .trim_matches(['{', '}'])
+            .trim()
+            .to_owned();
         let variants = if pattern.trim() == "_" {
             vec!["_".to_owned()]
         } else {
@@ -218,7 +222,11 @@ fn source_kinds() -> BTreeMap<String, (u8, String)> {
         for file in rs_files(&repo_root().join(krate).join("src")) {
             let src = std::fs::read_to_string(&file).unwrap();
             let m = mask(&src);
-            let at = file.strip_prefix(repo_root()).unwrap().display().to_string();
+            let at = file
+                .strip_prefix(repo_root())
+                .unwrap()
+                .display()
+                .to_string();
             let mut from = 0;
             while let Some(i) = find(&m, from, m.len(), "impl ToErrorObject for ") {
                 let open = find(&m, i, m.len(), "{").unwrap();
@@ -291,7 +299,10 @@ fn source_kinds() -> BTreeMap<String, (u8, String)> {
             plugin_kinds.insert(literal(part).expect("a literal limit kind"));
         }
     }
-    assert!(plugin_kinds.len() >= 8, "plugin failure kinds found: {plugin_kinds:?}");
+    assert!(
+        plugin_kinds.len() >= 8,
+        "plugin failure kinds found: {plugin_kinds:?}"
+    );
     for k in plugin_kinds {
         add(k, code, "launch/src (plugin failures)".into());
     }
@@ -330,7 +341,10 @@ fn the_catalogue_has_one_row_per_kind_with_its_exit_code() {
     let rows = catalogue();
     let mut seen = BTreeSet::new();
     for (kind, exit) in &rows {
-        assert!(seen.insert(kind.clone()), "docs/errors.md: {kind} has two rows");
+        assert!(
+            seen.insert(kind.clone()),
+            "docs/errors.md: {kind} has two rows"
+        );
         match kinds.get(kind) {
             Some((code, at)) => assert_eq!(
                 exit, code,
@@ -340,7 +354,10 @@ fn the_catalogue_has_one_row_per_kind_with_its_exit_code() {
         }
     }
     let missing: Vec<&String> = kinds.keys().filter(|k| !seen.contains(*k)).collect();
-    assert!(missing.is_empty(), "docs/errors.md has no row for {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "docs/errors.md has no row for {missing:?}"
+    );
 }
 
 #[test]

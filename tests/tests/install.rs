@@ -1,5 +1,6 @@
 //! `make install` into a temporary DESTDIR: the layout, a process-containment launch by the
 //! installed tools with no PATH to find anything through, and `make uninstall` leaving no file.
+#![allow(clippy::unwrap_used)]
 
 mod common;
 
@@ -98,7 +99,10 @@ fn install_layout_launch_from_the_installed_tree_and_uninstall_leaves_no_file() 
     assert_eq!(files_under(&destdir), expected);
     for t in makefile_tools() {
         use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(bindir.join(&t)).unwrap().permissions().mode();
+        let mode = std::fs::metadata(bindir.join(&t))
+            .unwrap()
+            .permissions()
+            .mode();
         assert_eq!(mode & 0o7777, 0o755, "{t}");
     }
 
@@ -134,7 +138,10 @@ fn install_layout_launch_from_the_installed_tree_and_uninstall_leaves_no_file() 
     };
     let r = result(&launch(Path::new("/nonexistent")));
     assert_eq!(r.containment, Containment::Process);
-    assert!(r.enforced.is_some(), "the installed runner confirmed what it enforced");
+    assert!(
+        r.enforced.is_some(),
+        "the installed runner confirmed what it enforced"
+    );
     assert_eq!(
         std::fs::read_to_string(target.join("hello.txt")).unwrap(),
         "hello, pkg\n"
@@ -143,10 +150,17 @@ fn install_layout_launch_from_the_installed_tree_and_uninstall_leaves_no_file() 
     std::fs::remove_file(bindir.join("dot-sandbox")).unwrap();
     let e = failure(&launch(&bin_dir()), 1);
     assert_eq!(e.error, "sandbox-unusable");
-    assert_eq!(e.path.as_deref(), Some(bindir.join("dot-sandbox").to_str().unwrap()));
+    assert_eq!(
+        e.path.as_deref(),
+        Some(bindir.join("dot-sandbox").to_str().unwrap())
+    );
 
     make("uninstall", &destdir);
-    assert_eq!(files_under(&destdir), BTreeSet::new(), "uninstall removes every file");
+    assert_eq!(
+        files_under(&destdir),
+        BTreeSet::new(),
+        "uninstall removes every file"
+    );
     assert!(
         !usr.join("share/doc/dot").exists(),
         "DOCDIR is dot's own and goes"

@@ -1,5 +1,6 @@
 //! The man pages: one per installed tool in one shape, every option `--help` prints is documented,
 //! and `mandoc -T lint` and `groff -ww` render every page without a warning.
+#![allow(clippy::unwrap_used)]
 
 mod common;
 
@@ -57,7 +58,11 @@ fn sections(page: &str) -> Vec<String> {
 
 /// The options and subcommands `argv --help` lists: (`--name`s, subcommand names).
 fn help(argv: &[&str]) -> (Vec<String>, Vec<String>) {
-    let out = tool(argv[0]).args(&argv[1..]).arg("--help").output().unwrap();
+    let out = tool(argv[0])
+        .args(&argv[1..])
+        .arg("--help")
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0), "{argv:?} --help");
     let text = String::from_utf8(out.stdout).unwrap();
     let mut options = Vec::new();
@@ -87,10 +92,8 @@ fn help(argv: &[&str]) -> (Vec<String>, Vec<String>) {
 /// Every option of `argv` and of every subcommand under it, with the command that lists it.
 fn all_options(argv: Vec<&str>) -> Vec<(String, String)> {
     let (options, commands) = help(&argv);
-    let mut found: Vec<(String, String)> = options
-        .into_iter()
-        .map(|o| (argv.join(" "), o))
-        .collect();
+    let mut found: Vec<(String, String)> =
+        options.into_iter().map(|o| (argv.join(" "), o)).collect();
     for c in &commands {
         let mut sub = argv.clone();
         sub.push(c);
@@ -123,7 +126,10 @@ fn every_installed_tool_has_a_page_and_every_page_a_tool() {
 
 #[test]
 fn every_section_1_page_has_the_same_sections_in_the_same_order() {
-    for p in pages().iter().filter(|p| p.extension().is_some_and(|e| e == "1")) {
+    for p in pages()
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "1"))
+    {
         let name = p.file_name().unwrap().to_string_lossy().into_owned();
         let text = page_text(&name);
         assert_eq!(sections(&text), SECTIONS, "{name}");
@@ -188,7 +194,11 @@ fn every_page_renders_without_a_warning() {
     require_program("mandoc", "mandoc");
     require_program("groff", "groff-base");
     for p in pages() {
-        let lint = Command::new("mandoc").args(["-T", "lint"]).arg(&p).output().unwrap();
+        let lint = Command::new("mandoc")
+            .args(["-T", "lint"])
+            .arg(&p)
+            .output()
+            .unwrap();
         assert!(
             lint.status.success() && lint.stdout.is_empty() && lint.stderr.is_empty(),
             "mandoc -T lint {}: {}{}",

@@ -1,6 +1,7 @@
 //! Interoperability with the stock `minisign` CLI (Debian's package, installed by `.ci/run`): keys
 //! made by `minisign -G`, entries signed by `minisign -S` in the default prehashed format and in the
 //! legacy format (`-l`), registered, verified and launched; a wrong key and a changed entry refused.
+#![allow(clippy::unwrap_used)]
 
 mod common;
 
@@ -67,8 +68,14 @@ struct Publisher {
 /// A root trusting the `minisign -G` key `acme.pub`; `other.key` is a key it does not trust.
 fn publisher() -> Publisher {
     let dir = TempDir::new();
-    minisign(dir.path(), &["-G", "-W", "-p", "acme.pub", "-s", "acme.key"]);
-    minisign(dir.path(), &["-G", "-W", "-p", "other.pub", "-s", "other.key"]);
+    minisign(
+        dir.path(),
+        &["-G", "-W", "-p", "acme.pub", "-s", "acme.key"],
+    );
+    minisign(
+        dir.path(),
+        &["-G", "-W", "-p", "other.pub", "-s", "other.key"],
+    );
     let root = dir.join("root");
     let target = dir.join("out");
     std::fs::create_dir(&target).unwrap();
@@ -87,7 +94,10 @@ fn publisher() -> Publisher {
         .unwrap();
     let p: proto::Publisher = assert_ok(&out);
     let pub_text = std::fs::read_to_string(dir.join("acme.pub")).unwrap();
-    assert!(pub_text.contains(&p.keys[0].public_key), "the key minisign made");
+    assert!(
+        pub_text.contains(&p.keys[0].public_key),
+        "the key minisign made"
+    );
     Publisher { dir, root, target }
 }
 
@@ -132,12 +142,28 @@ fn prehashed_and_legacy_signatures_from_the_minisign_cli_register_verify_and_lau
     let p = publisher();
     let d = p.dir.path();
     let cases = [
-        ("hello", Containment::Audit, false, "--allow-audit-plugin", "ED"),
-        ("hello-legacy", Containment::Process, true, "--require-process-sandbox", "Ed"),
+        (
+            "hello",
+            Containment::Audit,
+            false,
+            "--allow-audit-plugin",
+            "ED",
+        ),
+        (
+            "hello-legacy",
+            Containment::Process,
+            true,
+            "--require-process-sandbox",
+            "Ed",
+        ),
     ];
     for (name, containment, legacy, consent, alg) in cases {
         let (entry, sig) = signed_entry(d, name, containment, "acme.key", legacy);
-        assert_eq!(algorithm(&sig), alg, "{name}: minisign wrote the format asked for");
+        assert_eq!(
+            algorithm(&sig),
+            alg,
+            "{name}: minisign wrote the format asked for"
+        );
 
         let out = tool("dot-verify")
             .arg("signature")
@@ -183,7 +209,11 @@ fn a_signature_by_an_untrusted_key_is_refused_everywhere() {
     assert_refused(&p.verify("hello"), 1, "signature-invalid");
     let e = failure(&p.launch("hello", "--allow-audit-plugin"), 1);
     assert_eq!(e.error, "signature-invalid");
-    assert_eq!(std::fs::read_dir(&p.target).unwrap().count(), 0, "nothing ran");
+    assert_eq!(
+        std::fs::read_dir(&p.target).unwrap().count(),
+        0,
+        "nothing ran"
+    );
 }
 
 #[test]

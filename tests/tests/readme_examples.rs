@@ -1,6 +1,7 @@
 //! Runs every example the README marks with `<!-- example: NAME -->` verbatim (`bash -euo
 //! pipefail`, `$B` the binaries, `$R` the root, a fresh working directory), and checks its exit code
 //! and output, so the README cannot drift from the tools.
+#![allow(clippy::unwrap_used)]
 
 mod common;
 
@@ -30,7 +31,11 @@ fn examples() -> Vec<(String, String)> {
         else {
             continue;
         };
-        assert_eq!(lines.next(), Some("```sh"), "example {name}: a ```sh block follows");
+        assert_eq!(
+            lines.next(),
+            Some("```sh"),
+            "example {name}: a ```sh block follows"
+        );
         let code: Vec<&str> = lines.by_ref().take_while(|l| *l != "```").collect();
         found.push((name.to_owned(), code.join("\n") + "\n"));
     }
@@ -95,8 +100,17 @@ fn prepare_root(dir: &Path, root: &Path) {
     let hello = bin_dir().join("hello");
     register(&["init", "--dev", "--root", r]);
     register(&[
-        "dev", "--root", r, "--name", "hello", "--containment", "audit", "--input",
-        "name:string:optional", "--exe", hello.to_str().unwrap(),
+        "dev",
+        "--root",
+        r,
+        "--name",
+        "hello",
+        "--containment",
+        "audit",
+        "--input",
+        "name:string:optional",
+        "--exe",
+        hello.to_str().unwrap(),
     ]);
     let other = dir.join("hello-other");
     let mut bytes = std::fs::read(&hello).unwrap();
@@ -104,7 +118,14 @@ fn prepare_root(dir: &Path, root: &Path) {
     std::fs::write(&other, &bytes).unwrap();
     std::fs::set_permissions(&other, std::fs::Permissions::from_mode(0o755)).unwrap();
     let added = register(&[
-        "dev", "--root", r, "--name", "broken", "--containment", "audit", "--exe",
+        "dev",
+        "--root",
+        r,
+        "--name",
+        "broken",
+        "--containment",
+        "audit",
+        "--exe",
         other.to_str().unwrap(),
     ]);
     let added: serde_json::Value = serde_json::from_slice(&added).unwrap();
@@ -145,7 +166,10 @@ fn every_readme_example_runs_verbatim() {
     let examples = examples();
     let names: BTreeSet<&str> = examples.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(names.len(), examples.len(), "example names are unique");
-    assert!(names.len() >= 5, "the README's examples were found: {names:?}");
+    assert!(
+        names.len() >= 5,
+        "the README's examples were found: {names:?}"
+    );
     for (name, code) in &examples {
         let expect = expectation(name);
         let dir = TempDir::new();
@@ -181,8 +205,14 @@ fn every_readme_example_runs_verbatim() {
             );
         }
         if name == "discard-after-review" {
-            assert!(!root.join("txn").join(ABANDONED).exists(), "the abandoned run is gone");
-            assert!(root.join("txn").join(PREPARED).exists(), "the prepared run is kept");
+            assert!(
+                !root.join("txn").join(ABANDONED).exists(),
+                "the abandoned run is gone"
+            );
+            assert!(
+                root.join("txn").join(PREPARED).exists(),
+                "the prepared run is kept"
+            );
         }
     }
 }
