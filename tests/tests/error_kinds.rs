@@ -67,15 +67,18 @@ fn an_unreadable_or_invalid_request_is_request_invalid() {
 #[test]
 fn a_missing_target_is_target_invalid_with_the_mkdir_that_fixes_it() {
     let env = Env::new();
+    let to = |target: &Path| {
+        let out = tool("dot-launch")
+            .arg("--root")
+            .arg(&env.root)
+            .args(["hello", "--allow-audit-plugin", "--target"])
+            .arg(target)
+            .output()
+            .unwrap();
+        failure(&out, 2)
+    };
     let missing = env.dir.join("no-such-dir");
-    let out = tool("dot-launch")
-        .arg("--root")
-        .arg(&env.root)
-        .args(["hello", "--allow-audit-plugin", "--target"])
-        .arg(&missing)
-        .output()
-        .unwrap();
-    let e = failure(&out, 2);
+    let e = to(&missing);
     assert_eq!(e.error, "target-invalid");
     assert_eq!(e.field.as_deref(), Some("target"));
     assert_eq!(
@@ -87,14 +90,7 @@ fn a_missing_target_is_target_invalid_with_the_mkdir_that_fixes_it() {
 
     let file = env.dir.join("a-file");
     std::fs::write(&file, b"").unwrap();
-    let out = tool("dot-launch")
-        .arg("--root")
-        .arg(&env.root)
-        .args(["hello", "--allow-audit-plugin", "--target"])
-        .arg(&file)
-        .output()
-        .unwrap();
-    let e = failure(&out, 2);
+    let e = to(&file);
     assert_eq!(e.error, "target-invalid");
     assert_eq!(e.next, None, "no single command fixes a file in the way");
 }
