@@ -189,6 +189,42 @@ fn every_option_that_help_lists_is_in_the_tools_page() {
     assert!(register.contains(&"dot-register publisher revoke --key".to_owned()));
 }
 
+/// `argv` and every subcommand chain under it, e.g. `dot-register publisher revoke`.
+fn command_chains(argv: Vec<&str>) -> Vec<String> {
+    let (_, commands) = help(&argv);
+    let mut found = vec![argv.join(" ")];
+    for c in &commands {
+        let mut sub = argv.clone();
+        sub.push(c);
+        found.extend(command_chains(sub));
+    }
+    found
+}
+
+#[test]
+fn every_subcommand_is_in_the_synopsis_of_its_page() {
+    for t in ARGH_TOOLS {
+        let page = page_text(&format!("{t}.1"));
+        let synopsis = page
+            .split(".SH SYNOPSIS")
+            .nth(1)
+            .and_then(|s| s.split(".SH ").next())
+            .expect("a SYNOPSIS section");
+        let words: Vec<&str> = synopsis
+            .lines()
+            .filter(|l| l.starts_with(".B "))
+            .map(|l| l.trim_start_matches(".B ").trim())
+            .collect();
+        for chain in command_chains(vec![t]) {
+            let leaf = chain.split(' ').count() > 1;
+            assert!(
+                !leaf || words.iter().any(|w| w.starts_with(&chain)),
+                "man/{t}.1's SYNOPSIS has no `{chain}`"
+            );
+        }
+    }
+}
+
 #[test]
 fn every_page_renders_without_a_warning() {
     require_program("mandoc", "mandoc");
