@@ -89,17 +89,25 @@ fn help(argv: &[&str]) -> (Vec<String>, Vec<String>) {
     (options, commands)
 }
 
-/// Every option of `argv` and of every subcommand under it, with the command that lists it.
-fn all_options(argv: Vec<&str>) -> Vec<(String, String)> {
+/// `argv` and every subcommand chain under it (`dot-register publisher revoke`), each with the
+/// options its `--help` lists.
+fn walk(argv: Vec<&str>) -> Vec<(String, Vec<String>)> {
     let (options, commands) = help(&argv);
-    let mut found: Vec<(String, String)> =
-        options.into_iter().map(|o| (argv.join(" "), o)).collect();
+    let mut found = vec![(argv.join(" "), options)];
     for c in &commands {
         let mut sub = argv.clone();
         sub.push(c);
-        found.extend(all_options(sub));
+        found.extend(walk(sub));
     }
     found
+}
+
+/// Every option of `tool` and its subcommands, with the command that lists it.
+fn all_options(tool: &str) -> Vec<(String, String)> {
+    walk(vec![tool])
+        .into_iter()
+        .flat_map(|(chain, options)| options.into_iter().map(move |o| (chain.clone(), o)))
+        .collect()
 }
 
 #[test]
@@ -162,7 +170,7 @@ fn every_option_that_help_lists_is_in_the_tools_page() {
     let mut checked = 0;
     for t in ARGH_TOOLS {
         let page = page_text(&format!("{t}.1"));
-        let options = all_options(vec![t]);
+        let options = all_options(t);
         for (command, option) in &options {
             let documented = page.match_indices(option.as_str()).any(|(i, _)| {
                 let next = page[i + option.len()..].chars().next();
@@ -177,28 +185,16 @@ fn every_option_that_help_lists_is_in_the_tools_page() {
     }
     // The parser found the options (a --help format change must not make this pass vacuously).
     assert!(checked >= 30, "only {checked} options found");
-    let launch: Vec<String> = all_options(vec!["dot-launch"])
+    let launch: Vec<String> = all_options("dot-launch")
         .into_iter()
         .map(|(_, o)| o)
         .collect();
     assert!(launch.contains(&"--require-process-sandbox".to_owned()));
-    let register: Vec<String> = all_options(vec!["dot-register"])
+    let register: Vec<String> = all_options("dot-register")
         .into_iter()
         .map(|(c, o)| format!("{c} {o}"))
         .collect();
     assert!(register.contains(&"dot-register publisher revoke --key".to_owned()));
-}
-
-/// `argv` and every subcommand chain under it, e.g. `dot-register publisher revoke`.
-fn command_chains(argv: Vec<&str>) -> Vec<String> {
-    let (_, commands) = help(&argv);
-    let mut found = vec![argv.join(" ")];
-    for c in &commands {
-        let mut sub = argv.clone();
-        sub.push(c);
-        found.extend(command_chains(sub));
-    }
-    found
 }
 
 #[test]
@@ -215,7 +211,7 @@ fn every_subcommand_is_in_the_synopsis_of_its_page() {
             .filter(|l| l.starts_with(".B "))
             .map(|l| l.trim_start_matches(".B ").trim())
             .collect();
-        for chain in command_chains(vec![t]) {
+        for (chain, _) in walk(vec![t]) {
             let leaf = chain.split(' ').count() > 1;
             assert!(
                 !leaf || words.iter().any(|w| w.starts_with(&chain)),
