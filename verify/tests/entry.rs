@@ -275,7 +275,17 @@ fn refuses_bad_name_inside_entry() {
 
 #[test]
 fn refuses_oversized_entry() {
-    refuses_malformed(|v| v["protocol"] = "x".repeat(70 * 1024).into(), None);
+    let fx = root(false);
+    let entry = signed_entry(Containment::Audit, EXE);
+    let bytes = edited(&entry, |v| v["protocol"] = "x".repeat(70 * 1024).into());
+    fs::write(fx.root.entry(&entry.name), &bytes).unwrap();
+    fs::set_permissions(
+        fx.root.entry(&entry.name),
+        fs::Permissions::from_mode(0o600),
+    )
+    .unwrap();
+    let e = fx.refused("hello", 1, "too-large");
+    assert_eq!(e.field.as_deref(), Some("max_entry_bytes"), "{e:?}");
 }
 
 #[test]
