@@ -277,7 +277,9 @@ fn civil_from_days(days: u64) -> (u64, u64, u64) {
 pub fn run(args: Args) -> Result<Output, FmtError> {
     if args.audit {
         let (Some(root), true) = (&args.root, args.journals.is_empty()) else {
-            return Err(FmtError::Usage("--audit needs --root DIR and no journal files"));
+            return Err(FmtError::Usage(
+                "--audit needs --root DIR and no journal files",
+            ));
         };
         let mut out = String::new();
         for r in audit::read(&Root::new(root))? {

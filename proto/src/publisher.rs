@@ -106,7 +106,10 @@ impl Publisher {
                 if na <= nb {
                     return Err(PublisherError::Invalid {
                         field: "keys.not_after",
-                        message: format!("key {}: not_after {na} is not after not_before {nb}", k.key_id),
+                        message: format!(
+                            "key {}: not_after {na} is not after not_before {nb}",
+                            k.key_id
+                        ),
                     });
                 }
             }

@@ -65,7 +65,9 @@ pub enum RegisterError {
 fn consent_hint(given: &Option<String>) -> String {
     match given {
         Some(g) => format!("--accept-changes {g} names a different change"),
-        None => "pass --accept-changes with the printed sha256 to consent to exactly this".to_owned(),
+        None => {
+            "pass --accept-changes with the printed sha256 to consent to exactly this".to_owned()
+        }
     }
 }
 

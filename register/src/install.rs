@@ -107,9 +107,13 @@ pub fn add(a: &AddArgs) -> Result<AddReport, RegisterError> {
             }
         }
     }
-    let consent = check_consent(&root, old.as_ref(), &entry, a.accept_changes.as_deref(), || {
-        hint(if a.replace { " --replace" } else { "" })
-    })?;
+    let consent = check_consent(
+        &root,
+        old.as_ref(),
+        &entry,
+        a.accept_changes.as_deref(),
+        || hint(if a.replace { " --replace" } else { "" }),
+    )?;
     overrides.extend(consent);
     let new_mark = match mark {
         Some(m) if m > entry.version && !a.reset_high_water => m,
@@ -208,10 +212,13 @@ pub fn dev(a: &DevArgs) -> Result<AddReport, RegisterError> {
 
     let _lock = WriterLock::take(&root)?;
     let old = check_existing(&root, &entry, a.replace, || hint(" --replace"))?;
-    let mut overrides =
-        check_consent(&root, old.as_ref(), &entry, a.accept_changes.as_deref(), || {
-            hint(if a.replace { " --replace" } else { "" })
-        })?;
+    let mut overrides = check_consent(
+        &root,
+        old.as_ref(),
+        &entry,
+        a.accept_changes.as_deref(),
+        || hint(if a.replace { " --replace" } else { "" }),
+    )?;
     let store = pin(&root, &file, &entry)?;
     write_grant(&root, &entry, dynamic, &mut overrides)?;
     let plugins = root.plugins();

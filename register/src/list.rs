@@ -59,9 +59,7 @@ fn item(root: &Root, stem: &str) -> ListItem {
         Ok(v) => {
             item.valid = true;
             item.dependencies = Some(v.dependencies);
-            item.warning = v
-                .expires_in_days
-                .map(|d| format!("expires in {d} day(s)"));
+            item.warning = v.expires_in_days.map(|d| format!("expires in {d} day(s)"));
         }
         Err(e) => item.problem = Some(e.to_error_object()),
     }

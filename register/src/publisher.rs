@@ -66,12 +66,10 @@ pub fn add(
     let new_key = read_key(root, &ctx, pubkey_file, bounds)?;
     let _lock = WriterLock::take(root)?;
     let record = match verify::entry::load_publisher(root, id) {
-        Ok((mut p, path)) => {
-            match add_key(&mut p, &path, new_key.clone(), pubkey_file)? {
-                true => p,
-                false => return Ok(p),
-            }
-        }
+        Ok((mut p, path)) => match add_key(&mut p, &path, new_key.clone(), pubkey_file)? {
+            true => p,
+            false => return Ok(p),
+        },
         Err(VerifyError::PublisherUnknown { .. }) => Publisher {
             schema: PUBLISHER_SCHEMA,
             id: id.clone(),
@@ -82,7 +80,10 @@ pub fn add(
         Err(e) => return Err(e.into()),
     };
     write(root, &record)?;
-    audit(root, &key_record(AuditAction::PublisherAdd, id, &new_key, None))?;
+    audit(
+        root,
+        &key_record(AuditAction::PublisherAdd, id, &new_key, None),
+    )?;
     Ok(record)
 }
 

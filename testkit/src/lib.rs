@@ -253,7 +253,11 @@ impl KeyPair {
     /// A prehashed `.minisig` whose trusted comment carries `timestamp:<at>` (a signing time far in
     /// the past or future, for the key-validity and signature-age rules).
     pub fn sign_at(&self, bytes: &[u8], at: u64) -> Vec<u8> {
-        self.sign_with_comment(bytes, true, &format!("timestamp:{at}\tfile:entry.json\thashed"))
+        self.sign_with_comment(
+            bytes,
+            true,
+            &format!("timestamp:{at}\tfile:entry.json\thashed"),
+        )
     }
 
     /// A key-rotation statement by `self` (a key of `publisher`) adding `new`: the statement's

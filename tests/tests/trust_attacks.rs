@@ -52,7 +52,14 @@ impl Fx {
         };
         ok(&fx.reg(&["init"]));
         let pk = fx.key.pk_path(fx.dir.path());
-        ok(&fx.reg(&["publisher", "add", "--id", "acme", "--pubkey", pk.to_str().unwrap()]));
+        ok(&fx.reg(&[
+            "publisher",
+            "add",
+            "--id",
+            "acme",
+            "--pubkey",
+            pk.to_str().unwrap(),
+        ]));
         fx
     }
 
@@ -113,7 +120,10 @@ impl Fx {
     }
 
     fn verify(&self, name: &str) -> Output {
-        run("dot-verify", &[os("entry"), os("--root"), os(self.r()), os(name)])
+        run(
+            "dot-verify",
+            &[os("entry"), os("--root"), os(self.r()), os(name)],
+        )
     }
 
     fn launch(&self, name: &str) -> Output {
@@ -157,8 +167,18 @@ impl Fx {
         assert_eq!(after.len(), before.len() + 1, "one audit line per launch");
         let last = after.last().unwrap();
         assert_eq!(
-            (last.action, last.outcome, last.kind.as_deref(), last.name.as_deref()),
-            (AuditAction::Launch, AuditOutcome::Refused, Some(kind), Some(name))
+            (
+                last.action,
+                last.outcome,
+                last.kind.as_deref(),
+                last.name.as_deref()
+            ),
+            (
+                AuditAction::Launch,
+                AuditOutcome::Refused,
+                Some(kind),
+                Some(name)
+            )
         );
     }
 
@@ -201,7 +221,13 @@ fn arbitrary_installation() {
     // Planted by hand, signed by the unknown key.
     let bytes = entry.to_bytes();
     let exe = fs::read(&fx.exe).unwrap();
-    testkit::install_entry(&fx.root, "hello", &bytes, Some(&mallory.sign(&bytes, true)), &exe);
+    testkit::install_entry(
+        &fx.root,
+        "hello",
+        &bytes,
+        Some(&mallory.sign(&bytes, true)),
+        &exe,
+    );
     testkit::assert_refused(&fx.verify("hello"), 1, "signature-invalid");
     fx.launch_refused("hello", "signature-invalid");
     // Planted as a local entry in a normal root.
@@ -234,12 +260,21 @@ fn wrong_software() {
     let last = same_size.len() - 1;
     same_size[last] ^= 0xff;
     let forged = testkit::write_exe(&fx.dir.join("in"), "forged", &same_size, 0o755);
-    fx.refused(&before, &fx.add_raw(&bytes, &sig, &forged, &[]), "digest-mismatch");
+    fx.refused(
+        &before,
+        &fx.add_raw(&bytes, &sig, &forged, &[]),
+        "digest-mismatch",
+    );
     // Registered properly, then the pinned copy is replaced.
     ok(&fx.add_raw(&bytes, &sig, &fx.exe, &[]));
     let store = fx.root.store_file(&entry.sha256);
     fs::remove_file(&store).unwrap();
-    testkit::write_exe(store.parent().unwrap(), &entry.sha256.to_hex(), &same_size, 0o500);
+    testkit::write_exe(
+        store.parent().unwrap(),
+        &entry.sha256.to_hex(),
+        &same_size,
+        0o500,
+    );
     testkit::assert_refused(&fx.verify("hello"), 1, "store-tampered");
     fx.launch_refused("hello", "store-tampered");
 }
@@ -264,7 +299,11 @@ fn mix_and_match() {
         "signature-invalid",
     );
     // A's entry with B's signature.
-    fx.refused(&before, &fx.add_raw(&a_bytes, &b_sig, &fx.exe, &[]), "signature-invalid");
+    fx.refused(
+        &before,
+        &fx.add_raw(&a_bytes, &b_sig, &fx.exe, &[]),
+        "signature-invalid",
+    );
     // Both registered; A's file installed under B's name, and B's signature over A's entry.
     ok(&fx.add_raw(&a_bytes, &a_sig, &fx.exe, &[]));
     ok(&fx.add_raw(&b_bytes, &b_sig, &fx.exe, &[]));
@@ -299,7 +338,10 @@ fn rollback() {
     ok(&fx.add(&old, &fx.key, &["--allow-downgrade"]));
     let rec = fx.last_audit();
     assert_eq!(rec.action, AuditAction::Register);
-    assert_eq!(rec.overrides, vec!["allow-downgrade below 2.0.0".to_owned()]);
+    assert_eq!(
+        rec.overrides,
+        vec!["allow-downgrade below 2.0.0".to_owned()]
+    );
     assert_eq!(fx.high_water("hello"), Some(semver::Version::new(2, 0, 0)));
 }
 
@@ -310,10 +352,26 @@ fn fast_forward_reset() {
     let fx = Fx::new();
     let stolen = KeyPair::generate();
     let pk = stolen.pk_path(fx.dir.path());
-    ok(&fx.reg(&["publisher", "add", "--id", "acme", "--pubkey", pk.to_str().unwrap()]));
+    ok(&fx.reg(&[
+        "publisher",
+        "add",
+        "--id",
+        "acme",
+        "--pubkey",
+        pk.to_str().unwrap(),
+    ]));
     ok(&fx.add(&fx.entry("hello", "999.0.0"), &stolen, &[]));
     let kid = stolen.key_id();
-    ok(&fx.reg(&["publisher", "revoke", "--id", "acme", "--key", &kid, "--reason", "stolen"]));
+    ok(&fx.reg(&[
+        "publisher",
+        "revoke",
+        "--id",
+        "acme",
+        "--key",
+        &kid,
+        "--reason",
+        "stolen",
+    ]));
     testkit::assert_refused(&fx.verify("hello"), 1, "key-revoked");
     let fix = fx.entry("hello", "1.1.0");
     let before = fx.snap();
@@ -321,7 +379,10 @@ fn fast_forward_reset() {
     ok(&fx.add(&fix, &fx.key, &["--replace", "--reset-high-water"]));
     let rec = fx.last_audit();
     assert_eq!(rec.action, AuditAction::Replace);
-    assert_eq!(rec.overrides, vec!["reset-high-water from 999.0.0".to_owned()]);
+    assert_eq!(
+        rec.overrides,
+        vec!["reset-high-water from 999.0.0".to_owned()]
+    );
     assert_eq!(fx.high_water("hello"), Some(semver::Version::new(1, 1, 0)));
     ok(&fx.verify("hello"));
     // From now on the ordinary rule applies against the new mark.
@@ -341,7 +402,13 @@ fn freeze_expiry() {
     // Frozen in place (registered by hand while it was still valid).
     let bytes = expired.to_bytes();
     let exe = fs::read(&fx.exe).unwrap();
-    testkit::install_entry(&fx.root, "hello", &bytes, Some(&fx.key.sign(&bytes, true)), &exe);
+    testkit::install_entry(
+        &fx.root,
+        "hello",
+        &bytes,
+        Some(&fx.key.sign(&bytes, true)),
+        &exe,
+    );
     testkit::assert_refused(&fx.verify("hello"), 1, "entry-expired");
     fx.launch_refused("hello", "entry-expired");
     // About to expire: valid, with a warning in `list`.
@@ -357,9 +424,19 @@ fn freeze_expiry() {
     let e2 = fx.entry("hello", "1.0.2");
     let b2 = e2.to_bytes();
     let before = fx.snap();
-    let out = fx.add_raw(&b2, &fx.key.sign_at(&b2, 1_000_000_000), &fx.exe, &["--replace"]);
+    let out = fx.add_raw(
+        &b2,
+        &fx.key.sign_at(&b2, 1_000_000_000),
+        &fx.exe,
+        &["--replace"],
+    );
     fx.refused(&before, &out, "signature-too-old");
-    let out = fx.add_raw(&b2, &fx.key.sign_with_comment(&b2, true, "no time"), &fx.exe, &["--replace"]);
+    let out = fx.add_raw(
+        &b2,
+        &fx.key.sign_with_comment(&b2, true, "no time"),
+        &fx.exe,
+        &["--replace"],
+    );
     fx.refused(&before, &out, "signature-time-missing");
     ok(&fx.add(&e2, &fx.key, &["--replace"]));
 }
@@ -373,7 +450,14 @@ fn key_compromise_rotation() {
     let new = KeyPair::generate();
     let new_pk = new.pk_path(fx.dir.path());
     let rotate = |extra: &[&str]| {
-        let mut a = vec!["publisher", "rotate", "--id", "acme", "--pubkey", new_pk.to_str().unwrap()];
+        let mut a = vec![
+            "publisher",
+            "rotate",
+            "--id",
+            "acme",
+            "--pubkey",
+            new_pk.to_str().unwrap(),
+        ];
         a.extend_from_slice(extra);
         fx.reg(&a)
     };
@@ -388,7 +472,11 @@ fn key_compromise_rotation() {
     fx.refused(&before, &rotate(&[]), "transition-missing");
     let mallory = KeyPair::generate();
     let forged = write_stmt(&mallory, "forged.json");
-    fx.refused(&before, &rotate(&["--transition", &forged]), "signature-invalid");
+    fx.refused(
+        &before,
+        &rotate(&["--transition", &forged]),
+        "signature-invalid",
+    );
     let good = write_stmt(&fx.key, "rotate.json");
     let p: proto::Publisher = testkit::assert_ok(&rotate(&["--transition", &good]));
     assert_eq!(p.keys.len(), 2);
@@ -397,9 +485,22 @@ fn key_compromise_rotation() {
     assert_eq!(rec.key_id, Some(new.key_id()));
     // The old key is revoked: what it signs is refused, the new key's entries are accepted.
     let old = fx.key.key_id();
-    ok(&fx.reg(&["publisher", "revoke", "--id", "acme", "--key", &old, "--reason", "leaked"]));
+    ok(&fx.reg(&[
+        "publisher",
+        "revoke",
+        "--id",
+        "acme",
+        "--key",
+        &old,
+        "--reason",
+        "leaked",
+    ]));
     let before = fx.snap();
-    fx.refused(&before, &fx.add(&fx.entry("hello", "1.0.0"), &fx.key, &[]), "key-revoked");
+    fx.refused(
+        &before,
+        &fx.add(&fx.entry("hello", "1.0.0"), &fx.key, &[]),
+        "key-revoked",
+    );
     ok(&fx.add(&fx.entry("hello", "1.0.0"), &new, &[]));
     ok(&fx.verify("hello"));
     // A revoked key cannot rotate any more; the owner can force a rotation, recorded.
@@ -409,7 +510,14 @@ fn key_compromise_rotation() {
     fs::write(fx.dir.join("in/third.json"), stmt).unwrap();
     fs::write(fx.dir.join("in/third.json.minisig"), sig).unwrap();
     let t = fx.dir.join("in/third.json");
-    let args = ["publisher", "rotate", "--id", "acme", "--pubkey", third_pk.to_str().unwrap()];
+    let args = [
+        "publisher",
+        "rotate",
+        "--id",
+        "acme",
+        "--pubkey",
+        third_pk.to_str().unwrap(),
+    ];
     let mut with_t = args.to_vec();
     with_t.extend(["--transition", t.to_str().unwrap()]);
     let before = fx.snap();
@@ -421,7 +529,14 @@ fn key_compromise_rotation() {
     // A key with a validity window accepts only signatures timestamped inside it.
     let windowed = KeyPair::generate();
     let wpk = windowed.pk_path(fx.dir.path());
-    let wargs = ["publisher", "add", "--id", "acme", "--pubkey", wpk.to_str().unwrap()];
+    let wargs = [
+        "publisher",
+        "add",
+        "--id",
+        "acme",
+        "--pubkey",
+        wpk.to_str().unwrap(),
+    ];
     ok(&fx.reg(&[&wargs[..], &["--not-before", "1000", "--not-after", "2000"]].concat()));
     let e = fx.entry("hello", "1.1.0");
     let b = e.to_bytes();
@@ -438,13 +553,32 @@ fn key_revocation() {
     let fx = Fx::new();
     let second = KeyPair::generate();
     let pk = second.pk_path(fx.dir.path());
-    ok(&fx.reg(&["publisher", "add", "--id", "acme", "--pubkey", pk.to_str().unwrap()]));
+    ok(&fx.reg(&[
+        "publisher",
+        "add",
+        "--id",
+        "acme",
+        "--pubkey",
+        pk.to_str().unwrap(),
+    ]));
     ok(&fx.add(&fx.entry("one", "1.0.0"), &fx.key, &[]));
     ok(&fx.add(&fx.entry("two", "1.0.0"), &second, &[]));
     let kid = fx.key.key_id();
-    ok(&fx.reg(&["publisher", "revoke", "--id", "acme", "--key", &kid, "--reason", "lost"]));
+    ok(&fx.reg(&[
+        "publisher",
+        "revoke",
+        "--id",
+        "acme",
+        "--key",
+        &kid,
+        "--reason",
+        "lost",
+    ]));
     let rec = fx.last_audit();
-    assert_eq!((rec.action, rec.key_id.as_deref()), (AuditAction::PublisherRevoke, Some(kid.as_str())));
+    assert_eq!(
+        (rec.action, rec.key_id.as_deref()),
+        (AuditAction::PublisherRevoke, Some(kid.as_str()))
+    );
     testkit::assert_refused(&fx.verify("one"), 1, "key-revoked");
     fx.launch_refused("one", "key-revoked");
     ok(&fx.verify("two"));
@@ -456,9 +590,20 @@ fn key_revocation() {
     assert_eq!(e.value.as_deref(), Some(kid2.as_str()));
     fx.launch_refused("two", "denied");
     let before = fx.snap();
-    fx.refused(&before, &fx.add(&fx.entry("three", "1.0.0"), &second, &[]), "denied");
+    fx.refused(
+        &before,
+        &fx.add(&fx.entry("three", "1.0.0"), &second, &[]),
+        "denied",
+    );
     let pk2 = second.pk_path(fx.dir.path());
-    let out = fx.reg(&["publisher", "add", "--id", "other", "--pubkey", pk2.to_str().unwrap()]);
+    let out = fx.reg(&[
+        "publisher",
+        "add",
+        "--id",
+        "other",
+        "--pubkey",
+        pk2.to_str().unwrap(),
+    ]);
     fx.refused(&before, &out, "denied");
     // So is an executable digest.
     let hex = fx.entry("x", "1.0.0").sha256.to_hex();
@@ -479,14 +624,25 @@ fn endless_data() {
     // A signature padded past the 4 KiB default.
     let mut sig = fx.key.sign(&bytes, true);
     sig.extend(std::iter::repeat_n(b'\n', 8 << 10));
-    let e = fx.refused(&before, &fx.add_raw(&bytes, &sig, &fx.exe, &[]), "too-large");
+    let e = fx.refused(
+        &before,
+        &fx.add_raw(&bytes, &sig, &fx.exe, &[]),
+        "too-large",
+    );
     assert_eq!(e.field.as_deref(), Some("max_signature_bytes"));
     // A public key file padded past its limit.
     let pk = fx.dir.join("in/big.pub");
     let mut text = KeyPair::generate().public_key_file().into_bytes();
     text.extend(std::iter::repeat_n(b' ', 8 << 10));
     fs::write(&pk, text).unwrap();
-    let out = fx.reg(&["publisher", "add", "--id", "big", "--pubkey", pk.to_str().unwrap()]);
+    let out = fx.reg(&[
+        "publisher",
+        "add",
+        "--id",
+        "big",
+        "--pubkey",
+        pk.to_str().unwrap(),
+    ]);
     let e = fx.refused(&before, &out, "too-large");
     assert_eq!(e.field.as_deref(), Some("max_key_bytes"));
     // An executable over the root's limit.
@@ -495,7 +651,10 @@ fn endless_data() {
     ok(&fx.reg(&["policy", "set", "--max-exe-bytes", &limit]));
     let before = fx.snap();
     let e = fx.refused(&before, &fx.add(&entry, &fx.key, &[]), "too-large");
-    assert_eq!((e.field.as_deref(), e.value.as_deref()), (Some("max_exe_bytes"), Some(size.as_str())));
+    assert_eq!(
+        (e.field.as_deref(), e.value.as_deref()),
+        (Some("max_exe_bytes"), Some(size.as_str()))
+    );
     ok(&fx.reg(&["policy", "set", "--max-exe-bytes", &size]));
     ok(&fx.add(&entry, &fx.key, &[]));
     // An entry over the root's entry limit.
@@ -527,10 +686,15 @@ fn extraneous_dependencies() {
     let name = Name::new("scripted").unwrap();
     assert!(root.entry_grant(&name).exists());
     let log = fs::read(root.audit_log()).unwrap();
-    let last: AuditRecord = serde_json::from_slice(log.split(|b| *b == b'\n').rev().nth(1).unwrap()).unwrap();
+    let last: AuditRecord =
+        serde_json::from_slice(log.split(|b| *b == b'\n').rev().nth(1).unwrap()).unwrap();
     assert_eq!(last.overrides, vec!["allow-dynamic".to_owned()]);
     let items: Vec<register::report::ListItem> = testkit::assert_ok(
-        &tool("dot-register").args(["list", "--root"]).arg(&env.root).output().unwrap(),
+        &tool("dot-register")
+            .args(["list", "--root"])
+            .arg(&env.root)
+            .output()
+            .unwrap(),
     );
     let item = items.iter().find(|i| i.name == "scripted").unwrap();
     assert_eq!(item.dependencies, Some(Dependencies::Unpinned));
@@ -538,7 +702,10 @@ fn extraneous_dependencies() {
     assert_eq!(hello.dependencies, Some(Dependencies::Pinned));
     // Without the grant file the entry is refused at launch.
     fs::rename(root.entry_grant(&name), env.dir.join("grant")).unwrap();
-    let out = env.launch("scripted", &["--allow-audit-plugin"]).output().unwrap();
+    let out = env
+        .launch("scripted", &["--allow-audit-plugin"])
+        .output()
+        .unwrap();
     testkit::assert_refused(&out, 1, "dynamic-not-granted");
     fs::rename(env.dir.join("grant"), root.entry_grant(&name)).unwrap();
     // A static plugin's result says pinned; LD_* in dot-launch's environment never reach it.
@@ -550,7 +717,10 @@ fn extraneous_dependencies() {
         .unwrap();
     let r = common::result(&out);
     assert_eq!(r.dependencies, Dependencies::Pinned);
-    assert_eq!(fs::read_to_string(env.target.join("result.txt")).unwrap(), "");
+    assert_eq!(
+        fs::read_to_string(env.target.join("result.txt")).unwrap(),
+        ""
+    );
 }
 
 /// A replacement quietly asks for more: weaker containment, more inputs, a wider protocol range.
@@ -571,26 +741,53 @@ fn capability_widening() {
     let bytes = wider.to_bytes();
     let sig = fx.key.sign(&bytes, true);
     let before = fx.snap();
-    let e = fx.refused(&before, &fx.add_raw(&bytes, &sig, &fx.exe, &["--replace"]), "changes-need-consent");
+    let e = fx.refused(
+        &before,
+        &fx.add_raw(&bytes, &sig, &fx.exe, &["--replace"]),
+        "changes-need-consent",
+    );
     let changes = e.changes.clone().expect("the difference is printed");
-    assert_eq!(changes.containment, Some([Containment::Process, Containment::Audit]));
+    assert_eq!(
+        changes.containment,
+        Some([Containment::Process, Containment::Audit])
+    );
     assert_eq!(changes.inputs_added.len(), 1);
-    assert_eq!(changes.protocol, Some([">=1.0, <2".to_owned(), ">=1.0, <3".to_owned()]));
+    assert_eq!(
+        changes.protocol,
+        Some([">=1.0, <2".to_owned(), ">=1.0, <3".to_owned()])
+    );
     let token = e.value.clone().unwrap();
     assert_eq!(token, changes.token());
-    assert!(e.next.unwrap().ends_with(&format!("--accept-changes {token}")));
+    assert!(e
+        .next
+        .unwrap()
+        .ends_with(&format!("--accept-changes {token}")));
     // An acceptance of a different change (only the input) approves nothing here.
     let mut smaller = fx.entry("hello", "1.1.0");
     smaller.inputs = wider.inputs.clone();
     let sb = smaller.to_bytes();
     let ss = fx.key.sign(&sb, true);
-    let e2 = fx.refused(&before, &fx.add_raw(&sb, &ss, &fx.exe, &["--replace"]), "changes-need-consent");
+    let e2 = fx.refused(
+        &before,
+        &fx.add_raw(&sb, &ss, &fx.exe, &["--replace"]),
+        "changes-need-consent",
+    );
     let stale = e2.value.unwrap();
     assert_ne!(stale, token);
-    let out = fx.add_raw(&bytes, &sig, &fx.exe, &["--replace", "--accept-changes", &stale]);
+    let out = fx.add_raw(
+        &bytes,
+        &sig,
+        &fx.exe,
+        &["--replace", "--accept-changes", &stale],
+    );
     fx.refused(&before, &out, "changes-need-consent");
     // The exact acceptance registers it (the audit executable is a static ELF) and is recorded.
-    ok(&fx.add_raw(&bytes, &sig, &fx.exe, &["--replace", "--accept-changes", &token]));
+    ok(&fx.add_raw(
+        &bytes,
+        &sig,
+        &fx.exe,
+        &["--replace", "--accept-changes", &token],
+    ));
     let rec = fx.last_audit();
     assert_eq!(rec.overrides, vec![format!("accept-changes {token}")]);
     // Narrowing needs no consent.

@@ -1,9 +1,9 @@
 //! Full verification of one registry entry: exactly what `dot-launch` checks before it spawns.
 //!
 //! 1. the root: owner, modes, layout (`root::check_root`)
-//! 2. `plugins.d/NAME.json`: a private regular file of at most 64 KiB, a valid entry named NAME
-//! 2a. the deny list (`trust/deny.json`) before anything else: the entry file's digest, the
-//!    executable's digest, the signing key id; sizes against the root policy
+//! 2. `plugins.d/NAME.json`: a private regular file within the policy's size, a valid entry named
+//!    NAME; the deny list (`trust/deny.json`) before anything else: the entry file's digest, the
+//!    executable's digest, the signing key id
 //! 3. trust: `signed` — `NAME.json.minisig` made over the entry file's exact bytes by a non-revoked
 //!    key of the named, non-revoked publisher in `trust/publishers/`, valid at the signature's
 //!    trusted timestamp, not older than the policy's maximum age; `local` — only in a DEV root;
@@ -54,13 +54,20 @@ pub fn verify_entry(root: &Root, name: &Name) -> Result<Verified, VerifyError> {
     let info = root::check_root(root)?;
     let ctx = TrustContext::load(root)?;
     let entry_path = root.entry(name);
-    let entry_bytes = read_doc_limited(&entry_path, ctx.policy.max_entry_bytes)?
-        .ok_or_else(|| VerifyError::EntryMissing {
-            name: name.to_string(),
-            path: entry_path.clone(),
-            next: register_hint(root, name, info.dev, false),
+    let entry_bytes =
+        read_doc_limited(&entry_path, ctx.policy.max_entry_bytes)?.ok_or_else(|| {
+            VerifyError::EntryMissing {
+                name: name.to_string(),
+                path: entry_path.clone(),
+                next: register_hint(root, name, info.dev, false),
+            }
         })?;
-    ctx.check_size(root, &entry_path, "max_entry_bytes", entry_bytes.len() as u64)?;
+    ctx.check_size(
+        root,
+        &entry_path,
+        "max_entry_bytes",
+        entry_bytes.len() as u64,
+    )?;
     // The deny list comes first: the entry file's digest, the executable's, the signing key's id.
     ctx.check_digest(root, &Sha256::of(&entry_bytes))?;
     let entry = parse_entry(&entry_path, &entry_bytes)?;
@@ -138,8 +145,12 @@ pub fn verify_entry(root: &Root, name: &Name) -> Result<Verified, VerifyError> {
                     return Err(VerifyError::DynamicNotGranted {
                         path: exe_path,
                         source,
-                        next: register_hint(root, name, info.dev && entry.trust == Trust::Local, true)
-                            + " --allow-dynamic",
+                        next: register_hint(
+                            root,
+                            name,
+                            info.dev && entry.trust == Trust::Local,
+                            true,
+                        ) + " --allow-dynamic",
                     });
                 }
                 (None, Dependencies::Unpinned)

@@ -121,7 +121,11 @@ pub enum VerifyError {
         not_after: Option<u64>,
     },
     #[error("the signature by key {key_id} was made at {at}, older than the root's maximum signature age of {max_age} s")]
-    SignatureTooOld { key_id: String, at: u64, max_age: u64 },
+    SignatureTooOld {
+        key_id: String,
+        at: u64,
+        max_age: u64,
+    },
     #[error("entry {name:?} expired at {expires}")]
     EntryExpired {
         path: PathBuf,
@@ -361,7 +365,11 @@ impl ToErrorObject for VerifyError {
             E::Denied {
                 field, value, root, ..
             } => {
-                let flag = if *field == "sha256" { "--sha256" } else { "--key" };
+                let flag = if *field == "sha256" {
+                    "--sha256"
+                } else {
+                    "--key"
+                };
                 obj.field(*field).value(value.clone()).next(format!(
                     "dot-register deny remove --root {} {flag} {value}",
                     root.display()
