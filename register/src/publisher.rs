@@ -52,9 +52,10 @@ fn read_key(
     })
 }
 
-/// Trusts the key in `pubkey_file` for publisher `id`: a new record, or one more key of an existing
-/// publisher. Adding a key the publisher already has changes nothing. A revoked publisher or key,
-/// or a denied key id, is refused, never revived.
+/// Trusts the key in `pubkey_file` for a new publisher `id`. Adding a key the publisher already
+/// has changes nothing; a further key of an existing publisher is a rotation (`rotate`;
+/// `transition-missing` here). A revoked publisher or key, or a denied key id, is refused, never
+/// revived.
 pub fn add(
     root: &Root,
     id: &Name,
@@ -66,10 +67,16 @@ pub fn add(
     let new_key = read_key(root, &ctx, pubkey_file, bounds)?;
     let _lock = WriterLock::take(root)?;
     let record = match verify::entry::load_publisher(root, id) {
-        Ok((mut p, path)) => match add_key(&mut p, &path, new_key.clone(), pubkey_file)? {
-            true => p,
-            false => return Ok(p),
-        },
+        Ok((mut p, path)) => {
+            if !add_key(&mut p, &path, new_key.clone(), pubkey_file)? {
+                return Ok(p);
+            }
+            // A new key for a publisher already trusted is a rotation: `publisher rotate`.
+            return Err(RegisterError::TransitionMissing {
+                id: id.to_string(),
+                next: rotate_hint(root, id, pubkey_file),
+            });
+        }
         Err(VerifyError::PublisherUnknown { .. }) => Publisher {
             schema: PUBLISHER_SCHEMA,
             id: id.clone(),
@@ -145,11 +152,7 @@ pub fn rotate(root: &Root, id: &Name, a: &PublisherRotateArgs) -> Result<Publish
         (None, false) => {
             return Err(RegisterError::TransitionMissing {
                 id: id.to_string(),
-                next: format!(
-                    "dot-register publisher rotate --root {} --id {id} --pubkey {} --transition FILE.minisig",
-                    root.path().display(),
-                    a.pubkey.display()
-                ),
+                next: rotate_hint(root, id, &a.pubkey),
             })
         }
     };
@@ -164,6 +167,14 @@ pub fn rotate(root: &Root, id: &Name, a: &PublisherRotateArgs) -> Result<Publish
     }
     audit(root, &rec)?;
     Ok(p)
+}
+
+fn rotate_hint(root: &Root, id: &Name, pubkey: &Path) -> String {
+    format!(
+        "dot-register publisher rotate --root {} --id {id} --pubkey {} --transition FILE.minisig",
+        root.path().display(),
+        pubkey.display()
+    )
 }
 
 /// The statement's and its signature's paths from `--transition`: `FILE.minisig` names the

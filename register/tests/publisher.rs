@@ -61,11 +61,34 @@ fn adding_the_same_key_again_changes_nothing() {
 }
 
 #[test]
-fn adding_a_second_key_keeps_the_first() {
+fn adding_a_second_key_is_a_rotation() {
     let (d, root) = root();
     let (k1, k2) = (KeyPair::generate(), KeyPair::generate());
     testkit::assert_ok::<Publisher>(&add(&root, "acme", &k1.pk_path(d.path())));
-    let p: Publisher = testkit::assert_ok(&add(&root, "acme", &k2.pk_path(d.path())));
+    let before = testkit::tree_snapshot(root.path());
+    let e = testkit::assert_refused(
+        &add(&root, "acme", &k2.pk_path(d.path())),
+        1,
+        "transition-missing",
+    );
+    assert!(e.next.unwrap().contains("publisher rotate"));
+    assert_eq!(before, testkit::tree_snapshot(root.path()));
+    let (stmt, sig) = k1.transition_to("acme", &k2);
+    let t = d.join("rotate.json");
+    std::fs::write(&t, stmt).unwrap();
+    std::fs::write(d.join("rotate.json.minisig"), sig).unwrap();
+    let p: Publisher = testkit::assert_ok(&reg([
+        "publisher",
+        "rotate",
+        "--root",
+        r(&root),
+        "--id",
+        "acme",
+        "--pubkey",
+        k2.pk_path(d.path()).to_str().unwrap(),
+        "--transition",
+        t.to_str().unwrap(),
+    ]));
     let ids: Vec<_> = p.keys.iter().map(|k| k.key_id.clone()).collect();
     assert_eq!(ids, vec![k1.key_id(), k2.key_id()]);
 }

@@ -142,6 +142,15 @@ impl Fx {
         )
     }
 
+    /// Adds `key` to publisher acme on the owner's word (`publisher rotate --force-by-owner`).
+    fn force_key(&self, key: &KeyPair, extra: &[&str]) {
+        let pk = key.pk_path(self.dir.path());
+        let mut args = vec!["publisher", "rotate", "--id", "acme", "--force-by-owner"];
+        args.extend(["--pubkey", pk.to_str().unwrap()]);
+        args.extend_from_slice(extra);
+        ok(&self.reg(&args));
+    }
+
     fn snap(&self) -> BTreeMap<PathBuf, NodeFacts> {
         testkit::tree_snapshot(self.root.path())
     }
@@ -351,15 +360,7 @@ fn rollback() {
 fn fast_forward_reset() {
     let fx = Fx::new();
     let stolen = KeyPair::generate();
-    let pk = stolen.pk_path(fx.dir.path());
-    ok(&fx.reg(&[
-        "publisher",
-        "add",
-        "--id",
-        "acme",
-        "--pubkey",
-        pk.to_str().unwrap(),
-    ]));
+    fx.force_key(&stolen, &[]);
     ok(&fx.add(&fx.entry("hello", "999.0.0"), &stolen, &[]));
     let kid = stolen.key_id();
     ok(&fx.reg(&[
@@ -528,16 +529,7 @@ fn key_compromise_rotation() {
     assert_eq!(fx.last_audit().overrides, vec!["force-by-owner".to_owned()]);
     // A key with a validity window accepts only signatures timestamped inside it.
     let windowed = KeyPair::generate();
-    let wpk = windowed.pk_path(fx.dir.path());
-    let wargs = [
-        "publisher",
-        "add",
-        "--id",
-        "acme",
-        "--pubkey",
-        wpk.to_str().unwrap(),
-    ];
-    ok(&fx.reg(&[&wargs[..], &["--not-before", "1000", "--not-after", "2000"]].concat()));
+    fx.force_key(&windowed, &["--not-before", "1000", "--not-after", "2000"]);
     let e = fx.entry("hello", "1.1.0");
     let b = e.to_bytes();
     let before = fx.snap();
@@ -552,15 +544,7 @@ fn key_compromise_rotation() {
 fn key_revocation() {
     let fx = Fx::new();
     let second = KeyPair::generate();
-    let pk = second.pk_path(fx.dir.path());
-    ok(&fx.reg(&[
-        "publisher",
-        "add",
-        "--id",
-        "acme",
-        "--pubkey",
-        pk.to_str().unwrap(),
-    ]));
+    fx.force_key(&second, &[]);
     ok(&fx.add(&fx.entry("one", "1.0.0"), &fx.key, &[]));
     ok(&fx.add(&fx.entry("two", "1.0.0"), &second, &[]));
     let kid = fx.key.key_id();
@@ -708,6 +692,21 @@ fn extraneous_dependencies() {
         .unwrap();
     testkit::assert_refused(&out, 1, "dynamic-not-granted");
     fs::rename(env.dir.join("grant"), root.entry_grant(&name)).unwrap();
+    // With it, the launch is allowed (and logged) and the run says `unpinned`. (The script itself
+    // cannot run: its interpreter cannot open the close-on-exec descriptor it was executed from.)
+    let out = env
+        .launch("scripted", &["--allow-audit-plugin"])
+        .output()
+        .unwrap();
+    let failed = common::failure(&out, 3);
+    assert_eq!(failed.run.unwrap().dependencies, Dependencies::Unpinned);
+    let log = fs::read(root.audit_log()).unwrap();
+    let last: AuditRecord =
+        serde_json::from_slice(log.split(|b| *b == b'\n').rev().nth(1).unwrap()).unwrap();
+    assert_eq!(
+        (last.action, last.outcome, last.name.as_deref()),
+        (AuditAction::Launch, AuditOutcome::Allowed, Some("scripted"))
+    );
     // A static plugin's result says pinned; LD_* in dot-launch's environment never reach it.
     let out = env
         .launch("fixture", &["--allow-audit-plugin", "--input", "mode=env"])
