@@ -647,25 +647,27 @@ fn endless_data() {
     fx.launch_refused("hello", "too-large");
 }
 
-/// Extraneous dependencies: an audit plugin that is a script or dynamic ELF runs code the entry's
-/// digest does not pin; it is accepted only with the owner's --allow-dynamic, recorded, and the
-/// result says so. `LD_*` never reaches a plugin.
+/// Extraneous dependencies: an audit plugin that is a script or dynamic ELF (here `/bin/true`) runs
+/// code the entry's digest does not pin; it is accepted only with the owner's --allow-dynamic,
+/// recorded, and the result says so. `LD_*` never reaches a plugin.
 #[test]
 fn extraneous_dependencies() {
     let env = common::Env::new();
     let root = Root::new(&env.root);
     let script = testkit::write_exe(env.dir.path(), "script", testkit::SCRIPT, 0o755);
     let before = testkit::tree_snapshot(&env.root);
-    let out = tool("dot-register")
-        .args(["dev", "--root"])
-        .arg(&env.root)
-        .args(["--name", "scripted", "--containment", "audit", "--exe"])
-        .arg(&script)
-        .output()
-        .unwrap();
-    let e = testkit::assert_refused(&out, 1, "dynamic-not-granted");
-    assert!(e.next.unwrap().ends_with("--allow-dynamic"));
-    assert_eq!(before, testkit::tree_snapshot(&env.root));
+    for exe in [script.as_path(), Path::new("/bin/true")] {
+        let out = tool("dot-register")
+            .args(["dev", "--root"])
+            .arg(&env.root)
+            .args(["--name", "scripted", "--containment", "audit", "--exe"])
+            .arg(exe)
+            .output()
+            .unwrap();
+        let e = testkit::assert_refused(&out, 1, "dynamic-not-granted");
+        assert!(e.next.unwrap().ends_with("--allow-dynamic"), "{exe:?}");
+        assert_eq!(before, testkit::tree_snapshot(&env.root));
+    }
     env.register_with("scripted", &script, "audit", &["--allow-dynamic"]);
     let name = Name::new("scripted").unwrap();
     assert!(root.entry_grant(&name).exists());
