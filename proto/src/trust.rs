@@ -179,7 +179,38 @@ impl Default for Policy {
     }
 }
 
+/// One of the policy's size limits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Limit {
+    Entry,
+    Signature,
+    Key,
+    Exe,
+}
+
+impl Limit {
+    /// The policy field that holds it.
+    pub fn field(self) -> &'static str {
+        match self {
+            Limit::Entry => "max_entry_bytes",
+            Limit::Signature => "max_signature_bytes",
+            Limit::Key => "max_key_bytes",
+            Limit::Exe => "max_exe_bytes",
+        }
+    }
+}
+
 impl Policy {
+    /// The value of one size limit.
+    pub fn limit(&self, l: Limit) -> u64 {
+        match l {
+            Limit::Entry => self.max_entry_bytes,
+            Limit::Signature => self.max_signature_bytes,
+            Limit::Key => self.max_key_bytes,
+            Limit::Exe => self.max_exe_bytes,
+        }
+    }
+
     pub fn parse(bytes: &[u8]) -> Result<Policy, TrustDocError> {
         let p: Policy = strict::from_slice(bytes, strict::MAX_DOCUMENT)?;
         check_schema(p.schema)?;

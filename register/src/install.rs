@@ -23,7 +23,7 @@ use crate::report::{AddReport, RemoveReport};
 use crate::{audit, name, now, read_input_limited, WriterLock};
 use proto::entry::ENTRY_SCHEMA;
 use proto::layout::Root;
-use proto::trust::{AuditAction, AuditOutcome, AuditRecord, Changes, Grant, TRUST_SCHEMA};
+use proto::trust::{AuditAction, AuditOutcome, AuditRecord, Changes, Grant, Limit, TRUST_SCHEMA};
 use proto::{Containment, Entry, InputDecl, InputKind, Name, Sha256, Trust};
 use std::fs::{File, OpenOptions};
 use std::io::{ErrorKind, Write};
@@ -38,8 +38,8 @@ pub fn add(a: &AddArgs) -> Result<AddReport, RegisterError> {
     let root = Root::new(&a.root);
     verify::root::check_root(&root)?;
     let ctx = TrustContext::load(&root)?;
-    let entry_bytes = read_input_limited(&a.entry, ctx.policy.max_entry_bytes)?;
-    ctx.check_size(&root, &a.entry, "max_entry_bytes", entry_bytes.len() as u64)?;
+    let entry_bytes = read_input_limited(&a.entry, ctx.policy.limit(Limit::Entry))?;
+    ctx.check_size(&root, &a.entry, Limit::Entry, entry_bytes.len() as u64)?;
     ctx.check_digest(&root, &Sha256::of(&entry_bytes))?;
     let entry = parse_entry(&a.entry, &entry_bytes)?;
     ctx.check_digest(&root, &entry.sha256)?;
@@ -55,12 +55,12 @@ pub fn add(a: &AddArgs) -> Result<AddReport, RegisterError> {
             ),
         });
     }
-    let sig = read_input_limited(&a.signature, ctx.policy.max_signature_bytes)?;
-    ctx.check_size(&root, &a.signature, "max_signature_bytes", sig.len() as u64)?;
+    let sig = read_input_limited(&a.signature, ctx.policy.limit(Limit::Signature))?;
+    ctx.check_size(&root, &a.signature, Limit::Signature, sig.len() as u64)?;
     let signed = check_signed(&root, &ctx, &entry, &entry_bytes, &sig)
         .map_err(|e| e.with_path(&a.signature))?;
     ctx.check_expiry(&entry, &a.entry)?;
-    ctx.check_size(&root, &a.exe, "max_exe_bytes", entry.size)?;
+    ctx.check_size(&root, &a.exe, Limit::Exe, entry.size)?;
     let hint = |flag: &str| {
         format!(
             "dot-register add --root {} --entry {} --signature {} --exe {}{flag}",
@@ -172,7 +172,7 @@ pub fn dev(a: &DevArgs) -> Result<AddReport, RegisterError> {
         .collect::<Result<Vec<_>, _>>()?;
     let (file, meta) =
         sys::fs::open_regular(&a.exe).map_err(|e| VerifyError::from_open(&a.exe, e))?;
-    ctx.check_size(&root, &a.exe, "max_exe_bytes", meta.len())?;
+    ctx.check_size(&root, &a.exe, Limit::Exe, meta.len())?;
     let (sha256, size) =
         verify::digest::digest_file(&file).map_err(|e| VerifyError::io(&a.exe, e))?;
     ctx.check_digest(&root, &sha256)?;

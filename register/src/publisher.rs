@@ -5,7 +5,7 @@ use crate::error::RegisterError;
 use crate::{audit, now, read_input_limited, WriterLock};
 use proto::layout::Root;
 use proto::publisher::{Revocation, PUBLISHER_SCHEMA};
-use proto::trust::{AuditAction, AuditOutcome, AuditRecord, KeyTransition};
+use proto::trust::{AuditAction, AuditOutcome, AuditRecord, KeyTransition, Limit};
 use proto::{Name, Publisher, PublisherKey};
 use std::path::{Path, PathBuf};
 use verify::trust::TrustContext;
@@ -26,8 +26,8 @@ fn read_key(
     pubkey_file: &Path,
     bounds: Bounds,
 ) -> Result<PublisherKey, RegisterError> {
-    let bytes = read_input_limited(pubkey_file, ctx.policy.max_key_bytes)?;
-    ctx.check_size(root, pubkey_file, "max_key_bytes", bytes.len() as u64)?;
+    let bytes = read_input_limited(pubkey_file, ctx.policy.limit(Limit::Key))?;
+    ctx.check_size(root, pubkey_file, Limit::Key, bytes.len() as u64)?;
     let text = std::str::from_utf8(&bytes).map_err(|_| VerifyError::PubkeyMalformed {
         path: pubkey_file.to_path_buf(),
         reason: "not text".to_owned(),
@@ -197,9 +197,9 @@ fn check_transition(
     t: &Path,
 ) -> Result<String, RegisterError> {
     let (stmt_path, sig_path) = transition_paths(t);
-    let stmt = read_input_limited(&stmt_path, ctx.policy.max_entry_bytes)?;
-    let sig = read_input_limited(&sig_path, ctx.policy.max_signature_bytes)?;
-    ctx.check_size(root, &sig_path, "max_signature_bytes", sig.len() as u64)?;
+    let stmt = read_input_limited(&stmt_path, ctx.policy.limit(Limit::Entry))?;
+    let sig = read_input_limited(&sig_path, ctx.policy.limit(Limit::Signature))?;
+    ctx.check_size(root, &sig_path, Limit::Signature, sig.len() as u64)?;
     let signer = verify::signature::signature_key_id(&sig).map_err(|e| e.with_path(&sig_path))?;
     ctx.check_key(root, &signer)?;
     let info = verify::entry::check_by_publisher(p, pub_path, &signer, &sig, &stmt)

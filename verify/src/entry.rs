@@ -21,7 +21,7 @@ use crate::root::{self, euid};
 use crate::signature::{self, SignatureInfo};
 use crate::trust::{self, TrustContext};
 use proto::layout::Root;
-use proto::trust::Dependencies;
+use proto::trust::{Dependencies, Limit};
 use proto::{Containment, Entry, Name, Publisher, Sha256, Trust};
 use std::fs::{File, Metadata};
 use std::io::Read;
@@ -55,19 +55,14 @@ pub fn verify_entry(root: &Root, name: &Name) -> Result<Verified, VerifyError> {
     let ctx = TrustContext::load(root)?;
     let entry_path = root.entry(name);
     let entry_bytes =
-        read_doc_limited(&entry_path, ctx.policy.max_entry_bytes)?.ok_or_else(|| {
+        read_doc_limited(&entry_path, ctx.policy.limit(Limit::Entry))?.ok_or_else(|| {
             VerifyError::EntryMissing {
                 name: name.to_string(),
                 path: entry_path.clone(),
                 next: register_hint(root, name, info.dev, false),
             }
         })?;
-    ctx.check_size(
-        root,
-        &entry_path,
-        "max_entry_bytes",
-        entry_bytes.len() as u64,
-    )?;
+    ctx.check_size(root, &entry_path, Limit::Entry, entry_bytes.len() as u64)?;
     // The deny list comes first: the entry file's digest, the executable's, the signing key's id.
     ctx.check_digest(root, &Sha256::of(&entry_bytes))?;
     let entry = parse_entry(&entry_path, &entry_bytes)?;
@@ -75,12 +70,12 @@ pub fn verify_entry(root: &Root, name: &Name) -> Result<Verified, VerifyError> {
     let sig_path = root.entry_sig(name);
     let sig = match entry.trust {
         Trust::Signed => {
-            let sig = read_doc_limited(&sig_path, ctx.policy.max_signature_bytes)?.ok_or(
+            let sig = read_doc_limited(&sig_path, ctx.policy.limit(Limit::Signature))?.ok_or(
                 VerifyError::SignatureMissing {
                     path: sig_path.clone(),
                 },
             )?;
-            ctx.check_size(root, &sig_path, "max_signature_bytes", sig.len() as u64)?;
+            ctx.check_size(root, &sig_path, Limit::Signature, sig.len() as u64)?;
             if let Ok(key_id) = signature::signature_key_id(&sig) {
                 ctx.check_key(root, &key_id)?;
             }
@@ -110,7 +105,7 @@ pub fn verify_entry(root: &Root, name: &Name) -> Result<Verified, VerifyError> {
     };
     ctx.check_expiry(&entry, &entry_path)?;
     let exe_path = root.store_file(&entry.sha256);
-    ctx.check_size(root, &exe_path, "max_exe_bytes", entry.size)?;
+    ctx.check_size(root, &exe_path, Limit::Exe, entry.size)?;
     let tampered = |what: String| VerifyError::StoreTampered {
         path: exe_path.clone(),
         what,

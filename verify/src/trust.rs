@@ -7,7 +7,7 @@ use crate::error::VerifyError;
 use crate::signature::SignatureInfo;
 use proto::layout::Root;
 use proto::publisher::PublisherKey;
-use proto::trust::{comment_timestamp, DenyList, Grant, HighWater, Policy, TrustDocError};
+use proto::trust::{comment_timestamp, DenyList, Grant, HighWater, Limit, Policy, TrustDocError};
 use proto::{Entry, Name, Sha256};
 use std::path::Path;
 
@@ -129,26 +129,21 @@ impl TrustContext {
         (days < self.policy.expiry_warning_days).then_some(days)
     }
 
-    /// Refuses a size over a policy limit. `what` names the limit (`max_exe_bytes`, …).
+    /// Refuses a size over one of the policy's limits.
     pub fn check_size(
         &self,
         root: &Root,
         path: &Path,
-        what: &'static str,
+        limit: Limit,
         size: u64,
     ) -> Result<(), VerifyError> {
-        let limit = match what {
-            "max_entry_bytes" => self.policy.max_entry_bytes,
-            "max_signature_bytes" => self.policy.max_signature_bytes,
-            "max_key_bytes" => self.policy.max_key_bytes,
-            _ => self.policy.max_exe_bytes,
-        };
-        if size > limit {
+        let max = self.policy.limit(limit);
+        if size > max {
             return Err(VerifyError::TooLarge {
                 path: path.to_path_buf(),
-                field: what,
+                field: limit.field(),
                 size,
-                limit,
+                limit: max,
                 root: root.path().to_path_buf(),
             });
         }
