@@ -132,7 +132,7 @@ pub enum VerifyError {
         name: String,
         expires: u64,
     },
-    #[error("{} is {size} bytes, over the root's {field} of {limit}", Shown(.path))]
+    #[error("{} is at least {size} bytes, over the root's {field} of {limit}", Shown(.path))]
     TooLarge {
         path: PathBuf,
         field: &'static str,
