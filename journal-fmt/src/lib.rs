@@ -6,6 +6,8 @@
 //! whenever it could read every journal it was given.
 #![forbid(unsafe_code)]
 
+pub mod audit;
+
 use proto::cli::Output;
 use proto::journal::{classify, Journal, Line, Record, RunState, MAX_JOURNAL};
 use proto::layout::{is_txid, Root, JOURNAL_FILE};
@@ -21,9 +23,12 @@ use std::path::{Path, PathBuf};
 /// torn tails are shown, never hidden.
 #[derive(argh::FromArgs, Debug)]
 pub struct Args {
-    /// print one JSON object per journal instead of text
+    /// print one JSON object per journal (or audit record) instead of text
     #[argh(switch)]
     pub json: bool,
+    /// print ROOT/audit.log (needs --root) instead of run journals; a malformed line is an error
+    #[argh(switch)]
+    pub audit: bool,
     /// format every run under ROOT/txn/, in txid order
     #[argh(option)]
     pub root: Option<PathBuf>,
@@ -79,6 +84,12 @@ pub enum FmtError {
     Read { path: PathBuf, source: io::Error },
     #[error("could not list {path}: {source}")]
     ListTxn { path: PathBuf, source: io::Error },
+    #[error("{path} line {line_no} is not an audit record: {why}")]
+    AuditMalformed {
+        path: PathBuf,
+        line_no: usize,
+        why: String,
+    },
 }
 
 impl ToErrorObject for FmtError {
@@ -89,6 +100,7 @@ impl ToErrorObject for FmtError {
             FmtError::NotAJournal { .. } => "not-a-journal",
             FmtError::NoTxn { .. } => "not-a-root",
             FmtError::Read { .. } | FmtError::ListTxn { .. } => "io",
+            FmtError::AuditMalformed { .. } => "audit-log-malformed",
         }
     }
 
@@ -111,6 +123,9 @@ impl ToErrorObject for FmtError {
             | FmtError::NotAJournal { path, .. }
             | FmtError::Read { path, .. }
             | FmtError::ListTxn { path, .. } => obj.path(path),
+            FmtError::AuditMalformed { path, line_no, .. } => {
+                obj.path(path).value(line_no.to_string())
+            }
         }
     }
 }
@@ -263,6 +278,22 @@ fn civil_from_days(days: u64) -> (u64, u64, u64) {
 
 /// `dot-journal-fmt`'s entry point.
 pub fn run(args: Args) -> Result<Output, FmtError> {
+    if args.audit {
+        let (Some(root), true) = (&args.root, args.journals.is_empty()) else {
+            return Err(FmtError::Usage(
+                "--audit needs --root DIR and no journal files",
+            ));
+        };
+        let mut out = String::new();
+        for r in audit::read(&Root::new(root))? {
+            if args.json {
+                out.push_str(&String::from_utf8_lossy(&r.to_line()));
+            } else {
+                out.push_str(&audit::text(&r));
+            }
+        }
+        return Ok(Output::text(out));
+    }
     let formatted = match (&args.root, args.journals.is_empty()) {
         (Some(root), true) => read_root(&Root::new(root))?,
         (None, false) => args

@@ -1,9 +1,11 @@
 //! `dot-launch`: the one entry point that runs a plugin.
 //!
-//! 1. verify the entry (`verify` library: schema, trust, the pinned copy opened and digest-checked)
+//! 1. verify the entry (`verify` library: deny list, schema, trust, expiry, the pinned copy opened
+//!    and digest-checked)
 //! 2. consent must match the entry's containment exactly; for `process`, the kernel must be able to
 //!    enforce it; inputs, protocol range and target are checked — nothing is created yet
-//! 3. for `process`, open and validate the sibling `dot-sandbox`
+//! 3. for `process`, open and validate the sibling `dot-sandbox`; append the decision (allowed or
+//!    refused with its kind) to `ROOT/audit.log`
 //! 4. create and lock `txn/TXID/`, append BEGIN, copy file inputs into the stage
 //! 5. spawn in a new process group with an empty environment, cwd = stage (audit: the plugin's fd;
 //!    process: the runner on fd 3, the plugin on fd 4, the runner's report on fd 5)
@@ -179,11 +181,17 @@ fn open_runner() -> Result<Runner, LaunchError> {
     Ok(Runner { file })
 }
 
-/// Runs one plugin to the end. `Ok` is a committed run; every failure is an `Err`.
-pub fn launch(opts: &Options) -> Result<RunResult, LaunchError> {
-    let root = Root::new(&opts.root);
-    let name = Name::new(&opts.name)?;
-    let verified = verify::entry::verify_entry(&root, &name)?;
+/// Everything checked before anything is created: the launch decision.
+struct Decided {
+    verified: verify::entry::Verified,
+    inputs: inputs::Inputs,
+    target: PathBuf,
+    runner: Option<Runner>,
+}
+
+/// Steps 1–3: verification, consent, kernel support, protocol, inputs, target, runner.
+fn decide(root: &Root, name: &Name, opts: &Options) -> Result<Decided, LaunchError> {
+    let verified = verify::entry::verify_entry(root, name)?;
     let entry = &verified.entry;
     check_consent(entry, opts)?;
     if entry.containment == Containment::Process {
@@ -196,6 +204,68 @@ pub fn launch(opts: &Options) -> Result<RunResult, LaunchError> {
         Containment::Process => Some(open_runner()?),
         Containment::Audit => None,
     };
+    Ok(Decided {
+        verified,
+        inputs,
+        target,
+        runner,
+    })
+}
+
+/// Appends the launch decision to `ROOT/audit.log`: one write and one fdatasync
+/// (`sys::fs::append_line`), the whole cost on the launch path. Not written when the root itself
+/// was refused (missing or unsafe: nothing in it is trusted, so nothing is written into it). An
+/// allowed launch whose record cannot be written does not run; a refusal stays the refusal.
+fn record_decision(
+    root: &Root,
+    name: &Name,
+    decision: &Result<Decided, LaunchError>,
+) -> Result<(), LaunchError> {
+    use proto::trust::{AuditAction, AuditOutcome, AuditRecord};
+    use proto::ToErrorObject;
+    let now = verify::trust::now();
+    let rec = match decision {
+        Ok(d) => {
+            let e = &d.verified.entry;
+            let mut rec = AuditRecord::new(now, AuditAction::Launch, AuditOutcome::Allowed);
+            rec.version = Some(e.version.to_string());
+            rec.publisher = e.publisher.as_ref().map(|p| p.to_string());
+            rec.key_id = d.verified.key_id.clone();
+            rec.sha256 = Some(e.sha256);
+            rec
+        }
+        Err(e) if matches!(e.kind(), "root-missing" | "root-unsafe") => return Ok(()),
+        Err(e) => {
+            let mut rec = AuditRecord::new(now, AuditAction::Launch, AuditOutcome::Refused);
+            rec.kind = Some(e.kind().to_owned());
+            rec.detail = Some(e.to_string());
+            rec
+        }
+    };
+    let rec = AuditRecord {
+        name: Some(name.to_string()),
+        ..rec
+    };
+    let path = root.audit_log();
+    match (sys::fs::append_line(&path, &rec.to_line()), decision) {
+        (Err(e), Ok(_)) => Err(LaunchError::io("appending to the audit log", path, e)),
+        _ => Ok(()),
+    }
+}
+
+/// Runs one plugin to the end. `Ok` is a committed run; every failure is an `Err`.
+pub fn launch(opts: &Options) -> Result<RunResult, LaunchError> {
+    let root = Root::new(&opts.root);
+    let name = Name::new(&opts.name)?;
+    let decision = decide(&root, &name, opts);
+    record_decision(&root, &name, &decision)?;
+    let Decided {
+        verified,
+        inputs,
+        target,
+        runner,
+    } = decision?;
+    let entry = &verified.entry;
     hooks::pause_after_verify();
 
     sys::process::set_child_subreaper()
@@ -244,6 +314,7 @@ pub fn launch(opts: &Options) -> Result<RunResult, LaunchError> {
         sha256: entry.sha256,
         trust: entry.trust,
         containment: entry.containment,
+        dependencies: verified.dependencies,
         status: RunStatus::Failed,
         exit: ExitStatus {
             code: observed.status.code(),

@@ -31,6 +31,9 @@ pub struct Entry {
     pub protocol: String,
     pub inputs: Vec<InputDecl>,
     pub containment: Containment,
+    /// Unix seconds from which the entry is refused (`entry-expired`); signed with the rest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires: Option<u64>,
 }
 
 /// Who vouches for an entry.

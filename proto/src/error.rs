@@ -49,6 +49,9 @@ pub struct ErrorObject {
     /// The exact command that resolves it, where one exists.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next: Option<String>,
+    /// For `changes-need-consent`: the exact widening that needs `--accept-changes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changes: Option<Box<crate::trust::Changes>>,
     /// For a plugin failure: the same fields as a successful run's result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run: Option<Box<RunResult>>,

@@ -11,6 +11,10 @@ pub const PUBLISHERS_DIR: &str = "trust/publishers";
 pub const TXN_DIR: &str = "txn";
 pub const JOURNAL_FILE: &str = "journal";
 pub const STAGE_DIR: &str = "stage";
+pub const DENY_FILE: &str = "trust/deny.json";
+pub const POLICY_FILE: &str = "trust/policy.json";
+pub const HIGH_WATER_FILE: &str = "trust/high-water.json";
+pub const AUDIT_LOG: &str = "audit.log";
 
 /// The directories every root has, in creation order.
 pub const ROOT_DIRS: [&str; 6] = [
@@ -51,6 +55,31 @@ impl Root {
 
     pub fn entry_sig(&self, name: &Name) -> PathBuf {
         self.plugins().join(format!("{name}.json.minisig"))
+    }
+
+    /// The owner's grant for the entry `name` (`--allow-dynamic`).
+    pub fn entry_grant(&self, name: &Name) -> PathBuf {
+        self.plugins().join(format!("{name}.json.grant"))
+    }
+
+    pub fn trust(&self) -> PathBuf {
+        self.dir.join("trust")
+    }
+
+    pub fn deny_list(&self) -> PathBuf {
+        self.dir.join(DENY_FILE)
+    }
+
+    pub fn policy(&self) -> PathBuf {
+        self.dir.join(POLICY_FILE)
+    }
+
+    pub fn high_water(&self) -> PathBuf {
+        self.dir.join(HIGH_WATER_FILE)
+    }
+
+    pub fn audit_log(&self) -> PathBuf {
+        self.dir.join(AUDIT_LOG)
     }
 
     pub fn store(&self) -> PathBuf {

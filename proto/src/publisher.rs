@@ -31,8 +31,28 @@ pub struct PublisherKey {
     pub public_key: String,
     /// Unix seconds when the key was added.
     pub added_at: u64,
+    /// Unix seconds: signatures timestamped before this are not accepted from this key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_before: Option<u64>,
+    /// Unix seconds: signatures timestamped at or after this are not accepted from this key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_after: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revoked: Option<Revocation>,
+}
+
+impl PublisherKey {
+    /// The key has a validity window.
+    pub fn bounded(&self) -> bool {
+        self.not_before.is_some() || self.not_after.is_some()
+    }
+
+    /// Not revoked and `not_before <= at < not_after` (absent bounds are open).
+    pub fn valid_at(&self, at: u64) -> bool {
+        self.revoked.is_none()
+            && self.not_before.is_none_or(|nb| nb <= at)
+            && self.not_after.is_none_or(|na| at < na)
+    }
 }
 
 /// Why and when something was revoked.
@@ -76,15 +96,22 @@ impl Publisher {
             });
         }
         for k in &p.keys {
-            let ok = k.key_id.len() == 16
-                && k.key_id
-                    .bytes()
-                    .all(|b| b.is_ascii_digit() || (b'A'..=b'F').contains(&b));
-            if !ok {
+            if !crate::trust::is_key_id(&k.key_id) {
                 return Err(PublisherError::Invalid {
                     field: "keys.key_id",
                     message: format!("{:?} is not 16 uppercase hex digits", k.key_id),
                 });
+            }
+            if let (Some(nb), Some(na)) = (k.not_before, k.not_after) {
+                if na <= nb {
+                    return Err(PublisherError::Invalid {
+                        field: "keys.not_after",
+                        message: format!(
+                            "key {}: not_after {na} is not after not_before {nb}",
+                            k.key_id
+                        ),
+                    });
+                }
             }
         }
         Ok(p)

@@ -17,6 +17,8 @@ pub struct RunResult {
     pub trust: Trust,
     /// The containment actually enforced.
     pub containment: Containment,
+    /// `pinned` (static ELF) or `unpinned` (script or dynamic ELF under `--allow-dynamic`).
+    pub dependencies: crate::trust::Dependencies,
     pub status: RunStatus,
     pub exit: ExitStatus,
     pub duration_ms: u64,

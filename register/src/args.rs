@@ -23,6 +23,8 @@ pub enum Command {
     Dev(DevArgs),
     Remove(RemoveArgs),
     List(ListArgs),
+    Deny(DenyArgs),
+    Policy(PolicyArgs),
 }
 
 /// Create a platform root (directories mode 0700), or check an existing one (idempotent).
@@ -50,6 +52,7 @@ pub struct PublisherArgs {
 #[argh(subcommand)]
 pub enum PublisherCommand {
     Add(PublisherAddArgs),
+    Rotate(PublisherRotateArgs),
     Revoke(PublisherRevokeArgs),
     List(PublisherListArgs),
 }
@@ -67,6 +70,41 @@ pub struct PublisherAddArgs {
     /// the public key file, as `minisign -G` writes it
     #[argh(option)]
     pub pubkey: PathBuf,
+    /// unix seconds: signatures timestamped earlier are not accepted from this key
+    #[argh(option)]
+    pub not_before: Option<u64>,
+    /// unix seconds: signatures timestamped at or after this are not accepted from this key
+    #[argh(option)]
+    pub not_after: Option<u64>,
+}
+
+/// Add a new key to a publisher, accepted only with a transition statement signed by a currently
+/// valid key of that publisher (or, recorded in the audit log, on the owner's --force-by-owner).
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "rotate")]
+pub struct PublisherRotateArgs {
+    /// the platform root
+    #[argh(option)]
+    pub root: PathBuf,
+    /// the publisher id
+    #[argh(option)]
+    pub id: String,
+    /// the new public key file, as `minisign -G` writes it
+    #[argh(option)]
+    pub pubkey: PathBuf,
+    /// the transition statement's signature FILE.minisig (the statement is FILE); a path not
+    /// ending in .minisig names the statement, its signature beside it
+    #[argh(option)]
+    pub transition: Option<PathBuf>,
+    /// accept the new key without a transition statement: the root owner's decision, recorded
+    #[argh(switch)]
+    pub force_by_owner: bool,
+    /// unix seconds: signatures timestamped earlier are not accepted from the new key
+    #[argh(option)]
+    pub not_before: Option<u64>,
+    /// unix seconds: signatures timestamped at or after this are not accepted from the new key
+    #[argh(option)]
+    pub not_after: Option<u64>,
 }
 
 /// Revoke a publisher (all its keys), or one key with --key. Entries it signed stop verifying.
@@ -117,9 +155,21 @@ pub struct AddArgs {
     /// replace an already registered plugin of the same name
     #[argh(switch)]
     pub replace: bool,
-    /// accept a version lower than the registered one (rollback)
+    /// accept a version lower than the name's high-water version (rollback), recorded; the
+    /// high-water mark stays
     #[argh(switch)]
     pub allow_downgrade: bool,
+    /// set the name's high-water version to this entry's, even if lower (after a bogus version
+    /// signed by a compromised key), recorded
+    #[argh(switch)]
+    pub reset_high_water: bool,
+    /// accept an audit executable that is a script or dynamic ELF (its interpreter and libraries
+    /// are not pinned), recorded
+    #[argh(switch)]
+    pub allow_dynamic: bool,
+    /// with --replace: consent to the exact widening named by sha256:HEX (printed by the refusal)
+    #[argh(option)]
+    pub accept_changes: Option<String>,
 }
 
 /// Register a local plugin in a development root (trust "local", no signature): pins the
@@ -152,6 +202,12 @@ pub struct DevArgs {
     /// replace an already registered plugin of the same name
     #[argh(switch)]
     pub replace: bool,
+    /// accept an audit executable that is a script or dynamic ELF, recorded
+    #[argh(switch)]
+    pub allow_dynamic: bool,
+    /// with --replace: consent to the exact widening named by sha256:HEX (printed by the refusal)
+    #[argh(option)]
+    pub accept_changes: Option<String>,
 }
 
 /// Remove a plugin's entry and signature (its pinned executable stays in the store).
@@ -171,6 +227,116 @@ pub struct RemoveArgs {
 #[derive(FromArgs, Debug)]
 #[argh(subcommand, name = "list")]
 pub struct ListArgs {
+    /// the platform root
+    #[argh(option)]
+    pub root: PathBuf,
+}
+
+/// The deny list (trust/deny.json): executable or entry digests and key ids refused everywhere,
+/// before any other check.
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "deny")]
+pub struct DenyArgs {
+    #[argh(subcommand)]
+    pub command: DenyCommand,
+}
+
+#[derive(FromArgs, Debug)]
+#[argh(subcommand)]
+pub enum DenyCommand {
+    Add(DenyAddArgs),
+    Remove(DenyRemoveArgs),
+    List(DenyListArgs),
+}
+
+/// Deny a digest or a key id (exactly one of --sha256, --key).
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "add")]
+pub struct DenyAddArgs {
+    /// the platform root
+    #[argh(option)]
+    pub root: PathBuf,
+    /// a sha256 (64 lowercase hex digits) of an executable or an entry file
+    #[argh(option)]
+    pub sha256: Option<String>,
+    /// a minisign key id (16 uppercase hex digits)
+    #[argh(option)]
+    pub key: Option<String>,
+    /// why (recorded)
+    #[argh(option)]
+    pub reason: String,
+}
+
+/// Take a digest or key id off the deny list (exactly one of --sha256, --key).
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "remove")]
+pub struct DenyRemoveArgs {
+    /// the platform root
+    #[argh(option)]
+    pub root: PathBuf,
+    /// the denied sha256
+    #[argh(option)]
+    pub sha256: Option<String>,
+    /// the denied key id
+    #[argh(option)]
+    pub key: Option<String>,
+}
+
+/// Print the deny list (JSON).
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "list")]
+pub struct DenyListArgs {
+    /// the platform root
+    #[argh(option)]
+    pub root: PathBuf,
+}
+
+/// The root's trust policy (trust/policy.json): size limits, maximum signature age, expiry warning.
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "policy")]
+pub struct PolicyArgs {
+    #[argh(subcommand)]
+    pub command: PolicyCommand,
+}
+
+#[derive(FromArgs, Debug)]
+#[argh(subcommand)]
+pub enum PolicyCommand {
+    Set(PolicySetArgs),
+    Show(PolicyShowArgs),
+}
+
+/// Change the named settings (the others keep their value); prints the whole policy.
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "set")]
+pub struct PolicySetArgs {
+    /// the platform root
+    #[argh(option)]
+    pub root: PathBuf,
+    /// refuse signatures whose trusted timestamp is older than this many seconds (0: no limit)
+    #[argh(option)]
+    pub max_signature_age_secs: Option<u64>,
+    /// warn this many days before an entry expires (default 14)
+    #[argh(option)]
+    pub expiry_warning_days: Option<u64>,
+    /// largest entry file in bytes (at most and default 65536)
+    #[argh(option)]
+    pub max_entry_bytes: Option<u64>,
+    /// largest signature file in bytes (default 4096)
+    #[argh(option)]
+    pub max_signature_bytes: Option<u64>,
+    /// largest public key file in bytes (default 4096)
+    #[argh(option)]
+    pub max_key_bytes: Option<u64>,
+    /// largest pinned executable in bytes (default 268435456, 256 MiB)
+    #[argh(option)]
+    pub max_exe_bytes: Option<u64>,
+}
+
+/// Print the effective policy (JSON; defaults when trust/policy.json is absent).
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "show")]
+pub struct PolicyShowArgs {
     /// the platform root
     #[argh(option)]
     pub root: PathBuf,

@@ -40,12 +40,35 @@ pub enum RegisterError {
         key_id: String,
         path: PathBuf,
     },
+    #[error("replacing {name:?} widens what it may do ({}); {}", .changes.describe(), consent_hint(.given))]
+    ChangesNeedConsent {
+        name: String,
+        path: PathBuf,
+        changes: Box<proto::trust::Changes>,
+        given: Option<String>,
+        next: String,
+    },
+    #[error("a new key for publisher {id:?} needs --transition (a statement signed by a currently valid key of the publisher) or the owner's --force-by-owner")]
+    TransitionMissing { id: String, next: String },
+    #[error("transition statement {}: {why}", .path.display())]
+    TransitionInvalid { path: PathBuf, why: String },
+    #[error("{0}")]
+    Usage(String),
     #[error("publisher {id:?} has no key {key_id}")]
     KeyUnknown {
         id: String,
         key_id: String,
         path: PathBuf,
     },
+}
+
+fn consent_hint(given: &Option<String>) -> String {
+    match given {
+        Some(g) => format!("--accept-changes {g} names a different change"),
+        None => {
+            "pass --accept-changes with the printed sha256 to consent to exactly this".to_owned()
+        }
+    }
 }
 
 impl ToErrorObject for RegisterError {
@@ -62,13 +85,19 @@ impl ToErrorObject for RegisterError {
             }
             RegisterError::KeyWasRevoked { .. } => "key-revoked",
             RegisterError::KeyUnknown { .. } => "key-unknown",
+            RegisterError::ChangesNeedConsent { .. } => "changes-need-consent",
+            RegisterError::TransitionMissing { .. } => "transition-missing",
+            RegisterError::TransitionInvalid { .. } => "transition-invalid",
+            RegisterError::Usage(_) => "usage",
         }
     }
 
     fn exit_code(&self) -> ExitCode {
         match self {
             RegisterError::Verify(e) => e.exit_code(),
-            RegisterError::InputSpec { .. } | RegisterError::VersionSpec { .. } => ExitCode::Usage,
+            RegisterError::InputSpec { .. }
+            | RegisterError::VersionSpec { .. }
+            | RegisterError::Usage(_) => ExitCode::Usage,
             _ => ExitCode::Refused,
         }
     }
@@ -100,6 +129,18 @@ impl ToErrorObject for RegisterError {
             }
             RegisterError::InputSpec { spec, .. } => obj.field("inputs").value(spec.clone()),
             RegisterError::VersionSpec { value, .. } => obj.field("version").value(value.clone()),
+            RegisterError::ChangesNeedConsent {
+                path,
+                changes,
+                next,
+                ..
+            } => ErrorObject {
+                changes: Some(changes.clone()),
+                ..obj.path(path).value(changes.token()).next(next.clone())
+            },
+            RegisterError::TransitionMissing { next, .. } => obj.next(next.clone()),
+            RegisterError::TransitionInvalid { path, .. } => obj.path(path),
+            RegisterError::Usage(_) => obj,
             RegisterError::KeyWasRevoked { key_id, path, .. }
             | RegisterError::KeyUnknown { key_id, path, .. } => {
                 obj.path(path).value(key_id.clone())

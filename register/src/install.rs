@@ -7,32 +7,42 @@
 //!    publisher
 //! 4. the executable, opened once (`O_NOFOLLOW`; regular, no setuid/setgid): size, digest, and the
 //!    static-ELF rule for `process`
-//! 5. under the root's writer lock: an entry of the same name needs `--replace`, and a lower
-//!    version than the registered one needs `--allow-downgrade`
+//!    (the deny list before 2–4: entry digest, executable digest, key id; sizes against the policy;
+//!    an `audit` executable that is not a static ELF needs `--allow-dynamic`)
+//! 5. under the root's writer lock: an entry of the same name needs `--replace`; a version lower
+//!    than the name's high-water version needs `--allow-downgrade` or `--reset-high-water`; a
+//!    replacement that widens containment, inputs or protocol needs `--accept-changes`
 //! 6. pin: copy the bytes read from that same descriptor into `store/sha256/HEX` (digesting them as
 //!    they are copied; the copy is kept only if that digest is the entry's), mode 0500
-//! 7. write `NAME.json.minisig`, then `NAME.json`, each atomically (mode 0600)
+//! 7. write the grant (if any), `NAME.json.minisig`, then `NAME.json`, each atomically (mode
+//!    0600); then `trust/high-water.json`; then one line in `audit.log`
 
 use crate::args::{AddArgs, DevArgs};
 use crate::error::RegisterError;
 use crate::report::{AddReport, RemoveReport};
-use crate::{name, read_input, WriterLock};
+use crate::{audit, name, now, read_input_limited, WriterLock};
 use proto::entry::ENTRY_SCHEMA;
 use proto::layout::Root;
-use proto::{Entry, InputDecl, InputKind, Name, Sha256, Trust};
+use proto::trust::{AuditAction, AuditOutcome, AuditRecord, Changes, Grant, Limit, TRUST_SCHEMA};
+use proto::{Containment, Entry, InputDecl, InputKind, Name, Sha256, Trust};
 use std::fs::{File, OpenOptions};
 use std::io::{ErrorKind, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use verify::entry::{check_exe_file, check_signed, parse_entry, read_doc};
+use verify::trust::TrustContext;
 use verify::VerifyError;
 
 /// Registers a signed plugin (module documentation, steps 1–7).
 pub fn add(a: &AddArgs) -> Result<AddReport, RegisterError> {
     let root = Root::new(&a.root);
     verify::root::check_root(&root)?;
-    let entry_bytes = read_input(&a.entry)?;
+    let ctx = TrustContext::load(&root)?;
+    let entry_bytes = read_input_limited(&a.entry, ctx.policy.limit(Limit::Entry))?;
+    ctx.check_size(&root, &a.entry, Limit::Entry, entry_bytes.len() as u64)?;
+    ctx.check_digest(&root, &Sha256::of(&entry_bytes))?;
     let entry = parse_entry(&a.entry, &entry_bytes)?;
+    ctx.check_digest(&root, &entry.sha256)?;
     if entry.trust == Trust::Local {
         return Err(RegisterError::LocalEntryInAdd {
             path: a.entry.clone(),
@@ -45,13 +55,13 @@ pub fn add(a: &AddArgs) -> Result<AddReport, RegisterError> {
             ),
         });
     }
-    let sig = read_input(&a.signature)?;
-    let signed =
-        check_signed(&root, &entry, &entry_bytes, &sig).map_err(|e| e.with_path(&a.signature))?;
-    let exe = open_checked_exe(&a.exe, &entry)?;
-
-    let _lock = WriterLock::take(&root)?;
-    let replaced = check_existing(&root, &entry, a.replace, a.allow_downgrade, |flag| {
+    let sig = read_input_limited(&a.signature, ctx.policy.limit(Limit::Signature))?;
+    ctx.check_size(&root, &a.signature, Limit::Signature, sig.len() as u64)?;
+    let signed = check_signed(&root, &ctx, &entry, &entry_bytes, &sig)
+        .map_err(|e| e.with_path(&a.signature))?;
+    ctx.check_expiry(&entry, &a.entry)?;
+    ctx.check_size(&root, &a.exe, Limit::Exe, entry.size)?;
+    let hint = |flag: &str| {
         format!(
             "dot-register add --root {} --entry {} --signature {} --exe {}{flag}",
             root.path().display(),
@@ -59,8 +69,58 @@ pub fn add(a: &AddArgs) -> Result<AddReport, RegisterError> {
             a.signature.display(),
             a.exe.display()
         )
+    };
+    let exe = open_checked_exe(&a.exe, &entry)?;
+    let dynamic = check_dynamic(&exe, &a.exe, &entry, a.allow_dynamic, || {
+        hint(" --allow-dynamic")
     })?;
+
+    let _lock = WriterLock::take(&root)?;
+    let mut overrides = Vec::new();
+    let old = check_existing(&root, &entry, a.replace, || hint(" --replace"))?;
+    let mut high_water = verify::trust::load_high_water(&root)?;
+    let mark = high_water
+        .versions
+        .get(&entry.name)
+        .into_iter()
+        .chain(old.as_ref().map(|o| &o.version))
+        .max()
+        .cloned();
+    if let Some(mark) = &mark {
+        if entry.version < *mark {
+            if a.reset_high_water {
+                overrides.push(format!("reset-high-water from {mark}"));
+            } else if a.allow_downgrade {
+                overrides.push(format!("allow-downgrade below {mark}"));
+            } else {
+                return Err(RegisterError::Downgrade {
+                    name: entry.name.to_string(),
+                    path: root.entry(&entry.name),
+                    registered: mark.to_string(),
+                    offered: entry.version.to_string(),
+                    next: hint(if old.is_some() {
+                        " --replace --allow-downgrade"
+                    } else {
+                        " --allow-downgrade"
+                    }),
+                });
+            }
+        }
+    }
+    let consent = check_consent(
+        &root,
+        old.as_ref(),
+        &entry,
+        a.accept_changes.as_deref(),
+        || hint(if a.replace { " --replace" } else { "" }),
+    )?;
+    overrides.extend(consent);
+    let new_mark = match mark {
+        Some(m) if m > entry.version && !a.reset_high_water => m,
+        _ => entry.version.clone(),
+    };
     let store = pin(&root, &exe, &entry)?;
+    write_grant(&root, &entry, dynamic, &mut overrides)?;
     let plugins = root.plugins();
     sys::fs::atomic_write(
         &plugins,
@@ -76,11 +136,21 @@ pub fn add(a: &AddArgs) -> Result<AddReport, RegisterError> {
         0o600,
     )
     .map_err(|e| VerifyError::io(&root.entry(&entry.name), e))?;
-    Ok(report(&entry, Some(signed.key_id), store, replaced))
+    if high_water.versions.get(&entry.name) != Some(&new_mark) {
+        high_water.versions.insert(entry.name.clone(), new_mark);
+        let trust = root.trust();
+        sys::fs::atomic_write(&trust, HIGH_WATER_NAME, &high_water.to_bytes(), 0o600)
+            .map_err(|e| VerifyError::io(&root.high_water(), e))?;
+    }
+    let replaced = old.is_some();
+    let mut rec = entry_record(&entry, replaced, overrides);
+    rec.key_id = Some(signed.info.key_id.clone());
+    audit(&root, &rec)?;
+    Ok(report(&entry, Some(signed.info.key_id), store, replaced))
 }
 
 /// Registers a local plugin in a development root: the entry is built from the options, the
-/// executable checked and pinned as for `add`.
+/// executable checked and pinned as for `add`. Local entries keep no high-water version.
 pub fn dev(a: &DevArgs) -> Result<AddReport, RegisterError> {
     let root = Root::new(&a.root);
     let info = verify::root::check_root(&root)?;
@@ -89,6 +159,7 @@ pub fn dev(a: &DevArgs) -> Result<AddReport, RegisterError> {
             path: root.path().to_path_buf(),
         });
     }
+    let ctx = TrustContext::load(&root)?;
     let plugin = name(&a.name)?;
     let version = semver::Version::parse(&a.version).map_err(|e| RegisterError::VersionSpec {
         value: a.version.clone(),
@@ -101,8 +172,10 @@ pub fn dev(a: &DevArgs) -> Result<AddReport, RegisterError> {
         .collect::<Result<Vec<_>, _>>()?;
     let (file, meta) =
         sys::fs::open_regular(&a.exe).map_err(|e| VerifyError::from_open(&a.exe, e))?;
+    ctx.check_size(&root, &a.exe, Limit::Exe, meta.len())?;
     let (sha256, size) =
         verify::digest::digest_file(&file).map_err(|e| VerifyError::io(&a.exe, e))?;
+    ctx.check_digest(&root, &sha256)?;
     let entry = Entry {
         schema: ENTRY_SCHEMA,
         name: plugin,
@@ -114,6 +187,7 @@ pub fn dev(a: &DevArgs) -> Result<AddReport, RegisterError> {
         protocol: a.protocol.clone(),
         inputs,
         containment: a.containment,
+        expires: None,
     };
     entry
         .validate()
@@ -123,9 +197,7 @@ pub fn dev(a: &DevArgs) -> Result<AddReport, RegisterError> {
         })?;
     check_exe_file(&file, &meta, &sha256, size, entry.containment)
         .map_err(|e| e.with_path(&a.exe))?;
-
-    let _lock = WriterLock::take(&root)?;
-    let replaced = check_existing(&root, &entry, a.replace, true, |flag| {
+    let hint = |flag: &str| {
         format!(
             "dot-register dev --root {} --name {} --exe {} --containment {}{flag}",
             root.path().display(),
@@ -133,8 +205,22 @@ pub fn dev(a: &DevArgs) -> Result<AddReport, RegisterError> {
             a.exe.display(),
             entry.containment
         )
+    };
+    let dynamic = check_dynamic(&file, &a.exe, &entry, a.allow_dynamic, || {
+        hint(" --allow-dynamic")
     })?;
+
+    let _lock = WriterLock::take(&root)?;
+    let old = check_existing(&root, &entry, a.replace, || hint(" --replace"))?;
+    let mut overrides = check_consent(
+        &root,
+        old.as_ref(),
+        &entry,
+        a.accept_changes.as_deref(),
+        || hint(if a.replace { " --replace" } else { "" }),
+    )?;
     let store = pin(&root, &file, &entry)?;
+    write_grant(&root, &entry, dynamic, &mut overrides)?;
     let plugins = root.plugins();
     sys::fs::atomic_write(
         &plugins,
@@ -146,11 +232,12 @@ pub fn dev(a: &DevArgs) -> Result<AddReport, RegisterError> {
     // A signature left by an earlier signed entry of this name no longer means anything.
     remove_if_present(&root.entry_sig(&entry.name))?;
     sys::fs::fsync_dir(&plugins).map_err(|e| VerifyError::io(&plugins, e))?;
-    Ok(report(&entry, None, store, replaced))
+    audit(&root, &entry_record(&entry, old.is_some(), overrides))?;
+    Ok(report(&entry, None, store, old.is_some()))
 }
 
-/// Removes a plugin's entry and signature. The pinned copy stays: store files are never rewritten
-/// or removed by `dot-register`.
+/// Removes a plugin's entry, signature and grant. The pinned copy stays (store files are never
+/// rewritten or removed by `dot-register`), and so does the name's high-water version.
 pub fn remove(root: &Root, plugin: &Name) -> Result<RemoveReport, RegisterError> {
     verify::root::check_root(root)?;
     let _lock = WriterLock::take(root)?;
@@ -167,17 +254,126 @@ pub fn remove(root: &Root, plugin: &Name) -> Result<RemoveReport, RegisterError>
         }
         Err(e) => return Err(VerifyError::io(&entry_path, e).into()),
     }
+    let old = read_doc(&entry_path)
+        .ok()
+        .flatten()
+        .and_then(|b| Entry::parse(&b).ok());
     let mut removed = Vec::new();
-    for p in [entry_path, root.entry_sig(plugin)] {
+    for p in [entry_path, root.entry_sig(plugin), root.entry_grant(plugin)] {
         if remove_if_present(&p)? {
             removed.push(p.display().to_string());
         }
     }
     let plugins = root.plugins();
     sys::fs::fsync_dir(&plugins).map_err(|e| VerifyError::io(&plugins, e))?;
+    let mut rec = AuditRecord::new(now(), AuditAction::Remove, AuditOutcome::Allowed);
+    rec.name = Some(plugin.to_string());
+    if let Some(old) = old {
+        rec.version = Some(old.version.to_string());
+        rec.sha256 = Some(old.sha256);
+        rec.publisher = old.publisher.map(|p| p.to_string());
+    }
+    audit(root, &rec)?;
     Ok(RemoveReport {
         name: plugin.clone(),
         removed,
+    })
+}
+
+const HIGH_WATER_NAME: &str = "high-water.json";
+
+/// The audit record of a registration.
+fn entry_record(entry: &Entry, replaced: bool, overrides: Vec<String>) -> AuditRecord {
+    let action = if replaced {
+        AuditAction::Replace
+    } else {
+        AuditAction::Register
+    };
+    let mut rec = AuditRecord::new(now(), action, AuditOutcome::Allowed);
+    rec.name = Some(entry.name.to_string());
+    rec.version = Some(entry.version.to_string());
+    rec.publisher = entry.publisher.as_ref().map(|p| p.to_string());
+    rec.sha256 = Some(entry.sha256);
+    rec.overrides = overrides;
+    rec
+}
+
+/// An `audit` executable that is not a static ELF is accepted only with `--allow-dynamic`.
+/// Returns whether it is such an executable (a grant must be written).
+fn check_dynamic(
+    exe: &File,
+    path: &Path,
+    entry: &Entry,
+    allow: bool,
+    hint: impl Fn() -> String,
+) -> Result<bool, RegisterError> {
+    if entry.containment == Containment::Process {
+        return Ok(false);
+    }
+    match verify::elf::check_static_elf(exe) {
+        Ok(_) => Ok(false),
+        Err(_) if allow => Ok(true),
+        Err(source) => Err(VerifyError::DynamicNotGranted {
+            path: path.to_path_buf(),
+            source,
+            next: hint(),
+        }
+        .into()),
+    }
+}
+
+/// Writes the owner's `--allow-dynamic` grant for this executable, or removes a stale grant.
+fn write_grant(
+    root: &Root,
+    entry: &Entry,
+    dynamic: bool,
+    overrides: &mut Vec<String>,
+) -> Result<(), RegisterError> {
+    let path = root.entry_grant(&entry.name);
+    if !dynamic {
+        remove_if_present(&path)?;
+        return Ok(());
+    }
+    let grant = Grant {
+        schema: TRUST_SCHEMA,
+        name: entry.name.clone(),
+        sha256: entry.sha256,
+        allow_dynamic_at: now(),
+    };
+    sys::fs::atomic_write(
+        &root.plugins(),
+        &format!("{}.json.grant", entry.name),
+        &grant.to_bytes(),
+        0o600,
+    )
+    .map_err(|e| VerifyError::io(&path, e))?;
+    overrides.push("allow-dynamic".to_owned());
+    Ok(())
+}
+
+/// Re-consent on widening: replacing `old` by `new` when that raises the containment risk, adds
+/// inputs or widens the protocol range needs `--accept-changes` naming exactly that difference.
+/// Returns the override to record.
+fn check_consent(
+    root: &Root,
+    old: Option<&Entry>,
+    new: &Entry,
+    given: Option<&str>,
+    hint: impl Fn() -> String,
+) -> Result<Vec<String>, RegisterError> {
+    let Some(changes) = old.and_then(|o| Changes::between(o, new)) else {
+        return Ok(Vec::new());
+    };
+    let token = changes.token();
+    if given == Some(token.as_str()) {
+        return Ok(vec![format!("accept-changes {token}")]);
+    }
+    Err(RegisterError::ChangesNeedConsent {
+        name: new.name.to_string(),
+        path: root.entry(&new.name),
+        next: format!("{} --accept-changes {token}", hint()),
+        changes: Box::new(changes),
+        given: given.map(str::to_owned),
     })
 }
 
@@ -189,16 +385,16 @@ fn open_checked_exe(path: &Path, entry: &Entry) -> Result<File, RegisterError> {
     Ok(file)
 }
 
-/// Refuses to overwrite a registered name without `replace`, and a lower version without
-/// `allow_downgrade`. Returns whether an entry is being replaced. `hint` makes the command that
-/// passes the named flag.
+/// Refuses to overwrite a registered name without `replace`. Returns the entry being replaced
+/// (`None` when the name is free; an unreadable or malformed old entry may be replaced, but its
+/// version and widening cannot be compared, so it counts as free). `hint` makes the command that
+/// passes `--replace`.
 fn check_existing(
     root: &Root,
     entry: &Entry,
     replace: bool,
-    allow_downgrade: bool,
-    hint: impl Fn(&str) -> String,
-) -> Result<bool, RegisterError> {
+    hint: impl Fn() -> String,
+) -> Result<Option<Entry>, RegisterError> {
     let path = root.entry(&entry.name);
     let exists = match std::fs::symlink_metadata(&path) {
         Ok(_) => true,
@@ -206,32 +402,19 @@ fn check_existing(
         Err(e) => return Err(VerifyError::io(&path, e).into()),
     };
     if !exists {
-        return Ok(false);
+        return Ok(None);
     }
     if !replace {
         return Err(RegisterError::EntryExists {
             name: entry.name.to_string(),
             path,
-            next: hint(" --replace"),
+            next: hint(),
         });
     }
-    // An unreadable or malformed old entry may be replaced; its version cannot be compared.
-    let old = read_doc(&path)
+    Ok(read_doc(&path)
         .ok()
         .flatten()
-        .and_then(|b| Entry::parse(&b).ok());
-    if let Some(old) = old {
-        if entry.version < old.version && !allow_downgrade {
-            return Err(RegisterError::Downgrade {
-                name: entry.name.to_string(),
-                path,
-                registered: old.version.to_string(),
-                offered: entry.version.to_string(),
-                next: hint(" --replace --allow-downgrade"),
-            });
-        }
-    }
-    Ok(true)
+        .and_then(|b| Entry::parse(&b).ok()))
 }
 
 /// Pins the executable: `store/sha256/HEX` with mode 0500. An existing pinned copy is never

@@ -8,19 +8,22 @@
 #![forbid(unsafe_code)]
 
 pub mod args;
+pub mod deny;
 pub mod error;
 pub mod init;
 pub mod install;
 pub mod list;
+pub mod policy;
 pub mod publisher;
 pub mod report;
 
 pub use args::Args;
 pub use error::RegisterError;
 
-use args::{Command, PublisherCommand};
+use args::{Command, DenyCommand, PolicyCommand, PublisherCommand};
 use proto::cli::Output;
 use proto::layout::Root;
+use proto::trust::AuditRecord;
 use proto::Name;
 use std::io::Read;
 use std::path::Path;
@@ -33,10 +36,23 @@ pub fn run(args: Args) -> Result<Output, RegisterError> {
         Command::Publisher(p) => match p.command {
             PublisherCommand::Add(a) => {
                 let id = name(&a.id)?;
+                let bounds = publisher::Bounds {
+                    not_before: a.not_before,
+                    not_after: a.not_after,
+                };
                 Ok(Output::json(&publisher::add(
                     &Root::new(a.root),
                     &id,
                     &a.pubkey,
+                    bounds,
+                )?))
+            }
+            PublisherCommand::Rotate(a) => {
+                let id = name(&a.id)?;
+                Ok(Output::json(&publisher::rotate(
+                    &Root::new(&a.root),
+                    &id,
+                    &a,
                 )?))
             }
             PublisherCommand::Revoke(a) => {
@@ -58,6 +74,21 @@ pub fn run(args: Args) -> Result<Output, RegisterError> {
             Ok(Output::json(&install::remove(&Root::new(a.root), &n)?))
         }
         Command::List(a) => Ok(Output::json(&list::list(&Root::new(a.root))?)),
+        Command::Deny(d) => match d.command {
+            DenyCommand::Add(a) => {
+                let t = deny::Target::from_options(a.sha256.as_deref(), a.key.as_deref())?;
+                Ok(Output::json(&deny::add(&Root::new(a.root), &t, &a.reason)?))
+            }
+            DenyCommand::Remove(a) => {
+                let t = deny::Target::from_options(a.sha256.as_deref(), a.key.as_deref())?;
+                Ok(Output::json(&deny::remove(&Root::new(a.root), &t)?))
+            }
+            DenyCommand::List(a) => Ok(Output::json(&deny::list(&Root::new(a.root))?)),
+        },
+        Command::Policy(p) => match p.command {
+            PolicyCommand::Set(a) => Ok(Output::json(&policy::set(&Root::new(&a.root), &a)?)),
+            PolicyCommand::Show(a) => Ok(Output::json(&policy::show(&Root::new(a.root))?)),
+        },
     }
 }
 
@@ -83,21 +114,22 @@ impl WriterLock {
     }
 }
 
-/// Reads an input file given on the command line (entry, signature, public key): a regular file
-/// (not a link), at most 64 KiB (one more byte is read so an oversized document is seen as such).
-pub fn read_input(path: &Path) -> Result<Vec<u8>, RegisterError> {
+/// Reads an input file given on the command line (entry, signature, public key, statement): a
+/// regular file (not a link), at most `limit` bytes (one more byte is read so an oversized document
+/// is seen as such).
+pub fn read_input_limited(path: &Path, limit: u64) -> Result<Vec<u8>, RegisterError> {
     let (file, _) = sys::fs::open_regular(path).map_err(|e| VerifyError::from_open(path, e))?;
     let mut bytes = Vec::new();
-    file.take(proto::strict::MAX_DOCUMENT as u64 + 1)
+    file.take(limit.saturating_add(1))
         .read_to_end(&mut bytes)
         .map_err(|e| VerifyError::io(path, e))?;
     Ok(bytes)
 }
 
-/// Unix seconds now.
-pub fn now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
+pub use verify::trust::now;
+
+/// Appends one record to `ROOT/audit.log` (one write, fdatasync; `sys::fs::append_line`).
+pub fn audit(root: &Root, rec: &AuditRecord) -> Result<(), RegisterError> {
+    let path = root.audit_log();
+    sys::fs::append_line(&path, &rec.to_line()).map_err(|e| VerifyError::io(&path, e).into())
 }

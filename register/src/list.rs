@@ -34,6 +34,9 @@ fn item(root: &Root, stem: &str) -> ListItem {
         containment: None,
         valid: false,
         problem: None,
+        expires: None,
+        warning: None,
+        dependencies: None,
     };
     let name = match Name::new(stem) {
         Ok(n) => n,
@@ -49,10 +52,15 @@ fn item(root: &Root, stem: &str) -> ListItem {
             item.publisher = e.publisher;
             item.sha256 = Some(e.sha256);
             item.containment = Some(e.containment);
+            item.expires = e.expires;
         }
     }
     match verify::entry::verify_entry(root, &name) {
-        Ok(_) => item.valid = true,
+        Ok(v) => {
+            item.valid = true;
+            item.dependencies = Some(v.dependencies);
+            item.warning = v.expires_in_days.map(|d| format!("expires in {d} day(s)"));
+        }
         Err(e) => item.problem = Some(e.to_error_object()),
     }
     item

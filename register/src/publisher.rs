@@ -1,76 +1,258 @@
-//! `dot-register publisher add|revoke|list`: the root's trust store, `trust/publishers/ID.json`.
+//! `dot-register publisher add|rotate|revoke|list`: the root's trust store, `trust/publishers/ID.json`.
 
+use crate::args::PublisherRotateArgs;
 use crate::error::RegisterError;
-use crate::{now, read_input, WriterLock};
+use crate::{audit, now, read_input_limited, WriterLock};
 use proto::layout::Root;
 use proto::publisher::{Revocation, PUBLISHER_SCHEMA};
+use proto::trust::{AuditAction, AuditOutcome, AuditRecord, KeyTransition, Limit};
 use proto::{Name, Publisher, PublisherKey};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use verify::trust::TrustContext;
 use verify::VerifyError;
 
-/// Trusts the key in `pubkey_file` for publisher `id`: a new record, or one more key of an existing
-/// publisher. Adding a key the publisher already has changes nothing. A revoked publisher or key is
-/// refused, never revived.
-pub fn add(root: &Root, id: &Name, pubkey_file: &Path) -> Result<Publisher, RegisterError> {
-    verify::root::check_root(root)?;
-    let bytes = read_input(pubkey_file)?;
+/// Validity bounds for a key being added.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Bounds {
+    pub not_before: Option<u64>,
+    pub not_after: Option<u64>,
+}
+
+/// Reads a public key file (bounded by the policy), refuses a denied key id, and makes the key
+/// record.
+fn read_key(
+    root: &Root,
+    ctx: &TrustContext,
+    pubkey_file: &Path,
+    bounds: Bounds,
+) -> Result<PublisherKey, RegisterError> {
+    let bytes = read_input_limited(pubkey_file, ctx.policy.limit(Limit::Key))?;
+    ctx.check_size(root, pubkey_file, Limit::Key, bytes.len() as u64)?;
     let text = std::str::from_utf8(&bytes).map_err(|_| VerifyError::PubkeyMalformed {
         path: pubkey_file.to_path_buf(),
         reason: "not text".to_owned(),
     })?;
     let (key_id, b64) =
         verify::signature::parse_public_key(text).map_err(|e| e.with_path(pubkey_file))?;
-    let _lock = WriterLock::take(root)?;
-    let at = now();
-    let new_key = PublisherKey {
-        key_id: key_id.clone(),
-        public_key: b64.clone(),
-        added_at: at,
+    ctx.check_key(root, &key_id)?;
+    if let (Some(nb), Some(na)) = (bounds.not_before, bounds.not_after) {
+        if na <= nb {
+            return Err(RegisterError::Usage(format!(
+                "--not-after {na} is not after --not-before {nb}"
+            )));
+        }
+    }
+    Ok(PublisherKey {
+        key_id,
+        public_key: b64,
+        added_at: now(),
+        not_before: bounds.not_before,
+        not_after: bounds.not_after,
         revoked: None,
-    };
+    })
+}
+
+/// Trusts the key in `pubkey_file` for a new publisher `id`. Adding a key the publisher already
+/// has changes nothing; a further key of an existing publisher is a rotation (`rotate`;
+/// `transition-missing` here). A revoked publisher or key, or a denied key id, is refused, never
+/// revived.
+pub fn add(
+    root: &Root,
+    id: &Name,
+    pubkey_file: &Path,
+    bounds: Bounds,
+) -> Result<Publisher, RegisterError> {
+    verify::root::check_root(root)?;
+    let ctx = TrustContext::load(root)?;
+    let new_key = read_key(root, &ctx, pubkey_file, bounds)?;
+    let _lock = WriterLock::take(root)?;
     let record = match verify::entry::load_publisher(root, id) {
         Ok((mut p, path)) => {
-            if let Some(rev) = &p.revoked {
-                return Err(VerifyError::PublisherRevoked {
-                    id: id.to_string(),
-                    path,
-                    reason: rev.reason.clone(),
-                }
-                .into());
+            if !add_key(&mut p, &path, new_key.clone(), pubkey_file)? {
+                return Ok(p);
             }
-            match p.keys.iter().find(|k| k.key_id == key_id) {
-                Some(k) if k.revoked.is_some() => {
-                    return Err(RegisterError::KeyWasRevoked {
-                        id: id.to_string(),
-                        key_id,
-                        path,
-                    })
-                }
-                Some(k) if k.public_key == b64 => return Ok(p),
-                Some(_) => {
-                    return Err(VerifyError::PubkeyMalformed {
-                        path: pubkey_file.to_path_buf(),
-                        reason: format!(
-                            "publisher {id:?} already has a different key with id {key_id}"
-                        ),
-                    }
-                    .into())
-                }
-                None => p.keys.push(new_key),
-            }
-            p
+            // A new key for a publisher already trusted is a rotation: `publisher rotate`.
+            return Err(RegisterError::TransitionMissing {
+                id: id.to_string(),
+                next: rotate_hint(root, id, pubkey_file),
+            });
         }
         Err(VerifyError::PublisherUnknown { .. }) => Publisher {
             schema: PUBLISHER_SCHEMA,
             id: id.clone(),
-            added_at: at,
-            keys: vec![new_key],
+            added_at: new_key.added_at,
+            keys: vec![new_key.clone()],
             revoked: None,
         },
         Err(e) => return Err(e.into()),
     };
     write(root, &record)?;
+    audit(
+        root,
+        &key_record(AuditAction::PublisherAdd, id, &new_key, None),
+    )?;
     Ok(record)
+}
+
+/// Adds `key` to an existing publisher record. `Ok(false)`: it already has this exact key.
+fn add_key(
+    p: &mut Publisher,
+    path: &Path,
+    key: PublisherKey,
+    pubkey_file: &Path,
+) -> Result<bool, RegisterError> {
+    let id = p.id.clone();
+    if let Some(rev) = &p.revoked {
+        return Err(VerifyError::PublisherRevoked {
+            id: id.to_string(),
+            path: path.to_path_buf(),
+            reason: rev.reason.clone(),
+        }
+        .into());
+    }
+    match p.keys.iter().find(|k| k.key_id == key.key_id) {
+        Some(k) if k.revoked.is_some() => Err(RegisterError::KeyWasRevoked {
+            id: id.to_string(),
+            key_id: key.key_id,
+            path: path.to_path_buf(),
+        }),
+        Some(k) if k.public_key == key.public_key => Ok(false),
+        Some(_) => Err(VerifyError::PubkeyMalformed {
+            path: pubkey_file.to_path_buf(),
+            reason: format!(
+                "publisher {id:?} already has a different key with id {}",
+                key.key_id
+            ),
+        }
+        .into()),
+        None => {
+            p.keys.push(key);
+            Ok(true)
+        }
+    }
+}
+
+/// `publisher rotate`: adds a new key to an existing publisher, accepted only with a transition
+/// statement (`proto::trust::KeyTransition`) naming this publisher and exactly this key, signed
+/// by a key of the publisher that is valid now (not revoked, inside its bounds, not denied); or,
+/// without a statement, on the owner's `--force-by-owner`, recorded in the audit log.
+pub fn rotate(root: &Root, id: &Name, a: &PublisherRotateArgs) -> Result<Publisher, RegisterError> {
+    verify::root::check_root(root)?;
+    let ctx = TrustContext::load(root)?;
+    let bounds = Bounds {
+        not_before: a.not_before,
+        not_after: a.not_after,
+    };
+    let new_key = read_key(root, &ctx, &a.pubkey, bounds)?;
+    let _lock = WriterLock::take(root)?;
+    let (mut p, path) = verify::entry::load_publisher(root, id)?;
+    let signer = match (&a.transition, a.force_by_owner) {
+        (Some(t), _) => Some(check_transition(root, &ctx, &p, &path, &new_key, t)?),
+        (None, true) => None,
+        (None, false) => {
+            return Err(RegisterError::TransitionMissing {
+                id: id.to_string(),
+                next: rotate_hint(root, id, &a.pubkey),
+            })
+        }
+    };
+    if !add_key(&mut p, &path, new_key.clone(), &a.pubkey)? {
+        return Ok(p);
+    }
+    write(root, &p)?;
+    let mut rec = key_record(AuditAction::PublisherRotate, id, &new_key, None);
+    match signer {
+        Some(k) => rec.detail = Some(format!("transition signed by key {k}")),
+        None => rec.overrides.push("force-by-owner".to_owned()),
+    }
+    audit(root, &rec)?;
+    Ok(p)
+}
+
+fn rotate_hint(root: &Root, id: &Name, pubkey: &Path) -> String {
+    format!(
+        "dot-register publisher rotate --root {} --id {id} --pubkey {} --transition FILE.minisig",
+        root.path().display(),
+        pubkey.display()
+    )
+}
+
+/// The statement's and its signature's paths from `--transition`: `FILE.minisig` names the
+/// signature (statement `FILE`); any other path names the statement (signature beside it).
+fn transition_paths(t: &Path) -> (PathBuf, PathBuf) {
+    let s = t.as_os_str().to_string_lossy();
+    match s.strip_suffix(".minisig") {
+        Some(stmt) => (PathBuf::from(stmt), t.to_path_buf()),
+        None => (t.to_path_buf(), PathBuf::from(format!("{s}.minisig"))),
+    }
+}
+
+/// Checks a transition statement; returns the id of the key that signed it.
+fn check_transition(
+    root: &Root,
+    ctx: &TrustContext,
+    p: &Publisher,
+    pub_path: &Path,
+    new_key: &PublisherKey,
+    t: &Path,
+) -> Result<String, RegisterError> {
+    let (stmt_path, sig_path) = transition_paths(t);
+    let stmt = read_input_limited(&stmt_path, ctx.policy.limit(Limit::Entry))?;
+    let sig = read_input_limited(&sig_path, ctx.policy.limit(Limit::Signature))?;
+    ctx.check_size(root, &sig_path, Limit::Signature, sig.len() as u64)?;
+    let signer = verify::signature::signature_key_id(&sig).map_err(|e| e.with_path(&sig_path))?;
+    ctx.check_key(root, &signer)?;
+    let info = verify::entry::check_by_publisher(p, pub_path, &signer, &sig, &stmt)
+        .map_err(|e| e.with_path(&sig_path))?;
+    let key = p.keys.iter().find(|k| k.key_id == signer);
+    // The signing key must be valid now (a rotation is a present act), and at its signature's
+    // timestamp when it carries one.
+    if let Some(k) = key {
+        if !k.valid_at(ctx.now) {
+            return Err(VerifyError::KeyNotValidAt {
+                id: p.id.to_string(),
+                key_id: signer.clone(),
+                at: ctx.now,
+                not_before: k.not_before,
+                not_after: k.not_after,
+            }
+            .into());
+        }
+        ctx.check_signature_time(&p.id, k, &info)
+            .map_err(|e| e.with_path(&sig_path))?;
+    }
+    let invalid = |why: String| RegisterError::TransitionInvalid {
+        path: stmt_path.clone(),
+        why,
+    };
+    let doc = KeyTransition::parse(&stmt).map_err(|e| invalid(e.to_string()))?;
+    if doc.publisher != p.id {
+        return Err(invalid(format!(
+            "it is for publisher {:?}, not {:?}",
+            doc.publisher.as_str(),
+            p.id.as_str()
+        )));
+    }
+    if doc.new_key_id != new_key.key_id || doc.new_public_key != new_key.public_key {
+        return Err(invalid(format!(
+            "it names key {}, not the new key {}",
+            doc.new_key_id, new_key.key_id
+        )));
+    }
+    Ok(signer)
+}
+
+fn key_record(
+    action: AuditAction,
+    id: &Name,
+    key: &PublisherKey,
+    detail: Option<String>,
+) -> AuditRecord {
+    let mut rec = AuditRecord::new(now(), action, AuditOutcome::Allowed);
+    rec.publisher = Some(id.to_string());
+    rec.key_id = Some(key.key_id.clone());
+    rec.detail = detail;
+    rec
 }
 
 /// Revokes publisher `id` (or only its key `key_id`). Revoking again keeps the first revocation.
@@ -109,6 +291,11 @@ pub fn revoke(
         }
     }
     write(root, &p)?;
+    let mut rec = AuditRecord::new(now(), AuditAction::PublisherRevoke, AuditOutcome::Allowed);
+    rec.publisher = Some(id.to_string());
+    rec.key_id = key_id.map(str::to_owned);
+    rec.detail = Some(reason.to_owned());
+    audit(root, &rec)?;
     Ok(p)
 }
 

@@ -56,4 +56,13 @@ pub struct ListItem {
     pub valid: bool,
     /// Why not, as the error object `dot-verify entry` prints.
     pub problem: Option<ErrorObject>,
+    /// The entry's signed expiry (unix seconds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires: Option<u64>,
+    /// Set when the entry expires within the policy's warning window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
+    /// For a valid entry: whether everything it executes is pinned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dependencies: Option<proto::trust::Dependencies>,
 }

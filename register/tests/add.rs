@@ -76,6 +76,8 @@ impl Fx {
             x.as_os_str(),
         ];
         args.extend(extra.iter().map(|a| OsStr::new(*a)));
+        // The fixture bytes are not a static ELF: an audit entry of them needs the owner's grant.
+        args.push("--allow-dynamic".as_ref());
         reg(args)
     }
 
@@ -582,9 +584,11 @@ fn remove_deletes_entry_and_signature_but_keeps_the_pinned_copy() {
     testkit::assert_ok::<AddReport>(&fx.add(&entry(Containment::Audit, EXE), EXE, &[]));
     let report: register::report::RemoveReport =
         testkit::assert_ok(&reg(["remove", "--root", fx.r(), "--name", "hello"]));
-    assert_eq!(report.removed.len(), 2);
+    // The entry, its signature and the owner's --allow-dynamic grant.
+    assert_eq!(report.removed.len(), 3);
     assert!(!fx.root.entry(&hello()).exists());
     assert!(!fx.root.entry_sig(&hello()).exists());
+    assert!(!fx.root.entry_grant(&hello()).exists());
     assert!(fx.root.store_file(&Sha256::of(EXE)).exists());
     let items: Vec<ListItem> = testkit::assert_ok(&reg(["list", "--root", fx.r()]));
     assert!(items.is_empty());
@@ -622,6 +626,7 @@ fn a_writer_waits_for_the_root_lock_and_writes_nothing_meanwhile() {
         .arg(&sp)
         .arg("--exe")
         .arg(&xp)
+        .arg("--allow-dynamic")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()

@@ -61,11 +61,34 @@ fn adding_the_same_key_again_changes_nothing() {
 }
 
 #[test]
-fn adding_a_second_key_keeps_the_first() {
+fn adding_a_second_key_is_a_rotation() {
     let (d, root) = root();
     let (k1, k2) = (KeyPair::generate(), KeyPair::generate());
     testkit::assert_ok::<Publisher>(&add(&root, "acme", &k1.pk_path(d.path())));
-    let p: Publisher = testkit::assert_ok(&add(&root, "acme", &k2.pk_path(d.path())));
+    let before = testkit::tree_snapshot(root.path());
+    let e = testkit::assert_refused(
+        &add(&root, "acme", &k2.pk_path(d.path())),
+        1,
+        "transition-missing",
+    );
+    assert!(e.next.unwrap().contains("publisher rotate"));
+    assert_eq!(before, testkit::tree_snapshot(root.path()));
+    let (stmt, sig) = k1.transition_to("acme", &k2);
+    let t = d.join("rotate.json");
+    std::fs::write(&t, stmt).unwrap();
+    std::fs::write(d.join("rotate.json.minisig"), sig).unwrap();
+    let p: Publisher = testkit::assert_ok(&reg([
+        "publisher",
+        "rotate",
+        "--root",
+        r(&root),
+        "--id",
+        "acme",
+        "--pubkey",
+        k2.pk_path(d.path()).to_str().unwrap(),
+        "--transition",
+        t.to_str().unwrap(),
+    ]));
     let ids: Vec<_> = p.keys.iter().map(|k| k.key_id.clone()).collect();
     assert_eq!(ids, vec![k1.key_id(), k2.key_id()]);
 }
@@ -208,4 +231,99 @@ fn list_returns_every_publisher_by_id() {
         testkit::assert_ok(&reg(["publisher", "list", "--root", r(&root)]));
     let ids: Vec<&str> = listed.iter().map(|p| p.id.as_str()).collect();
     assert_eq!(ids, vec!["acme", "zeta"]);
+}
+
+// ---- deny list and policy ----------------------------------------------------------------------
+
+fn deny(root: &Root, args: &[&str]) -> Output {
+    let mut v = vec!["deny", args[0], "--root", r(root)];
+    v.extend_from_slice(&args[1..]);
+    reg(v)
+}
+
+#[test]
+fn deny_needs_exactly_one_well_formed_item() {
+    let (_d, root) = root();
+    let before = testkit::tree_snapshot(root.path());
+    let hex = "ab".repeat(32);
+    for args in [
+        vec!["add", "--reason", "x"],
+        vec![
+            "add",
+            "--reason",
+            "x",
+            "--sha256",
+            &hex,
+            "--key",
+            "0123456789ABCDEF",
+        ],
+        vec!["add", "--reason", "x", "--sha256", "ABCD"],
+        vec!["add", "--reason", "x", "--key", "0123456789abcdef"],
+        vec!["remove"],
+    ] {
+        testkit::assert_refused(&deny(&root, &args), 2, "usage");
+    }
+    assert_eq!(before, testkit::tree_snapshot(root.path()));
+}
+
+#[test]
+fn deny_add_list_remove_round_trip_and_adding_twice_keeps_the_first_reason() {
+    let (_d, root) = root();
+    let hex = "ab".repeat(32);
+    testkit::assert_ok::<proto::trust::DenyList>(&deny(
+        &root,
+        &["add", "--sha256", &hex, "--reason", "first"],
+    ));
+    let d: proto::trust::DenyList = testkit::assert_ok(&deny(
+        &root,
+        &["add", "--sha256", &hex, "--reason", "second"],
+    ));
+    assert_eq!(d.digests.len(), 1);
+    assert_eq!(d.digests[0].reason, "first");
+    let listed: proto::trust::DenyList = testkit::assert_ok(&deny(&root, &["list"]));
+    assert_eq!(listed, d);
+    let d: proto::trust::DenyList = testkit::assert_ok(&deny(&root, &["remove", "--sha256", &hex]));
+    assert!(d.digests.is_empty());
+    let log = std::fs::read_to_string(root.audit_log()).unwrap();
+    let actions: Vec<proto::trust::AuditAction> = log
+        .lines()
+        .map(|l| {
+            proto::trust::AuditRecord::parse_line(l.as_bytes())
+                .unwrap()
+                .action
+        })
+        .collect();
+    use proto::trust::AuditAction::{DenyAdd, DenyRemove};
+    assert_eq!(actions, vec![DenyAdd, DenyRemove]);
+}
+
+#[test]
+fn policy_show_gives_defaults_and_set_refuses_out_of_range_values() {
+    let (_d, root) = root();
+    let p: proto::trust::Policy = testkit::assert_ok(&reg(["policy", "show", "--root", r(&root)]));
+    assert_eq!(p, proto::trust::Policy::default());
+    assert_eq!(p.max_exe_bytes, 256 << 20);
+    let before = testkit::tree_snapshot(root.path());
+    let out = reg([
+        "policy",
+        "set",
+        "--root",
+        r(&root),
+        "--max-entry-bytes",
+        "70000",
+    ]);
+    testkit::assert_refused(&out, 2, "usage");
+    assert_eq!(before, testkit::tree_snapshot(root.path()));
+    let p: proto::trust::Policy = testkit::assert_ok(&reg([
+        "policy",
+        "set",
+        "--root",
+        r(&root),
+        "--max-exe-bytes",
+        "1000",
+    ]));
+    assert_eq!(p.max_exe_bytes, 1000);
+    let shown: proto::trust::Policy =
+        testkit::assert_ok(&reg(["policy", "show", "--root", r(&root)]));
+    assert_eq!(shown, p);
 }

@@ -131,6 +131,44 @@ pub fn atomic_write(dir: &Path, name: &str, bytes: &[u8], mode: u32) -> io::Resu
     result.map(|()| dest)
 }
 
+/// Appends `line` to the log at `path` durably: opened `O_WRONLY|O_APPEND|O_CREAT|O_NOFOLLOW|
+/// O_CLOEXEC` (created with mode 0600), the whole line in ONE `write` (so concurrent appenders never
+/// interleave within a line; a short write is an error), then `fdatasync`. When the file was just
+/// created its directory is fsynced too, so the name is durable. The file is never rewritten.
+pub fn append_line(path: &Path, line: &[u8]) -> io::Result<()> {
+    let open = |create: bool| {
+        OpenOptions::new()
+            .append(true)
+            .create_new(create)
+            .mode(0o600)
+            .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW)
+            .open(path)
+    };
+    let (mut f, created) = match open(false) {
+        Ok(f) => (f, false),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => match open(true) {
+            Ok(f) => (f, true),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => (open(false)?, false),
+            Err(e) => return Err(e),
+        },
+        Err(e) => return Err(e),
+    };
+    let n = f.write(line)?;
+    if n != line.len() {
+        return Err(io::Error::new(
+            io::ErrorKind::WriteZero,
+            format!("short append: {n} of {} bytes", line.len()),
+        ));
+    }
+    f.sync_data()?;
+    if created {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            fsync_dir(dir)?;
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -168,6 +206,20 @@ mod tests {
         ));
         std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o4755)).expect("chmod");
         assert!(matches!(open_regular(&f), Err(OpenError::SetId(_))));
+        std::fs::remove_dir_all(&d).expect("cleanup");
+    }
+
+    #[test]
+    fn append_line_appends_creates_private_and_refuses_a_link() {
+        let d = tempdir();
+        let log = d.join("audit.log");
+        append_line(&log, b"one\n").expect("create");
+        append_line(&log, b"two\n").expect("append");
+        assert_eq!(std::fs::read(&log).expect("read"), b"one\ntwo\n");
+        assert_eq!(std::fs::metadata(&log).expect("meta").mode() & 0o777, 0o600);
+        std::os::unix::fs::symlink(&log, d.join("link")).expect("symlink");
+        let e = append_line(&d.join("link"), b"x\n").expect_err("a link is refused");
+        assert_eq!(e.raw_os_error(), Some(libc::ELOOP));
         std::fs::remove_dir_all(&d).expect("cleanup");
     }
 

@@ -250,6 +250,31 @@ impl KeyPair {
         text.into_bytes()
     }
 
+    /// A prehashed `.minisig` whose trusted comment carries `timestamp:<at>` (a signing time far in
+    /// the past or future, for the key-validity and signature-age rules).
+    pub fn sign_at(&self, bytes: &[u8], at: u64) -> Vec<u8> {
+        self.sign_with_comment(
+            bytes,
+            true,
+            &format!("timestamp:{at}\tfile:entry.json\thashed"),
+        )
+    }
+
+    /// A key-rotation statement by `self` (a key of `publisher`) adding `new`: the statement's
+    /// bytes and its signature, as `dot-register publisher rotate --transition` takes them.
+    pub fn transition_to(&self, publisher: &str, new: &KeyPair) -> (Vec<u8>, Vec<u8>) {
+        let stmt = proto::trust::KeyTransition {
+            schema: proto::trust::TRUST_SCHEMA,
+            publisher: Name::new(publisher).unwrap(),
+            new_key_id: new.key_id(),
+            new_public_key: new.public_key_b64(),
+            at: 1,
+        }
+        .to_bytes();
+        let sig = self.sign(&stmt, true);
+        (stmt, sig)
+    }
+
     /// Signs the file at `path` and writes `path.minisig`; returns the signature's path.
     pub fn sign_file(&self, path: &Path, prehashed: bool) -> PathBuf {
         let bytes = fs::read(path).unwrap();
@@ -409,6 +434,7 @@ pub fn entry_for_bytes(
             required: false,
         }],
         containment,
+        expires: None,
     }
 }
 
@@ -450,6 +476,8 @@ pub fn publisher_record(id: &str, keys: &[&KeyPair]) -> proto::Publisher {
                 key_id: k.key_id(),
                 public_key: k.public_key_b64(),
                 added_at: 1,
+                not_before: None,
+                not_after: None,
                 revoked: None,
             })
             .collect(),
@@ -466,8 +494,9 @@ pub fn install_publisher(root: &Root, publisher: &proto::Publisher) -> PathBuf {
 }
 
 /// Installs an entry by hand (what `dot-register add`/`dev` makes): `plugins.d/NAME.json` with
-/// exactly `entry_bytes`, `NAME.json.minisig` when `sig` is given, and the pinned copy of
-/// `exe_bytes` at `store/sha256/HEX` (HEX from the entry) with mode 0500.
+/// exactly `entry_bytes`, `NAME.json.minisig` when `sig` is given, the pinned copy of `exe_bytes`
+/// at `store/sha256/HEX` (HEX from the entry) with mode 0500, and for an `audit` entry the owner's
+/// `--allow-dynamic` grant (`NAME.json.grant`), since fixture bytes are rarely a static ELF.
 pub fn install_entry(
     root: &Root,
     name: &str,
@@ -483,11 +512,28 @@ pub fn install_entry(
         fs::write(root.entry_sig(&name), sig).unwrap();
         fs::set_permissions(root.entry_sig(&name), fs::Permissions::from_mode(0o600)).unwrap();
     }
+    if entry.containment == Containment::Audit {
+        install_grant(root, &entry);
+    }
     let store = root.store_file(&entry.sha256);
     if !store.exists() {
         fs::write(&store, exe_bytes).unwrap();
         fs::set_permissions(&store, fs::Permissions::from_mode(0o500)).unwrap();
     }
+}
+
+/// Writes the owner's `--allow-dynamic` grant for `entry` by hand (`plugins.d/NAME.json.grant`).
+pub fn install_grant(root: &Root, entry: &Entry) -> PathBuf {
+    let p = root.entry_grant(&entry.name);
+    let grant = proto::trust::Grant {
+        schema: proto::trust::TRUST_SCHEMA,
+        name: entry.name.clone(),
+        sha256: entry.sha256,
+        allow_dynamic_at: 1,
+    };
+    fs::write(&p, grant.to_bytes()).unwrap();
+    fs::set_permissions(&p, fs::Permissions::from_mode(0o600)).unwrap();
+    p
 }
 
 // ---------------------------------------------------------------------------------------------

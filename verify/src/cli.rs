@@ -96,10 +96,16 @@ pub struct EntryReport {
     pub containment: Containment,
     pub protocol: String,
     pub inputs: Vec<InputDecl>,
+    /// The entry's signed expiry (unix seconds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires: Option<u64>,
+    /// `pinned` (static ELF) or `unpinned` (granted `--allow-dynamic`).
+    pub dependencies: proto::trust::Dependencies,
 }
 
-impl From<&proto::Entry> for EntryReport {
-    fn from(e: &proto::Entry) -> Self {
+impl From<&entry::Verified> for EntryReport {
+    fn from(v: &entry::Verified) -> Self {
+        let e = &v.entry;
         EntryReport {
             name: e.name.clone(),
             version: e.version.clone(),
@@ -110,6 +116,8 @@ impl From<&proto::Entry> for EntryReport {
             containment: e.containment,
             protocol: e.protocol.clone(),
             inputs: e.inputs.clone(),
+            expires: e.expires,
+            dependencies: v.dependencies,
         }
     }
 }
@@ -122,7 +130,7 @@ pub fn run(args: Args) -> Result<Output, VerifyError> {
         Command::Entry(a) => {
             let name = Name::new(&a.name).map_err(VerifyError::BadName)?;
             let v = entry::verify_entry(&Root::new(a.root), &name)?;
-            Ok(Output::json(&EntryReport::from(&v.entry)))
+            Ok(Output::json(&EntryReport::from(&v)))
         }
     }
 }

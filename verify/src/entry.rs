@@ -1,12 +1,17 @@
 //! Full verification of one registry entry: exactly what `dot-launch` checks before it spawns.
 //!
 //! 1. the root: owner, modes, layout (`root::check_root`)
-//! 2. `plugins.d/NAME.json`: a private regular file of at most 64 KiB, a valid entry named NAME
+//! 2. `plugins.d/NAME.json`: a private regular file within the policy's size, a valid entry named
+//!    NAME; the deny list (`trust/deny.json`) before anything else: the entry file's digest, the
+//!    executable's digest, the signing key id
 //! 3. trust: `signed` — `NAME.json.minisig` made over the entry file's exact bytes by a non-revoked
-//!    key of the named, non-revoked publisher in `trust/publishers/`; `local` — only in a DEV root
+//!    key of the named, non-revoked publisher in `trust/publishers/`, valid at the signature's
+//!    trusted timestamp, not older than the policy's maximum age; `local` — only in a DEV root;
+//!    then the entry's signed `expires`
 //! 4. the pinned copy `store/sha256/HEX`: opened once (`O_NOFOLLOW`), a regular file without
 //!    setuid/setgid, owned by us or root and not group/world-writable; then `check_exe_file` on
-//!    that open file: size, digest, and the static-ELF rule for `process`
+//!    that open file: size, digest, and the static-ELF rule for `process`; an `audit` executable
+//!    that is not a static ELF needs the owner's `--allow-dynamic` grant (`NAME.json.grant`)
 //!
 //! The open file is returned: the caller executes that very descriptor.
 
@@ -14,7 +19,9 @@ use crate::elf::{self, ElfFacts};
 use crate::error::VerifyError;
 use crate::root::{self, euid};
 use crate::signature::{self, SignatureInfo};
+use crate::trust::{self, TrustContext};
 use proto::layout::Root;
+use proto::trust::{Dependencies, Limit};
 use proto::{Containment, Entry, Name, Publisher, Sha256, Trust};
 use std::fs::{File, Metadata};
 use std::io::Read;
@@ -30,8 +37,14 @@ pub struct Verified {
     pub exe_path: PathBuf,
     /// The key that signed the entry (`None` for a local entry).
     pub key_id: Option<String>,
-    /// The static-ELF facts (`Some` exactly for `process` entries).
+    /// The signature's trusted timestamp, when it has one.
+    pub signed_at: Option<u64>,
+    /// The static-ELF facts (`Some` exactly when the executable is a static ELF).
     pub elf: Option<ElfFacts>,
+    /// `unpinned` for a script or dynamic ELF accepted under the owner's `--allow-dynamic` grant.
+    pub dependencies: Dependencies,
+    /// Days left before the entry expires, when within the policy's warning window.
+    pub expires_in_days: Option<u64>,
     /// The root has the DEV marker.
     pub dev_root: bool,
 }
@@ -39,13 +52,37 @@ pub struct Verified {
 /// Runs every check on the entry `name` of `root` (see the module documentation).
 pub fn verify_entry(root: &Root, name: &Name) -> Result<Verified, VerifyError> {
     let info = root::check_root(root)?;
+    let ctx = TrustContext::load(root)?;
     let entry_path = root.entry(name);
-    let entry_bytes = read_doc(&entry_path)?.ok_or_else(|| VerifyError::EntryMissing {
-        name: name.to_string(),
-        path: entry_path.clone(),
-        next: register_hint(root, name, info.dev, false),
-    })?;
+    let entry_bytes =
+        read_doc_limited(&entry_path, ctx.policy.limit(Limit::Entry))?.ok_or_else(|| {
+            VerifyError::EntryMissing {
+                name: name.to_string(),
+                path: entry_path.clone(),
+                next: register_hint(root, name, info.dev, false),
+            }
+        })?;
+    ctx.check_size(root, &entry_path, Limit::Entry, entry_bytes.len() as u64)?;
+    // The deny list comes first: the entry file's digest, the executable's, the signing key's id.
+    ctx.check_digest(root, &Sha256::of(&entry_bytes))?;
     let entry = parse_entry(&entry_path, &entry_bytes)?;
+    ctx.check_digest(root, &entry.sha256)?;
+    let sig_path = root.entry_sig(name);
+    let sig = match entry.trust {
+        Trust::Signed => {
+            let sig = read_doc_limited(&sig_path, ctx.policy.limit(Limit::Signature))?.ok_or(
+                VerifyError::SignatureMissing {
+                    path: sig_path.clone(),
+                },
+            )?;
+            ctx.check_size(root, &sig_path, Limit::Signature, sig.len() as u64)?;
+            if let Ok(key_id) = signature::signature_key_id(&sig) {
+                ctx.check_key(root, &key_id)?;
+            }
+            Some(sig)
+        }
+        Trust::Local => None,
+    };
     if entry.name != *name {
         return Err(VerifyError::EntryNameMismatch {
             path: entry_path,
@@ -53,24 +90,22 @@ pub fn verify_entry(root: &Root, name: &Name) -> Result<Verified, VerifyError> {
             found: entry.name.to_string(),
         });
     }
-    let key_id = match entry.trust {
-        Trust::Signed => {
-            let sig_path = root.entry_sig(name);
-            let sig = read_doc(&sig_path)?.ok_or(VerifyError::SignatureMissing {
-                path: sig_path.clone(),
-            })?;
-            let checked = check_signed(root, &entry, &entry_bytes, &sig)
+    let (key_id, signed_at) = match &sig {
+        Some(sig) => {
+            let checked = check_signed(root, &ctx, &entry, &entry_bytes, sig)
                 .map_err(|e| e.with_path(&sig_path))?;
-            Some(checked.key_id)
+            (Some(checked.info.key_id), checked.signed_at)
         }
-        Trust::Local => {
+        None => {
             if !info.dev {
                 return Err(VerifyError::LocalEntryNotDev { path: entry_path });
             }
-            None
+            (None, None)
         }
     };
+    ctx.check_expiry(&entry, &entry_path)?;
     let exe_path = root.store_file(&entry.sha256);
+    ctx.check_size(root, &exe_path, Limit::Exe, entry.size)?;
     let tampered = |what: String| VerifyError::StoreTampered {
         path: exe_path.clone(),
         what,
@@ -96,12 +131,37 @@ pub fn verify_entry(root: &Root, name: &Name) -> Result<Verified, VerifyError> {
                 other => other.with_path(&exe_path),
             }
         })?;
+    let (elf, dependencies) = match elf {
+        Some(facts) => (Some(facts), Dependencies::Pinned),
+        None => match elf::check_static_elf(&exe) {
+            Ok(facts) => (Some(facts), Dependencies::Pinned),
+            Err(source) => {
+                if trust::load_grant(root, &entry)?.is_none() {
+                    return Err(VerifyError::DynamicNotGranted {
+                        path: exe_path,
+                        source,
+                        next: register_hint(
+                            root,
+                            name,
+                            info.dev && entry.trust == Trust::Local,
+                            true,
+                        ) + " --allow-dynamic",
+                    });
+                }
+                (None, Dependencies::Unpinned)
+            }
+        },
+    };
+    let expires_in_days = ctx.expiry_warning(&entry);
     Ok(Verified {
         entry,
         exe,
         exe_path,
         key_id,
+        signed_at,
         elf,
+        dependencies,
+        expires_in_days,
         dev_root: info.dev,
     })
 }
@@ -174,15 +234,26 @@ pub fn parse_entry(path: &Path, bytes: &[u8]) -> Result<Entry, VerifyError> {
     })
 }
 
-/// The signed-trust check: the publisher the entry names is in the trust store and not revoked,
-/// the signature's key is one of its non-revoked keys, and the signature is valid over
-/// `entry_bytes` (the entry file's exact bytes). Signature errors carry no path.
+/// A signature that passed `check_signed`.
+#[derive(Clone, Debug)]
+pub struct Signed {
+    pub info: SignatureInfo,
+    /// Its trusted timestamp, when it carries one.
+    pub signed_at: Option<u64>,
+}
+
+/// The signed-trust check: the signing key id is not denied; the publisher the entry names is in
+/// the trust store and not revoked; the signature's key is one of its keys and not revoked; the
+/// signature is valid over `entry_bytes` (the entry file's exact bytes); and the key was valid at
+/// the signature's trusted timestamp (`TrustContext::check_signature_time`). Signature errors carry
+/// no path.
 pub fn check_signed(
     root: &Root,
+    ctx: &TrustContext,
     entry: &Entry,
     entry_bytes: &[u8],
     sig: &[u8],
-) -> Result<SignatureInfo, VerifyError> {
+) -> Result<Signed, VerifyError> {
     let Some(id) = &entry.publisher else {
         return Err(VerifyError::EntryMalformed {
             path: PathBuf::new(),
@@ -193,15 +264,40 @@ pub fn check_signed(
             },
         });
     };
+    let key_id = signature::signature_key_id(sig)?;
+    ctx.check_key(root, &key_id)?;
     let (publisher, pub_path) = load_publisher(root, id)?;
+    let info = check_by_publisher(&publisher, &pub_path, &key_id, sig, entry_bytes)?;
+    let key = publisher
+        .keys
+        .iter()
+        .find(|k| k.key_id == key_id)
+        .ok_or_else(|| VerifyError::SignatureInvalid {
+            path: PathBuf::new(),
+            reason: "key id changed while checking".to_owned(),
+        })?;
+    let signed_at = ctx.check_signature_time(id, key, &info)?;
+    Ok(Signed { info, signed_at })
+}
+
+/// The publisher-record part of a signature check, shared with key rotation: the publisher is
+/// not revoked, `key_id` is one of its keys and not revoked, and `sig` is that key's valid
+/// signature over `data`. The time rule is the caller's.
+pub fn check_by_publisher(
+    publisher: &Publisher,
+    pub_path: &Path,
+    key_id: &str,
+    sig: &[u8],
+    data: &[u8],
+) -> Result<SignatureInfo, VerifyError> {
+    let id = &publisher.id;
     if let Some(rev) = &publisher.revoked {
         return Err(VerifyError::PublisherRevoked {
             id: id.to_string(),
-            path: pub_path,
+            path: pub_path.to_path_buf(),
             reason: rev.reason.clone(),
         });
     }
-    let key_id = signature::signature_key_id(sig)?;
     let Some(key) = publisher.keys.iter().find(|k| k.key_id == key_id) else {
         return Err(VerifyError::SignatureInvalid {
             path: PathBuf::new(),
@@ -211,14 +307,14 @@ pub fn check_signed(
     if let Some(rev) = &key.revoked {
         return Err(VerifyError::KeyRevoked {
             id: id.to_string(),
-            key_id,
-            path: pub_path,
+            key_id: key_id.to_owned(),
+            path: pub_path.to_path_buf(),
             reason: rev.reason.clone(),
         });
     }
-    signature::verify_detached(&key.public_key, sig, entry_bytes)
+    signature::verify_detached(&key.public_key, sig, data)
         .map_err(|e| match e {
-            VerifyError::PubkeyMalformed { .. } => e.with_path(&pub_path),
+            VerifyError::PubkeyMalformed { .. } => e.with_path(pub_path),
             other => other,
         })
         .and_then(|info| match info.key_id == key_id {
@@ -261,6 +357,11 @@ pub fn load_publisher(root: &Root, id: &Name) -> Result<(Publisher, PathBuf), Ve
 /// regular file of ours (not a link, not group/world-writable); at most 64 KiB are read (one more
 /// byte, so an oversized file is seen as oversized by the strict parser).
 pub fn read_doc(path: &Path) -> Result<Option<Vec<u8>>, VerifyError> {
+    read_doc_limited(path, proto::strict::MAX_DOCUMENT as u64)
+}
+
+/// `read_doc` reading at most `limit + 1` bytes (so a caller sees an oversized file as such).
+pub fn read_doc_limited(path: &Path, limit: u64) -> Result<Option<Vec<u8>>, VerifyError> {
     let (file, meta) = match sys::fs::open_regular(path) {
         Ok(ok) => ok,
         Err(sys::fs::OpenError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -276,7 +377,7 @@ pub fn read_doc(path: &Path) -> Result<Option<Vec<u8>>, VerifyError> {
     };
     root::check_private(path, &meta)?;
     let mut bytes = Vec::new();
-    file.take(proto::strict::MAX_DOCUMENT as u64 + 1)
+    file.take(limit.saturating_add(1))
         .read_to_end(&mut bytes)
         .map_err(|e| VerifyError::io(path, e))?;
     Ok(Some(bytes))

@@ -97,11 +97,72 @@ pub enum VerifyError {
     NotStaticElf { path: PathBuf, source: ElfError },
     #[error("{} is not a minisign public key file: {reason}", Shown(.path))]
     PubkeyMalformed { path: PathBuf, reason: String },
+    #[error("{field} {value} is on the root's deny list: {reason}")]
+    Denied {
+        path: PathBuf,
+        field: &'static str,
+        value: String,
+        reason: String,
+        root: PathBuf,
+    },
+    #[error("{} is not a valid trust document: {source}", .path.display())]
+    TrustMalformed {
+        path: PathBuf,
+        source: proto::trust::TrustDocError,
+    },
+    #[error("the signature by key {key_id} carries no trusted timestamp, which is required because {why}")]
+    SignatureTimeMissing { key_id: String, why: &'static str },
+    #[error("key {key_id} of publisher {id:?} was not valid at the signature's time {at} (valid from {} until {})", Bound(.not_before), Bound(.not_after))]
+    KeyNotValidAt {
+        id: String,
+        key_id: String,
+        at: u64,
+        not_before: Option<u64>,
+        not_after: Option<u64>,
+    },
+    #[error("the signature by key {key_id} was made at {at}, older than the root's maximum signature age of {max_age} s")]
+    SignatureTooOld {
+        key_id: String,
+        at: u64,
+        max_age: u64,
+    },
+    #[error("entry {name:?} expired at {expires}")]
+    EntryExpired {
+        path: PathBuf,
+        name: String,
+        expires: u64,
+    },
+    #[error("{} is at least {size} bytes, over the root's {field} of {limit}", Shown(.path))]
+    TooLarge {
+        path: PathBuf,
+        field: &'static str,
+        size: u64,
+        limit: u64,
+        root: PathBuf,
+    },
+    #[error("{} is an audit executable whose dependencies are not pinned ({source}); only the root's owner can accept that, with --allow-dynamic at registration", Shown(.path))]
+    DynamicNotGranted {
+        path: PathBuf,
+        source: ElfError,
+        next: String,
+    },
     #[error("{}: {source}", .path.display())]
     Io {
         path: PathBuf,
         source: std::io::Error,
     },
+}
+
+/// An optional time bound for a message.
+struct Bound<'a>(&'a Option<u64>);
+
+impl fmt::Display for Bound<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(t) => write!(f, "{t}"),
+            None => f.write_str("-"),
+        }
+    }
 }
 
 /// A path for a message: "the executable" when the caller has not said which file it was.
@@ -140,6 +201,8 @@ impl VerifyError {
             | E::NotStaticElf { path, .. }
             | E::PubkeyMalformed { path, .. }
             | E::SignatureInvalid { path, .. }
+            | E::TooLarge { path, .. }
+            | E::DynamicNotGranted { path, .. }
             | E::Io { path, .. }
                 if path.as_os_str().is_empty() =>
             {
@@ -154,7 +217,10 @@ impl VerifyError {
     pub fn path(&self) -> Option<&Path> {
         use VerifyError as E;
         let p = match self {
-            E::BadName(_) => return None,
+            E::BadName(_)
+            | E::SignatureTimeMissing { .. }
+            | E::KeyNotValidAt { .. }
+            | E::SignatureTooOld { .. } => return None,
             E::EntryMissing { path, .. }
             | E::EntryMalformed { path, .. }
             | E::EntryNameMismatch { path, .. }
@@ -176,6 +242,11 @@ impl VerifyError {
             | E::StoreTampered { path, .. }
             | E::NotStaticElf { path, .. }
             | E::PubkeyMalformed { path, .. }
+            | E::Denied { path, .. }
+            | E::TrustMalformed { path, .. }
+            | E::EntryExpired { path, .. }
+            | E::TooLarge { path, .. }
+            | E::DynamicNotGranted { path, .. }
             | E::Io { path, .. } => path,
         };
         (!p.as_os_str().is_empty()).then_some(p.as_path())
@@ -220,6 +291,14 @@ impl ToErrorObject for VerifyError {
             E::StoreTampered { .. } => "store-tampered",
             E::NotStaticElf { .. } => "not-static-elf",
             E::PubkeyMalformed { .. } => "pubkey-malformed",
+            E::Denied { .. } => "denied",
+            E::TrustMalformed { .. } => "trust-malformed",
+            E::SignatureTimeMissing { .. } => "signature-time-missing",
+            E::KeyNotValidAt { .. } => "key-not-valid",
+            E::SignatureTooOld { .. } => "signature-too-old",
+            E::EntryExpired { .. } => "entry-expired",
+            E::TooLarge { .. } => "too-large",
+            E::DynamicNotGranted { .. } => "dynamic-not-granted",
             E::Io { .. } => "io",
         }
     }
@@ -230,7 +309,8 @@ impl ToErrorObject for VerifyError {
             E::BadName(_)
             | E::EntryMalformed { .. }
             | E::PublisherMalformed { .. }
-            | E::PubkeyMalformed { .. } => ExitCode::Usage,
+            | E::PubkeyMalformed { .. }
+            | E::TrustMalformed { .. } => ExitCode::Usage,
             E::Io { .. } => ExitCode::System,
             _ => ExitCode::Refused,
         }
@@ -279,7 +359,38 @@ impl ToErrorObject for VerifyError {
             E::KeyRevoked { key_id, .. } => obj.value(key_id.clone()),
             E::SizeMismatch { found, .. } => obj.field("size").value(found.to_string()),
             E::DigestMismatch { found, .. } => obj.field("sha256").value(found.to_hex()),
-            E::StoreTampered { next, .. } => obj.next(next.clone()),
+            E::StoreTampered { next, .. } | E::DynamicNotGranted { next, .. } => {
+                obj.next(next.clone())
+            }
+            E::Denied {
+                field, value, root, ..
+            } => {
+                let flag = if *field == "sha256" {
+                    "--sha256"
+                } else {
+                    "--key"
+                };
+                obj.field(*field).value(value.clone()).next(format!(
+                    "dot-register deny remove --root {} {flag} {value}",
+                    root.display()
+                ))
+            }
+            E::TrustMalformed { source, .. } => match source.field() {
+                Some(f) => obj.field(f),
+                None => obj,
+            },
+            E::SignatureTimeMissing { key_id, .. } | E::SignatureTooOld { key_id, .. } => {
+                obj.field("trusted_comment").value(key_id.clone())
+            }
+            E::KeyNotValidAt { key_id, .. } => obj.field("key_id").value(key_id.clone()),
+            E::EntryExpired { expires, .. } => obj.field("expires").value(expires.to_string()),
+            E::TooLarge {
+                field, size, root, ..
+            } => obj.field(*field).value(size.to_string()).next(format!(
+                "dot-register policy set --root {} --{} {size}",
+                root.display(),
+                field.replace('_', "-")
+            )),
             _ => obj,
         }
     }

@@ -10,6 +10,7 @@ pub mod entry;
 pub mod error;
 pub mod root;
 pub mod signature;
+pub mod trust;
 
 pub use cli::{run, Args};
 pub use error::VerifyError;

@@ -86,7 +86,12 @@ fn accepts_signed_audit_entry_and_prints_it() {
     fx.install_signed(&entry.to_bytes(), EXE, true);
     let before = testkit::tree_snapshot(fx.root.path());
     let report: EntryReport = testkit::assert_ok(&fx.verify("hello"));
-    assert_eq!(report, EntryReport::from(&entry));
+    assert_eq!(
+        (&report.name, &report.version, report.sha256, &report.inputs),
+        (&entry.name, &entry.version, entry.sha256, &entry.inputs)
+    );
+    // The fixture bytes are not a static ELF: accepted under the owner's grant, unpinned.
+    assert_eq!(report.dependencies, proto::trust::Dependencies::Unpinned);
     assert_eq!(report.trust, Trust::Signed);
     assert_eq!(report.publisher, Some(Name::new("acme").unwrap()));
     assert_eq!(report.size, EXE.len() as u64);
@@ -110,6 +115,7 @@ fn accepts_static_executable_for_process() {
     fx.install_signed(&entry.to_bytes(), &exe, true);
     let report: EntryReport = testkit::assert_ok(&fx.verify("hello"));
     assert_eq!(report.containment, Containment::Process);
+    assert_eq!(report.dependencies, proto::trust::Dependencies::Pinned);
 }
 
 #[test]
@@ -208,7 +214,8 @@ fn refuses_symlinked_entry_file() {
     fx.refused("hello", 1, "root-unsafe");
 }
 
-fn refuses_malformed(edit: impl FnOnce(&mut serde_json::Value), field: Option<&str>) {
+/// A root whose `plugins.d/hello.json` is a signed entry edited by `edit` (without its signature).
+fn with_edited_entry(edit: impl FnOnce(&mut serde_json::Value)) -> Fx {
     let fx = root(false);
     let entry = signed_entry(Containment::Audit, EXE);
     let bytes = edited(&entry, edit);
@@ -218,7 +225,11 @@ fn refuses_malformed(edit: impl FnOnce(&mut serde_json::Value), field: Option<&s
         fs::Permissions::from_mode(0o600),
     )
     .unwrap();
-    let e = fx.refused("hello", 2, "entry-malformed");
+    fx
+}
+
+fn refuses_malformed(edit: impl FnOnce(&mut serde_json::Value), field: Option<&str>) {
+    let e = with_edited_entry(edit).refused("hello", 2, "entry-malformed");
     assert_eq!(e.field.as_deref(), field, "{e:?}");
 }
 
@@ -275,7 +286,9 @@ fn refuses_bad_name_inside_entry() {
 
 #[test]
 fn refuses_oversized_entry() {
-    refuses_malformed(|v| v["protocol"] = "x".repeat(70 * 1024).into(), None);
+    let fx = with_edited_entry(|v| v["protocol"] = "x".repeat(70 * 1024).into());
+    let e = fx.refused("hello", 1, "too-large");
+    assert_eq!(e.field.as_deref(), Some("max_entry_bytes"), "{e:?}");
 }
 
 #[test]
@@ -534,4 +547,21 @@ fn refuses_pinned_copy_owned_by_another_user() {
     fx.install_signed(&entry.to_bytes(), EXE, true);
     std::os::unix::fs::chown(fx.store_file(EXE), Some(65534), None).unwrap();
     fx.refused("hello", 1, "exe-unsafe-owner");
+}
+
+// ---- unpinned dependencies ---------------------------------------------------------------------
+
+#[test]
+fn refuses_unpinned_audit_executable_without_the_owners_grant() {
+    let fx = root(false);
+    let entry = signed_entry(Containment::Audit, EXE);
+    fx.install_signed(&entry.to_bytes(), EXE, true);
+    fs::remove_file(fx.root.entry_grant(&entry.name)).unwrap();
+    let e = fx.refused("hello", 1, "dynamic-not-granted");
+    assert!(e.next.unwrap().ends_with("--replace --allow-dynamic"));
+    // A grant for another executable grants nothing.
+    let mut other = entry.clone();
+    other.sha256 = proto::Sha256::of(b"another build");
+    testkit::install_grant(&fx.root, &other);
+    fx.refused("hello", 1, "dynamic-not-granted");
 }

@@ -1,0 +1,47 @@
+//! `dot-register policy set|show`: `trust/policy.json`, the root's size limits, maximum signature
+//! age and expiry warning window (`proto::trust::Policy`).
+
+use crate::args::PolicySetArgs;
+use crate::error::RegisterError;
+use crate::{audit, now, WriterLock};
+use proto::layout::Root;
+use proto::trust::{AuditAction, AuditOutcome, AuditRecord, Policy};
+use verify::trust::TrustContext;
+use verify::VerifyError;
+
+/// The effective policy.
+pub fn show(root: &Root) -> Result<Policy, RegisterError> {
+    verify::root::check_root(root)?;
+    Ok(TrustContext::load(root)?.policy)
+}
+
+/// Changes the settings `a` names and writes the whole policy.
+pub fn set(root: &Root, a: &PolicySetArgs) -> Result<Policy, RegisterError> {
+    verify::root::check_root(root)?;
+    let _lock = WriterLock::take(root)?;
+    let mut p = TrustContext::load(root)?.policy;
+    if let Some(v) = a.max_signature_age_secs {
+        p.max_signature_age_secs = (v > 0).then_some(v);
+    }
+    let fields = [
+        (a.expiry_warning_days, &mut p.expiry_warning_days),
+        (a.max_entry_bytes, &mut p.max_entry_bytes),
+        (a.max_signature_bytes, &mut p.max_signature_bytes),
+        (a.max_key_bytes, &mut p.max_key_bytes),
+        (a.max_exe_bytes, &mut p.max_exe_bytes),
+    ];
+    for (given, field) in fields {
+        if let Some(v) = given {
+            *field = v;
+        }
+    }
+    p.validate()
+        .map_err(|e| RegisterError::Usage(format!("policy: {e}")))?;
+    let path = root.policy();
+    sys::fs::atomic_write(&root.trust(), "policy.json", &p.to_bytes(), 0o600)
+        .map_err(|e| VerifyError::io(&path, e))?;
+    let mut rec = AuditRecord::new(now(), AuditAction::PolicySet, AuditOutcome::Allowed);
+    rec.detail = Some(String::from_utf8_lossy(&p.to_bytes()).replace(['\n', ' '], ""));
+    audit(root, &rec)?;
+    Ok(p)
+}

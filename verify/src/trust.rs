@@ -1,0 +1,179 @@
+//! The trust-lifecycle checks `verify_entry` (and so `dot-launch`) and `dot-register` share: the deny
+//! list, the root policy (size limits, maximum signature age), key validity at the signature's
+//! trusted timestamp, entry expiry, and the owner's `--allow-dynamic` grant. docs/trust.md.
+
+use crate::entry::read_doc_limited;
+use crate::error::VerifyError;
+use crate::signature::SignatureInfo;
+use proto::layout::Root;
+use proto::publisher::PublisherKey;
+use proto::trust::{comment_timestamp, DenyList, Grant, HighWater, Limit, Policy, TrustDocError};
+use proto::{Entry, Name, Sha256};
+use std::path::Path;
+
+/// Unix seconds now (the system clock: docs/trust.md says what that means).
+pub fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// What every trust decision of one command reads once: the deny list, the policy, the time.
+#[derive(Clone, Debug)]
+pub struct TrustContext {
+    pub deny: DenyList,
+    pub policy: Policy,
+    pub now: u64,
+}
+
+impl TrustContext {
+    /// Reads `trust/deny.json` and `trust/policy.json` (absent: empty list, defaults).
+    pub fn load(root: &Root) -> Result<TrustContext, VerifyError> {
+        Ok(TrustContext {
+            deny: load_doc(&root.deny_list(), DenyList::parse)?.unwrap_or_else(DenyList::empty),
+            policy: load_doc(&root.policy(), Policy::parse)?.unwrap_or_default(),
+            now: now(),
+        })
+    }
+
+    /// Refuses a denied digest (of an executable or of an entry file).
+    pub fn check_digest(&self, root: &Root, d: &Sha256) -> Result<(), VerifyError> {
+        match self.deny.digest(d) {
+            Some(x) => Err(VerifyError::Denied {
+                path: root.deny_list(),
+                field: "sha256",
+                value: d.to_hex(),
+                reason: x.reason.clone(),
+                root: root.path().to_path_buf(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Refuses a denied key id.
+    pub fn check_key(&self, root: &Root, key_id: &str) -> Result<(), VerifyError> {
+        match self.deny.key(key_id) {
+            Some(x) => Err(VerifyError::Denied {
+                path: root.deny_list(),
+                field: "key_id",
+                value: key_id.to_owned(),
+                reason: x.reason.clone(),
+                root: root.path().to_path_buf(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// The signature's time rule: with a `timestamp:N` in the authenticated trusted comment, the
+    /// key must be valid at N (not revoked, inside its bounds) and N must not be older than the
+    /// policy's maximum age. Without one, the signature is accepted only when the key has no
+    /// bounds and the policy sets no maximum age.
+    pub fn check_signature_time(
+        &self,
+        publisher: &Name,
+        key: &PublisherKey,
+        info: &SignatureInfo,
+    ) -> Result<Option<u64>, VerifyError> {
+        let Some(at) = comment_timestamp(&info.trusted_comment) else {
+            if key.bounded() || self.policy.max_signature_age_secs.is_some() {
+                return Err(VerifyError::SignatureTimeMissing {
+                    key_id: key.key_id.clone(),
+                    why: if key.bounded() {
+                        "the key has a validity window"
+                    } else {
+                        "the root's policy sets a maximum signature age"
+                    },
+                });
+            }
+            return Ok(None);
+        };
+        if !key.valid_at(at) {
+            return Err(VerifyError::KeyNotValidAt {
+                id: publisher.to_string(),
+                key_id: key.key_id.clone(),
+                at,
+                not_before: key.not_before,
+                not_after: key.not_after,
+            });
+        }
+        if let Some(max) = self.policy.max_signature_age_secs {
+            if self.now.saturating_sub(at) > max {
+                return Err(VerifyError::SignatureTooOld {
+                    key_id: key.key_id.clone(),
+                    at,
+                    max_age: max,
+                });
+            }
+        }
+        Ok(Some(at))
+    }
+
+    /// Refuses an entry whose signed `expires` time has come.
+    pub fn check_expiry(&self, entry: &Entry, path: &Path) -> Result<(), VerifyError> {
+        match entry.expires {
+            Some(t) if self.now >= t => Err(VerifyError::EntryExpired {
+                path: path.to_path_buf(),
+                name: entry.name.to_string(),
+                expires: t,
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Days until the entry expires, when that is within the policy's warning window.
+    pub fn expiry_warning(&self, entry: &Entry) -> Option<u64> {
+        let t = entry.expires?;
+        let left = t.checked_sub(self.now)?;
+        let days = left / 86_400;
+        (days < self.policy.expiry_warning_days).then_some(days)
+    }
+
+    /// Refuses a size over one of the policy's limits.
+    pub fn check_size(
+        &self,
+        root: &Root,
+        path: &Path,
+        limit: Limit,
+        size: u64,
+    ) -> Result<(), VerifyError> {
+        let max = self.policy.limit(limit);
+        if size > max {
+            return Err(VerifyError::TooLarge {
+                path: path.to_path_buf(),
+                field: limit.field(),
+                size,
+                limit: max,
+                root: root.path().to_path_buf(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Reads and parses an optional trust document (`None` when absent).
+pub fn load_doc<T>(
+    path: &Path,
+    parse: fn(&[u8]) -> Result<T, TrustDocError>,
+) -> Result<Option<T>, VerifyError> {
+    let Some(bytes) = read_doc_limited(path, proto::strict::MAX_DOCUMENT as u64)? else {
+        return Ok(None);
+    };
+    parse(&bytes)
+        .map(Some)
+        .map_err(|source| VerifyError::TrustMalformed {
+            path: path.to_path_buf(),
+            source,
+        })
+}
+
+/// `trust/high-water.json` (absent: empty).
+pub fn load_high_water(root: &Root) -> Result<HighWater, VerifyError> {
+    Ok(load_doc(&root.high_water(), HighWater::parse)?.unwrap_or_else(HighWater::empty))
+}
+
+/// The owner's grant for `entry`, if one exists for exactly this executable.
+pub fn load_grant(root: &Root, entry: &Entry) -> Result<Option<Grant>, VerifyError> {
+    Ok(load_doc(&root.entry_grant(&entry.name), Grant::parse)?
+        .filter(|g| g.name == entry.name && g.sha256 == entry.sha256))
+}
