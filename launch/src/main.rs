@@ -1,5 +1,7 @@
 #![forbid(unsafe_code)]
 
 fn main() -> proto::cli::Outcome {
-    proto::cli::main(std::env::args(), launch::cli::run)
+    let outcome = proto::cli::main(std::env::args(), launch::cli::run);
+    launch::hooks::report_process();
+    outcome
 }
