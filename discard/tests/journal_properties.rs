@@ -7,7 +7,7 @@
 //! - `dot-discard` (the library, on real run directories) never deletes a run whose PREPARED line
 //!   is intact: checked for every prefix and for a deterministic sample of the corruptions (at every
 //!   position: a newline and one more value that moves with the position). These runs hold only their journal (the stage walk
-//!   has its own tests in discard.rs), which keeps some 4,000 run directories cheap.
+//!   has its own tests in discard.rs), which keeps its 4,422 run directories cheap.
 
 use proto::journal::{classify, RunState};
 use proto::layout::Root;
