@@ -49,7 +49,7 @@ SOAK := target/$(TARGET)/soak
 soak:
 	$(CARGO_T) build --profile soak --target $(TARGET) --workspace --bins $(TEST_FEATURES)
 	DOT_STATIC_DIR=$(CURDIR)/$(SOAK) DOT_SOAK_SEQUENTIAL=$(SOAK_SEQUENTIAL) DOT_SOAK_STREAM=$(SOAK_STREAM) \
-		$(CARGO_T) test --profile soak --target $(TARGET) -p tests --test soak $(TEST_FEATURES) -- --test-threads 1
+		$(CARGO_T) test --profile soak --target $(TARGET) -p tests --test soak $(TEST_FEATURES) -- --test-threads 1 --nocapture
 
 demo: build
 	rm -rf $(DEMO_ROOT) $(DEMO_OUT)

@@ -80,6 +80,10 @@ fn assert_nothing_left(env: &Env, report: &Path, runs: usize) {
     let avg = |rs: &[ProcessReport]| rs.iter().map(|r| r.vm_hwm_kb).sum::<u64>() / rs.len() as u64;
     let (first, last) = (avg(&reports[..tenth]), avg(&reports[runs - tenth..]));
     assert!(first > 0, "VmHWM was reported");
+    eprintln!(
+        "soak: {runs} launches; descriptors at exit {:?}; peak RSS first tenth {first} KiB, last tenth {last} KiB",
+        reports[runs - 1].fds
+    );
     assert!(
         last <= first + first / 2 + 2048,
         "dot-launch peak RSS grew: first runs {first} KiB, last runs {last} KiB"

@@ -287,7 +287,13 @@ mod tests {
         f.write_all(bytes).expect("write");
         let f = File::open(&path).expect("open");
         let _ = std::fs::remove_file(&path);
-        check_static_elf(&f)
+        let from_file = check_static_elf(&f);
+        // The in-memory reader (the fuzz target's) decides exactly as the file reader does.
+        assert_eq!(
+            format!("{:?}", check_static_elf_bytes(bytes)),
+            format!("{from_file:?}")
+        );
+        from_file
     }
 
     /// A minimal ELF64 image: header, `phdrs`, then the dynamic entries at offset 0x200.
