@@ -47,21 +47,18 @@ impl Tmpfs {
 
     /// Remounts it read-only (`mount -o remount,ro`): writes fail with EROFS, even for root.
     pub fn remount_ro(&self) {
-        run(
-            Command::new("mount")
-                .args(["-o", "remount,ro"])
-                .arg(&self.dir),
-            "mount -o remount,ro",
-        );
+        self.remount("remount,ro");
     }
 
     /// Remounts it read-write.
     pub fn remount_rw(&self) {
+        self.remount("remount,rw");
+    }
+
+    fn remount(&self, options: &str) {
         run(
-            Command::new("mount")
-                .args(["-o", "remount,rw"])
-                .arg(&self.dir),
-            "mount -o remount,rw",
+            Command::new("mount").args(["-o", options]).arg(&self.dir),
+            &format!("mount -o {options}"),
         );
     }
 
