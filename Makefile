@@ -31,7 +31,7 @@ DOCS    := README.md $(wildcard docs/*.md)
 DEMO_ROOT := demo/root
 DEMO_OUT  := demo/out
 
-.PHONY: all build test demo check bench install uninstall clean
+.PHONY: all build test demo check bench install uninstall clean fuzz soak
 
 all: build
 
@@ -44,6 +44,23 @@ TEST_FEATURES := --features launch/test-hooks
 test:
 	$(CARGO_T) build --target $(TARGET) --workspace --bins $(TEST_FEATURES)
 	DOT_STATIC_DIR=$(CURDIR)/$(DBG) $(CARGO_T) test --target $(TARGET) --workspace --no-fail-fast $(TEST_FEATURES)
+
+# Fuzzing (nightly + cargo-fuzz; never part of `make test`): every target in fuzz/fuzz_targets for
+# FUZZ_SECONDS each (default 600), from the committed seeds in fuzz/corpus/. See fuzz/run.sh.
+FUZZ_SECONDS ?= 600
+FUZZ_TARGETS ?= entry publisher journal response elf minisign
+fuzz:
+	FUZZ_SECONDS=$(FUZZ_SECONDS) fuzz/run.sh $(FUZZ_TARGETS)
+
+# Soak: 2,000 sequential launches and two concurrent streams of 500, on optimized binaries that
+# carry the test hooks (profile `soak`, its own directory: release binaries never have them).
+SOAK_SEQUENTIAL ?= 2000
+SOAK_STREAM     ?= 500
+SOAK := target/$(TARGET)/soak
+soak:
+	$(CARGO_T) build --profile soak --target $(TARGET) --workspace --bins $(TEST_FEATURES)
+	DOT_STATIC_DIR=$(CURDIR)/$(SOAK) DOT_SOAK_SEQUENTIAL=$(SOAK_SEQUENTIAL) DOT_SOAK_STREAM=$(SOAK_STREAM) \
+		$(CARGO_T) test --profile soak --target $(TARGET) -p tests --test soak $(TEST_FEATURES) -- --test-threads 1 --nocapture
 
 demo: build
 	rm -rf $(DEMO_ROOT) $(DEMO_OUT)

@@ -20,22 +20,9 @@ fn root(dir: &TempDir) -> Root {
     testkit::make_root(&dir.join("root"), true)
 }
 
-/// `txn/TXID/` (0700) with `journal` (0600) holding `bytes` and a stage with a few files.
+/// `txn/TXID/` with `journal` holding `bytes` and a stage with a few files.
 fn run(root: &Root, txid: &str, bytes: &[u8]) -> PathBuf {
-    let dir = root.run_dir(txid);
-    fs::DirBuilder::new()
-        .mode(0o700)
-        .create(&dir)
-        .expect("run dir");
-    fs::write(dir.join("journal"), bytes).expect("journal");
-    fs::set_permissions(dir.join("journal"), fs::Permissions::from_mode(0o600)).expect("chmod");
-    let stage = dir.join("stage");
-    fs::create_dir_all(stage.join("in")).expect("stage/in");
-    fs::create_dir_all(stage.join("out/sub")).expect("stage/out/sub");
-    fs::write(stage.join("in/name"), b"world").expect("input");
-    fs::write(stage.join("out/a"), b"a").expect("output");
-    fs::write(stage.join("out/sub/b"), b"b").expect("output");
-    dir
+    testkit::journal::write_run(root, txid, bytes)
 }
 
 fn discard(root: &Root, extra: &[&str]) -> (i32, Report) {

@@ -133,31 +133,46 @@ fn write_temp(
         .custom_flags(nix::libc::O_CLOEXEC | nix::libc::O_NOFOLLOW)
         .open(&path)
         .map_err(|e| LaunchError::io("creating a temp file in the target", &path, e))?;
+    // The temp file is not in PREPARED yet, so nothing else would ever remove it: a failed copy
+    // (ENOSPC, EFBIG, a changed output) removes its own partial temp file.
+    copy_hashed(src, &mut dst, &path, size)
+        .inspect_err(|_| {
+            let _ = std::fs::remove_file(&path);
+        })
+        .map(|sha256| (dst, sha256))
+}
+
+fn copy_hashed(
+    src: &mut File,
+    dst: &mut File,
+    path: &Path,
+    size: u64,
+) -> Result<Sha256, LaunchError> {
     let mut hasher = sha2::Sha256::new();
     let mut buf = vec![0u8; 256 * 1024];
     let mut copied = 0u64;
     loop {
         let n = src
             .read(&mut buf)
-            .map_err(|e| LaunchError::io("reading an output", &path, e))?;
+            .map_err(|e| LaunchError::io("reading an output", path, e))?;
         if n == 0 {
             break;
         }
         hasher.update(&buf[..n]);
         dst.write_all(&buf[..n])
-            .map_err(|e| LaunchError::io("writing a temp file in the target", &path, e))?;
+            .map_err(|e| LaunchError::io("writing a temp file in the target", path, e))?;
         copied += n as u64;
     }
     if copied != size {
         return Err(LaunchError::io(
             "copying an output",
-            &path,
+            path,
             std::io::Error::other(format!(
                 "output changed size while copied ({size} -> {copied})"
             )),
         ));
     }
-    Ok((dst, Sha256(hasher.finalize().into())))
+    Ok(Sha256(hasher.finalize().into()))
 }
 
 /// Makes the temp files durable: one fsync each for a few, one syncfs for many.

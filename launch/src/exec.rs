@@ -301,6 +301,7 @@ fn supervise(
                 }
                 if sent >= request.len() {
                     s.stdin = None;
+                    crate::hooks::failpoint("request-sent");
                 }
             }
         }

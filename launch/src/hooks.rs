@@ -1,7 +1,11 @@
 //! Test-only hooks, compiled only with the `test-hooks` feature (never in release builds):
-//! failpoints that SIGKILL the launcher (`DOT_FAILPOINT=NAME`), a pause after validation
+//! failpoints that SIGKILL the launcher (`DOT_FAILPOINT=NAME`; the names are the `failpoint` call sites:
+//! `after-begin`, `request-sent` (the plugin is running), `after-temp`, `after-prepared`,
+//! `between-renames`, `before-committed`), a pause after validation
 //! (`DOT_PAUSE_AFTER_VERIFY=PATH`: creates `PATH.ready`, waits for `PATH.go`), and a pretend
-//! Landlock ABI (`DOT_PRETEND_LANDLOCK_ABI=N`).
+//! Landlock ABI (`DOT_PRETEND_LANDLOCK_ABI=N`), and a report of the launcher's own open descriptors
+//! and peak memory just before it exits (`DOT_REPORT_FDS=PATH`, one JSON line appended per run), for
+//! the soak tests.
 
 /// Kills the launcher with SIGKILL when `DOT_FAILPOINT` names this point.
 #[cfg(feature = "test-hooks")]
@@ -47,3 +51,83 @@ pub fn pretend_landlock_abi() -> Option<u32> {
 pub fn pretend_landlock_abi() -> Option<u32> {
     None
 }
+
+/// What `DOT_REPORT_FDS` appends: the launcher's open descriptors when it started and when it
+/// is about to exit, and its peak RSS.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProcessReport {
+    pub pid: u32,
+    /// Open descriptor numbers at start (what it inherited), ascending.
+    pub fds_at_start: Vec<i32>,
+    /// Open descriptor numbers just before exit, ascending.
+    pub fds: Vec<i32>,
+    /// Peak resident set size (`VmHWM` of /proc/self/status), KiB.
+    pub vm_hwm_kb: u64,
+}
+
+/// The open descriptor numbers (the listing's own descriptor left out), ascending; empty unless
+/// `DOT_REPORT_FDS` is set.
+#[cfg(feature = "test-hooks")]
+pub fn open_fds() -> Vec<i32> {
+    if std::env::var_os("DOT_REPORT_FDS").is_none() {
+        return Vec::new();
+    }
+    let own = std::path::PathBuf::from(format!("/proc/{}/fd", std::process::id()));
+    let mut fds: Vec<i32> = std::fs::read_dir("/proc/self/fd")
+        .map(|d| {
+            d.flatten()
+                .filter(|e| std::fs::read_link(e.path()).is_ok_and(|t| t != own))
+                .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse().ok()))
+                .collect()
+        })
+        .unwrap_or_default();
+    fds.sort_unstable();
+    fds
+}
+
+#[cfg(not(feature = "test-hooks"))]
+#[inline(always)]
+pub fn open_fds() -> Vec<i32> {
+    Vec::new()
+}
+
+/// Appends a [`ProcessReport`] line to `DOT_REPORT_FDS` when set. Called by main after the run,
+/// when everything the run opened should be closed again; `fds_at_start` is [`open_fds`] from
+/// the start of main.
+#[cfg(feature = "test-hooks")]
+pub fn report_process(fds_at_start: Vec<i32>) {
+    use std::io::Write as _;
+    let Ok(path) = std::env::var("DOT_REPORT_FDS") else {
+        return;
+    };
+    let vm_hwm_kb = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0);
+    let report = ProcessReport {
+        pid: std::process::id(),
+        fds_at_start,
+        fds: open_fds(),
+        vm_hwm_kb,
+    };
+    let Ok(mut line) = serde_json::to_vec(&report) else {
+        return;
+    };
+    line.push(b'\n');
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+    {
+        let _ = f.write_all(&line);
+    }
+}
+
+#[cfg(not(feature = "test-hooks"))]
+#[inline(always)]
+pub fn report_process(_fds_at_start: Vec<i32>) {}

@@ -1,5 +1,8 @@
 #![forbid(unsafe_code)]
 
 fn main() -> proto::cli::Outcome {
-    proto::cli::main(std::env::args(), launch::cli::run)
+    let fds_at_start = launch::hooks::open_fds();
+    let outcome = proto::cli::main(std::env::args(), launch::cli::run);
+    launch::hooks::report_process(fds_at_start);
+    outcome
 }

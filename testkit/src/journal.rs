@@ -2,7 +2,11 @@
 //! the real `proto::journal` encoder, and a complete record of a kind no version knows.
 
 use proto::journal::{PreparedFile, Record};
+use proto::layout::Root;
 use proto::{Containment, Name, Sha256};
+use std::fs;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::path::PathBuf;
 
 /// The txid the fixtures use when a test does not pick its own.
 pub const TXID: &str = "0123456789abcdef0123456789abcdef";
@@ -70,4 +74,23 @@ pub fn unknown_record() -> Vec<u8> {
     let mut line = body[..body.len() - 1].to_vec();
     line.extend_from_slice(format!(",\"sum\":\"{}\"}}\n", &sum[..16]).as_bytes());
     line
+}
+
+/// A run directory as a crashed launcher leaves it: `txn/TXID/` (0700) with `journal` (0600)
+/// holding `bytes` and a stage with an input and two outputs (one in a subdirectory).
+pub fn write_run(root: &Root, txid: &str, bytes: &[u8]) -> PathBuf {
+    let dir = root.run_dir(txid);
+    fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&dir)
+        .expect("run dir");
+    fs::write(dir.join("journal"), bytes).expect("journal");
+    fs::set_permissions(dir.join("journal"), fs::Permissions::from_mode(0o600)).expect("chmod");
+    let stage = dir.join("stage");
+    fs::create_dir_all(stage.join("in")).expect("stage/in");
+    fs::create_dir_all(stage.join("out/sub")).expect("stage/out/sub");
+    fs::write(stage.join("in/name"), b"world").expect("input");
+    fs::write(stage.join("out/a"), b"a").expect("output");
+    fs::write(stage.join("out/sub/b"), b"b").expect("output");
+    dir
 }

@@ -9,6 +9,7 @@
 #![allow(clippy::unwrap_used)]
 
 pub mod journal;
+pub mod mount;
 use proto::layout::{Root, ROOT_DIRS};
 use proto::{Containment, Entry, InputDecl, InputKind, Name, Sha256, Trust};
 use std::collections::BTreeMap;

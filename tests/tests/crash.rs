@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{tool, Env};
+use common::Env;
 use std::process::Output;
 
 const OLD_A: &[u8] = b"old a\n";
@@ -54,20 +54,11 @@ fn assert_old_or_prepared(env: &Env, point: &str) {
 }
 
 fn recover(env: &Env) -> Output {
-    tool("dot-launch")
-        .arg("--root")
-        .arg(&env.root)
-        .arg("recover")
-        .output()
-        .unwrap()
+    common::recover(&env.root)
 }
 
 fn discard(env: &Env) -> Output {
-    tool("dot-discard")
-        .arg("--root")
-        .arg(&env.root)
-        .output()
-        .unwrap()
+    common::discard(&env.root)
 }
 
 fn visible_targets(env: &Env) -> Vec<String> {

@@ -83,7 +83,35 @@ pub enum ElfError {
 
 /// Checks that the open `file` is a static ELF executable for this machine.
 pub fn check_static_elf(file: &File) -> Result<ElfFacts, ElfError> {
-    let size = file.metadata()?.len();
+    check_image(file, file.metadata()?.len())
+}
+
+/// The same rule on an image held in memory (what the fuzz target and unit tests feed it).
+pub fn check_static_elf_bytes(bytes: &[u8]) -> Result<ElfFacts, ElfError> {
+    check_image(&bytes, bytes.len() as u64)
+}
+
+/// Positioned reads: an open file, or bytes in memory.
+trait ReadAt {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize>;
+}
+
+impl ReadAt for File {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        FileExt::read_at(self, buf, offset)
+    }
+}
+
+impl ReadAt for &[u8] {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        let start = usize::try_from(offset).map_or(self.len(), |o| o.min(self.len()));
+        let n = buf.len().min(self.len() - start);
+        buf[..n].copy_from_slice(&self[start..start + n]);
+        Ok(n)
+    }
+}
+
+fn check_image(file: &impl ReadAt, size: u64) -> Result<ElfFacts, ElfError> {
     let mut ehdr = [0u8; EHDR_LEN];
     let got = read_up_to(file, &mut ehdr, 0)?;
     if got >= 2 && &ehdr[..2] == b"#!" {
@@ -164,7 +192,7 @@ fn check_header(ehdr: &[u8; EHDR_LEN], size: u64) -> Result<Header, ElfError> {
 
 /// Returns the dynamic segment's (offset, size), if any.
 fn check_program_headers(
-    file: &File,
+    file: &impl ReadAt,
     h: &Header,
     size: u64,
 ) -> Result<Option<(u64, u64)>, ElfError> {
@@ -202,7 +230,7 @@ fn check_program_headers(
 }
 
 fn check_dynamic(
-    file: &File,
+    file: &impl ReadAt,
     h: &Header,
     dynamic: Option<(u64, u64)>,
     _size: u64,
@@ -234,7 +262,7 @@ fn check_dynamic(
 }
 
 /// Reads into `buf` from `offset` until it is full or the file ends; returns the bytes read.
-fn read_up_to(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+fn read_up_to(file: &impl ReadAt, buf: &mut [u8], offset: u64) -> io::Result<usize> {
     let mut done = 0;
     while done < buf.len() {
         match file.read_at(&mut buf[done..], offset + done as u64) {
@@ -259,7 +287,13 @@ mod tests {
         f.write_all(bytes).expect("write");
         let f = File::open(&path).expect("open");
         let _ = std::fs::remove_file(&path);
-        check_static_elf(&f)
+        let from_file = check_static_elf(&f);
+        // The in-memory reader (the fuzz target's) decides exactly as the file reader does.
+        assert_eq!(
+            format!("{:?}", check_static_elf_bytes(bytes)),
+            format!("{from_file:?}")
+        );
+        from_file
     }
 
     /// A minimal ELF64 image: header, `phdrs`, then the dynamic entries at offset 0x200.

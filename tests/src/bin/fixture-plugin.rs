@@ -170,6 +170,30 @@ fn main() -> ExitCode {
             std::thread::sleep(Duration::from_secs(3600));
             respond_ok("late")
         }
+        // Allocates and touches `size` bytes (an input, decimal; default 2 GiB): under `process`
+        // the runner's RLIMIT_AS (1 GiB) makes a big allocation fail, and the allocation-failure
+        // handler aborts the plugin.
+        "alloc" => {
+            let size: usize = input(&req, "size")
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(2 << 30);
+            let big = std::hint::black_box(vec![1u8; size]);
+            respond_ok(&format!("{}\n", big.len()))
+        }
+        // Writes out/small.txt, then `size` bytes (an input, decimal) of `x` to out/big.bin, and
+        // declares both, small first (so a commit writes the small temp file before the big one).
+        "big-output" => {
+            let size: usize = input(&req, "size")
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(0);
+            if std::fs::write("out/small.txt", b"small\n").is_err()
+                || std::fs::write("out/big.bin", vec![b'x'; size]).is_err()
+            {
+                return ExitCode::from(9);
+            }
+            println!(r#"{{"protocol":"1.0","status":"ok","outputs":["small.txt","big.bin"]}}"#);
+            ExitCode::SUCCESS
+        }
         "status-error" => {
             println!(r#"{{"protocol":"1.0","status":"error","message":"cannot do that"}}"#);
             ExitCode::SUCCESS

@@ -9,7 +9,9 @@ use std::process::{Command, Output};
 use testkit::{workspace_bin, TempDir};
 
 /// Inputs the fixture plugin declares (all optional strings).
-pub const FIXTURE_INPUTS: [&str; 8] = ["mode", "marker", "fifo", "then", "a", "b", "name", "port"];
+pub const FIXTURE_INPUTS: [&str; 9] = [
+    "mode", "marker", "fifo", "then", "a", "b", "name", "port", "size",
+];
 
 pub struct Env {
     pub dir: TempDir,
@@ -178,4 +180,83 @@ pub fn require_program(name: &str, package: &str) {
 pub fn repo_file(rel: &str) -> String {
     let p = repo_root().join(rel);
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// `dot-launch --root R NAME --target TARGET` plus `args` (a target other than the Env's).
+pub fn launch_into(root: &Path, name: &str, target: &Path, args: &[&str]) -> Command {
+    let mut c = tool("dot-launch");
+    c.arg("--root")
+        .arg(root)
+        .arg(name)
+        .arg("--target")
+        .arg(target)
+        .args(args);
+    c
+}
+
+/// `dot-launch --root R recover`.
+pub fn recover(root: &Path) -> Output {
+    tool("dot-launch")
+        .arg("--root")
+        .arg(root)
+        .arg("recover")
+        .output()
+        .unwrap()
+}
+
+/// `dot-discard --root R`.
+pub fn discard(root: &Path) -> Output {
+    tool("dot-discard")
+        .arg("--root")
+        .arg(root)
+        .output()
+        .unwrap()
+}
+
+/// The names in `dir`, sorted.
+pub fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// Live (not zombie) processes whose working directory or executable lies under `dir`: a run's
+/// plugin (cwd = its stage, exe = the pinned copy in the store) and anything it started there.
+pub fn processes_under(dir: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let pid = e.file_name().to_string_lossy().into_owned();
+        if !pid.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        let zombie = stat
+            .rsplit_once(')')
+            .is_some_and(|(_, r)| r.trim_start().starts_with('Z'));
+        if zombie {
+            continue;
+        }
+        let inside = ["cwd", "exe"]
+            .iter()
+            .any(|l| std::fs::read_link(e.path().join(l)).is_ok_and(|t| t.starts_with(dir)));
+        if inside {
+            found.push(stat);
+        }
+    }
+    found
+}
+
+/// Waits (bounded; the bound only turns a hang into a failure) until no process runs under `dir`;
+/// returns the ones still there.
+pub fn wait_no_processes_under(dir: &Path) -> Vec<String> {
+    for _ in 0..500 {
+        if processes_under(dir).is_empty() {
+            return Vec::new();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    processes_under(dir)
 }
