@@ -93,6 +93,62 @@ fn adding_a_second_key_is_a_rotation() {
     assert_eq!(ids, vec![k1.key_id(), k2.key_id()]);
 }
 
+/// Writes a transition statement and its signature under `dir`; returns the `--transition` path.
+fn write_transition(dir: &std::path::Path, name: &str, stmt: &[u8], sig: &[u8]) -> String {
+    let t = dir.join(name);
+    fs::write(&t, stmt).unwrap();
+    fs::write(dir.join(format!("{name}.minisig")), sig).unwrap();
+    format!("{}.minisig", t.display())
+}
+
+fn rotate(root: &Root, id: &str, pk: &std::path::Path, transition: &str) -> Output {
+    reg([
+        "publisher",
+        "rotate",
+        "--root",
+        r(root),
+        "--id",
+        id,
+        "--pubkey",
+        pk.to_str().unwrap(),
+        "--transition",
+        transition,
+    ])
+}
+
+#[test]
+fn rotate_refuses_a_statement_for_another_key_or_publisher() {
+    let (d, root) = root();
+    let (k1, k2, k3) = (
+        KeyPair::generate(),
+        KeyPair::generate(),
+        KeyPair::generate(),
+    );
+    testkit::assert_ok::<Publisher>(&add(&root, "acme", &k1.pk_path(d.path())));
+    testkit::assert_ok::<Publisher>(&add(&root, "other", &k1.pk_path(d.path())));
+    let k2_pk = k2.pk_path(d.path());
+    let before = testkit::tree_snapshot(root.path());
+    // Signed by acme's valid key, but naming k3: it does not authorize k2.
+    let (stmt, sig) = k1.transition_to("acme", &k3);
+    let t = write_transition(d.path(), "to-k3.json", &stmt, &sig);
+    let e = testkit::assert_refused(&rotate(&root, "acme", &k2_pk, &t), 1, "transition-invalid");
+    assert_eq!(e.path, Some(d.join("to-k3.json").display().to_string()));
+    // Signed by a key both publishers hold, but written for `other`: not a statement for acme.
+    let (stmt, sig) = k1.transition_to("other", &k2);
+    let t = write_transition(d.path(), "for-other.json", &stmt, &sig);
+    testkit::assert_refused(&rotate(&root, "acme", &k2_pk, &t), 1, "transition-invalid");
+    // A signed document that is not a statement at all.
+    let junk = br#"{"schema":1,"publisher":"acme"}"#;
+    let t = write_transition(d.path(), "junk.json", junk, &k1.sign(junk, true));
+    testkit::assert_refused(&rotate(&root, "acme", &k2_pk, &t), 1, "transition-invalid");
+    assert_eq!(before, testkit::tree_snapshot(root.path()));
+    // The statement for exactly this key and publisher is accepted.
+    let (stmt, sig) = k1.transition_to("acme", &k2);
+    let t = write_transition(d.path(), "to-k2.json", &stmt, &sig);
+    let p: Publisher = testkit::assert_ok(&rotate(&root, "acme", &k2_pk, &t));
+    assert_eq!(p.keys.len(), 2);
+}
+
 #[test]
 fn add_refuses_malformed_public_key() {
     let (d, root) = root();

@@ -34,14 +34,27 @@ fn signed_entry(
     key: &str,
     legacy: bool,
 ) -> (PathBuf, PathBuf) {
+    let comment = format!("{name} by acme");
+    let mut extra = vec!["-t", comment.as_str()];
+    if legacy {
+        extra.push("-l");
+    }
+    sign_entry(dir, name, containment, key, &extra)
+}
+
+/// Writes `NAME.json` as `signed_entry` does and runs `minisign -S -s KEY -m NAME.json EXTRA…`.
+fn sign_entry(
+    dir: &Path,
+    name: &str,
+    containment: Containment,
+    key: &str,
+    extra: &[&str],
+) -> (PathBuf, PathBuf) {
     let entry = testkit::entry_for(name, &bin_dir().join("hello"), containment, Some("acme"));
     let file = format!("{name}.json");
     std::fs::write(dir.join(&file), entry.to_bytes()).unwrap();
-    let comment = format!("{name} by acme");
-    let mut args = vec!["-S", "-s", key, "-m", &file, "-t", &comment];
-    if legacy {
-        args.push("-l");
-    }
+    let mut args = vec!["-S", "-s", key, "-m", &file];
+    args.extend_from_slice(extra);
     minisign(dir, &args);
     (dir.join(&file), dir.join(format!("{file}.minisig")))
 }
@@ -245,4 +258,45 @@ fn an_entry_changed_after_signing_is_refused_everywhere() {
     let e = failure(&p.launch("hello", "--allow-audit-plugin"), 1);
     assert_eq!(e.error, "signature-invalid");
     assert_eq!(std::fs::read_dir(p.root.join("txn")).unwrap().count(), 0);
+}
+
+/// The minisign CLI's default trusted comment (`timestamp:N\tfile:…`) is the signing time dot
+/// checks. Without bounds or a maximum age, a signature without it (`-t` replaced the comment) is
+/// accepted; once the root sets a maximum signature age, that one is `signature-time-missing`
+/// everywhere and the timestamped one is still accepted.
+#[test]
+fn the_minisign_cli_timestamp_is_the_signing_time_a_maximum_age_checks() {
+    let p = publisher();
+    let d = p.dir.path();
+    let (entry, sig) = sign_entry(d, "stamped", Containment::Audit, "acme.key", &[]);
+    let comment = std::fs::read_to_string(&sig).unwrap();
+    assert!(comment.contains("trusted comment: timestamp:"), "{comment}");
+    let _: serde_json::Value = assert_ok(&p.add(&entry, &sig));
+    let (entry, sig) = signed_entry(d, "plain", Containment::Audit, "acme.key", false);
+    let _: serde_json::Value = assert_ok(&p.add(&entry, &sig));
+    let _: serde_json::Value = assert_ok(&p.verify("plain"));
+
+    let out = tool("dot-register")
+        .args(["policy", "set", "--root"])
+        .arg(&p.root)
+        .args(["--max-signature-age-secs", "86400"])
+        .output()
+        .unwrap();
+    let policy: proto::trust::Policy = assert_ok(&out);
+    assert_eq!(policy.max_signature_age_secs, Some(86400));
+
+    let v: serde_json::Value = assert_ok(&p.verify("stamped"));
+    assert_eq!(v["name"], "stamped");
+    let r = result(&p.launch("stamped", "--allow-audit-plugin"));
+    assert_eq!(r.status, proto::result::RunStatus::Committed);
+    assert_refused(&p.verify("plain"), 1, "signature-time-missing");
+    assert_refused(
+        &p.launch("plain", "--allow-audit-plugin"),
+        1,
+        "signature-time-missing",
+    );
+    let (entry, sig) = signed_entry(d, "plain2", Containment::Audit, "acme.key", false);
+    let before = tree_snapshot(&p.root);
+    assert_refused(&p.add(&entry, &sig), 1, "signature-time-missing");
+    assert_eq!(before, tree_snapshot(&p.root));
 }

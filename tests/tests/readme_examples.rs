@@ -80,6 +80,10 @@ fn expectation(name: &str) -> Expect {
                 "state: PREPARED",
             ],
         },
+        "deny-a-build" => Expect {
+            fresh_root: false,
+            lines: &["denied", "deny-add allowed -", "launch refused denied"],
+        },
         "why-refused" => Expect {
             fresh_root: false,
             lines: &["consent-missing: dot-launch --root $R hello --allow-audit-plugin"],

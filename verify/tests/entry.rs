@@ -565,3 +565,48 @@ fn refuses_unpinned_audit_executable_without_the_owners_grant() {
     testkit::install_grant(&fx.root, &other);
     fx.refused("hello", 1, "dynamic-not-granted");
 }
+
+// ---- the root's trust documents ----------------------------------------------------------------
+
+/// Writes `bytes` as one of the root's private trust documents (mode 0600, as dot-register does).
+fn write_trust_doc(path: &std::path::Path, bytes: &[u8]) {
+    fs::write(path, bytes).unwrap();
+    fs::set_permissions(path, fs::Permissions::from_mode(0o600)).unwrap();
+}
+
+#[test]
+fn refuses_when_a_trust_document_is_malformed() {
+    let fx = root(false);
+    let entry = signed_entry(Containment::Audit, EXE);
+    fx.install_signed(&entry.to_bytes(), EXE, true);
+    testkit::assert_ok::<EntryReport>(&fx.verify("hello"));
+    let grant = fx.root.entry_grant(&entry.name);
+    let good_grant = fs::read(&grant).unwrap();
+    let cases: [(std::path::PathBuf, &[u8], &str); 4] = [
+        (
+            fx.root.deny_list(),
+            br#"{"schema":1,"digests":[],"keys":[],"hosts":[]}"#,
+            "hosts",
+        ),
+        (
+            fx.root.policy(),
+            br#"{"schema":1,"max_entry_bytes":0}"#,
+            "max_entry_bytes",
+        ),
+        (fx.root.policy(), br#"{"schema":2}"#, "schema"),
+        (grant.clone(), br#"{"schema":1,"name":"hello"}"#, "sha256"),
+    ];
+    for (path, bytes, field) in cases {
+        write_trust_doc(&path, bytes);
+        let e = fx.refused("hello", 2, "trust-malformed");
+        assert_eq!(e.path, Some(path.display().to_string()), "{e:?}");
+        assert_eq!(e.field.as_deref(), Some(field), "{e:?}");
+        if path == grant {
+            write_trust_doc(&path, &good_grant);
+        } else {
+            fs::remove_file(&path).unwrap();
+        }
+    }
+    // Restored, the same root verifies again: the refusals were the documents' doing.
+    testkit::assert_ok::<EntryReport>(&fx.verify("hello"));
+}
