@@ -15,6 +15,10 @@ use std::fmt;
 /// The entry schema this code writes and accepts.
 pub const ENTRY_SCHEMA: u32 = 1;
 
+/// Words `dot-launch` takes in the plugin-name position: no entry may be named after one, or it
+/// could be registered but never launched.
+pub const RESERVED_PLUGIN_NAMES: &[&str] = &["recover"];
+
 /// A registry entry, exactly as stored.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -170,9 +174,19 @@ impl Entry {
         })
     }
 
-    /// Checks what the types alone cannot: schema, trust/publisher agreement, protocol range,
-    /// duplicate inputs.
+    /// Checks what the types alone cannot: schema, a reserved plugin name, trust/publisher
+    /// agreement, protocol range, duplicate inputs.
     pub fn validate(&self) -> Result<(), EntryError> {
+        if RESERVED_PLUGIN_NAMES.contains(&self.name.as_str()) {
+            return Err(EntryError::Invalid {
+                field: "name",
+                value: self.name.to_string(),
+                message: format!(
+                    "{:?} is reserved (a dot-launch subcommand); no plugin can be registered under it",
+                    self.name.as_str()
+                ),
+            });
+        }
         if self.schema != ENTRY_SCHEMA {
             return Err(EntryError::Invalid {
                 field: "schema",
@@ -250,6 +264,7 @@ mod tests {
             (sample().replace("process", "container"), "containment"),
             (sample().replace(">=1.0, <2", "one or two"), "protocol"),
             (sample().replace(r#""name":"hello""#, r#""name":"../x""#), "name"),
+            (sample().replace(r#""name":"hello""#, r#""name":"recover""#), "name"),
             (sample().replace(r#""publisher":"acme","#, ""), "publisher"),
             (sample().replace(r#""schema":1"#, r#""schema":2"#), "schema"),
             (

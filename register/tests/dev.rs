@@ -234,6 +234,32 @@ fn refuses_bad_plugin_name() {
 }
 
 #[test]
+fn refuses_the_reserved_name_recover() {
+    // `dot-launch --root R recover` is the recover subcommand: a plugin of that name could be
+    // registered but never launched.
+    let fx = fx(true);
+    let before = testkit::tree_snapshot(fx.root.path());
+    let out = cargo_bin_cmd!("dot-register")
+        .args([
+            "dev",
+            "--containment",
+            "audit",
+            "--name",
+            "recover",
+            "--root",
+        ])
+        .arg(fx.root.path())
+        .arg("--exe")
+        .arg(&fx.exe)
+        .arg("--allow-dynamic")
+        .output()
+        .unwrap();
+    let e = fx.refused(out, 2, "entry-malformed", &before);
+    assert_eq!(e.field.as_deref(), Some("name"));
+    assert_eq!(e.value.as_deref(), Some("recover"));
+}
+
+#[test]
 fn refuses_dynamic_exe_as_process() {
     let fx = fx(true);
     let before = testkit::tree_snapshot(fx.root.path());
