@@ -51,8 +51,10 @@ check:
 	$(CARGO) fmt --all -- --check
 	$(CARGO_T) clippy --target $(TARGET) --workspace --all-targets -- -D warnings
 
+# Measures launches, confinement, digests, commit, reap and RSS in one run and writes BENCHMARKS.md
+# (installs hyperfine and bubblewrap when missing). Never part of `make test`.
 bench:
-	@echo "make bench: not yet (the benchmark issue delivers it)"
+	bench/run.sh
 
 install: build
 	install -d $(DESTDIR)$(BINDIR)

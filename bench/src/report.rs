@@ -1,0 +1,452 @@
+//! BENCHMARKS.md from the results directory `bench/run.sh` fills:
+//! `wall.json`, `timings.json`, `commit-N.json`, `reap-N.json` (dot-bench), `digest-MiB.json` and
+//! `entry.json` (hyperfine exports), `rss-NAME.txt` (`/usr/bin/time -v`), `started.txt`.
+
+use crate::commit::CommitResult;
+use crate::group::ReapResult;
+use crate::wall::{Measured, Timings};
+use crate::BenchError;
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// The part of a hyperfine `--export-json` file used here.
+#[derive(Debug, Deserialize)]
+struct Hyperfine {
+    results: Vec<HyperfineResult>,
+}
+
+#[derive(Debug, Deserialize)]
+struct HyperfineResult {
+    command: String,
+    median: f64,
+    times: Vec<f64>,
+}
+
+fn load<T: DeserializeOwned>(dir: &Path, name: &str) -> Result<Option<T>, BenchError> {
+    let path = dir.join(name);
+    let bytes = match std::fs::read(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(BenchError::io("reading", path.display(), e)),
+    };
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|e| BenchError::Malformed {
+            path: path.display().to_string(),
+            why: e.to_string(),
+        })
+}
+
+/// "Maximum resident set size (kbytes): N" from a `/usr/bin/time -v` log.
+fn max_rss_kib(dir: &Path, name: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(dir.join(name)).ok()?;
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix("Maximum resident set size (kbytes):"))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+fn ms(us: f64) -> String {
+    format!("{:.2} ms", us / 1000.0)
+}
+
+fn verdict(met: bool) -> &'static str {
+    if met {
+        "**MET**"
+    } else {
+        "**NOT MET**"
+    }
+}
+
+fn machine() -> String {
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_default();
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(0);
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("model name"))
+                .map(|l| l.trim_start_matches([' ', '\t', ':']).to_owned())
+        })
+        .unwrap_or_default();
+    format!("Linux {kernel}, {cores} cores ({cpu})")
+}
+
+struct Target {
+    id: &'static str,
+    what: String,
+    target: String,
+    measured: String,
+    met: Option<bool>,
+}
+
+/// Builds the whole document.
+pub fn write(dir: &Path) -> Result<String, BenchError> {
+    let wall: Vec<Measured> = load(dir, "wall.json")?.unwrap_or_default();
+    let timings: Option<Timings> = load(dir, "timings.json")?;
+    let median = |name: &str| wall.iter().find(|m| m.name == name).map(|m| m.wall.median_us);
+    let mut targets = Vec::new();
+    let mut body = String::new();
+    let mut notes = String::new();
+
+    // Per-launch wall time.
+    let _ = writeln!(body, "## Per-launch wall time\n");
+    let _ = writeln!(
+        body,
+        "Each command is one process tree from spawn to exit, timed by `dot-bench wall` (rounds \
+         interleave the commands, so load changes hit all alike). Every launch uses the static \
+         `hello` with the no-output request (`write=no`): the launches below commit nothing, the \
+         commit is measured on its own further down.\n"
+    );
+    let _ = writeln!(body, "| command | runs | median | p90 | min | vs hello |");
+    let _ = writeln!(body, "|---|---|---|---|---|---|");
+    let hello = median("hello");
+    for m in &wall {
+        let ratio = hello
+            .map(|h| format!("{:.2}×", m.wall.median_us / h))
+            .unwrap_or_default();
+        let _ = writeln!(
+            body,
+            "| `{}` | {} | {} | {} | {} | {ratio} |",
+            m.command,
+            m.wall.runs,
+            ms(m.wall.median_us),
+            ms(m.wall.p90_us),
+            ms(m.wall.min_us)
+        );
+    }
+    let process = median("launch-process");
+    let audit = median("launch-audit");
+    for (id, bwrap, limit) in [
+        ("P1", "bwrap-full", 0.9),
+        ("P1", "bwrap-minimal", 1.3),
+    ] {
+        let (measured, met) = match (process, median(bwrap)) {
+            (Some(p), Some(b)) => (
+                format!("{:.2}× ({} vs {})", p / b, ms(p), ms(b)),
+                Some(p / b <= limit),
+            ),
+            _ => ("not measured (bubblewrap missing)".to_owned(), None),
+        };
+        targets.push(Target {
+            id,
+            what: format!("`dot-launch --require-process-sandbox` vs {bwrap}"),
+            target: format!("≤ {limit}×"),
+            measured,
+            met,
+        });
+    }
+    if let (Some(h), Some(a), Some(p)) = (hello, audit, process) {
+        let confine = timings.as_ref().map(|t| t.confine.median_us).unwrap_or(0.0);
+        let _ = writeln!(
+            body,
+            "\nWhere a confined launch goes (medians): one static process start plus the plugin \
+             itself is {} (`hello` direct). `dot-launch` at `audit` adds {} on top: its own \
+             process start, the entry checks with the digest of the whole pinned executable, \
+             the run directory and journal, the group reap and the removal of the run \
+             directory. `process` adds {} more: the `dot-sandbox` process start and its exec \
+             into the plugin (a second exec), of which {} is the runner's confinement.",
+            ms(h),
+            ms(a - h),
+            ms(p - a),
+            ms(confine)
+        );
+    }
+
+    // Runner timings.
+    if let Some(t) = &timings {
+        let _ = writeln!(body, "\n## Confinement inside dot-sandbox\n");
+        let _ = writeln!(
+            body,
+            "From the `timings` the runner reports in every result (`enforced.timings`, µs per \
+             step; `confine_us` runs from the runner's `main` to just before the exec), over {} \
+             launches of `{}`.\n",
+            t.confine.runs, t.command
+        );
+        let _ = writeln!(body, "| step | median | p90 |");
+        let _ = writeln!(body, "|---|---|---|");
+        for (name, s) in &t.steps {
+            let _ = writeln!(
+                body,
+                "| {name} | {:.0} µs | {:.0} µs |",
+                s.median_us, s.p90_us
+            );
+        }
+        let _ = writeln!(
+            body,
+            "| **confine_us (total)** | **{:.0} µs** | {:.0} µs |",
+            t.confine.median_us, t.confine.p90_us
+        );
+        targets.push(Target {
+            id: "P3",
+            what: "confinement inside dot-sandbox (`confine_us`)".into(),
+            target: "≤ 200 µs".into(),
+            measured: format!("{:.0} µs", t.confine.median_us),
+            met: Some(t.confine.median_us <= 200.0),
+        });
+    }
+
+    // Digest.
+    let _ = writeln!(body, "\n## Digest\n");
+    let _ = writeln!(
+        body,
+        "hyperfine medians, files in the page cache. Ratio = openssl time / dot-verify time \
+         (≥ 1 means dot-verify is at least as fast).\n"
+    );
+    let _ = writeln!(body, "| file | dot-verify digest | openssl dgst -sha256 | ratio | dot-verify GB/s |");
+    let _ = writeln!(body, "|---|---|---|---|---|");
+    let mut worst: Option<f64> = None;
+    for mib in [8u64, 64, 512] {
+        let Some(h) = load::<Hyperfine>(dir, &format!("digest-{mib}.json"))? else {
+            continue;
+        };
+        if let [dot, ssl, ..] = h.results.as_slice() {
+            let ratio = ssl.median / dot.median;
+            worst = Some(worst.map_or(ratio, |w: f64| w.min(ratio)));
+            let _ = writeln!(
+                body,
+                "| {mib} MiB | {} | {} | {ratio:.3} | {:.2} |",
+                ms(dot.median * 1e6),
+                ms(ssl.median * 1e6),
+                (mib << 20) as f64 / dot.median / 1e9
+            );
+        }
+    }
+    targets.push(Target {
+        id: "P2",
+        what: "digest throughput vs openssl (worst of 8/64/512 MiB)".into(),
+        target: "≥ 0.95×".into(),
+        measured: worst.map_or("not measured".into(), |w| format!("{w:.3}×")),
+        met: worst.map(|w| w >= 0.95),
+    });
+
+    if let Some(h) = load::<Hyperfine>(dir, "entry.json")? {
+        if let [entry, digest, ..] = h.results.as_slice() {
+            let _ = writeln!(body, "\n## Entry verification\n");
+            let _ = writeln!(
+                body,
+                "A signed entry whose executable is 8 MiB: `dot-verify entry` (root checks, \
+                 strict parse, minisign signature, publisher, the pinned copy opened and \
+                 digested once) against `dot-verify digest` of the same file.\n"
+            );
+            let _ = writeln!(body, "| command | runs | median |\n|---|---|---|");
+            for r in [entry, digest] {
+                let _ = writeln!(body, "| `{}` | {} | {} |", r.command, r.times.len(), ms(r.median * 1e6));
+            }
+            let _ = writeln!(
+                body,
+                "\nThe entry checks cost {} on top of the digest ({:.2}×).",
+                ms((entry.median - digest.median) * 1e6),
+                entry.median / digest.median
+            );
+        }
+    }
+
+    // Commit.
+    let _ = writeln!(body, "\n## Commit\n");
+    let _ = writeln!(
+        body,
+        "`launch::commit::commit` (temp files made durable, durable PREPARED, renames, target \
+         directory fsync, durable COMMITTED) against the unsynced floor (the same temp files \
+         written and renamed, no sync). Outputs of 4 KiB, a fresh target each time. (`dot-launch` \
+         caps a run at 256 outputs; the library is called here with a cap of 1,000.)\n"
+    );
+    let _ = writeln!(body, "| outputs | runs | durable | floor | ratio |\n|---|---|---|---|---|");
+    for n in [1usize, 100, 1000] {
+        let Some(c) = load::<CommitResult>(dir, &format!("commit-{n}.json"))? else {
+            continue;
+        };
+        let ratio = c.durable.median_us / c.floor.median_us;
+        let _ = writeln!(
+            body,
+            "| {n} × {} B | {} | {} | {} | {ratio:.2}× |",
+            c.size,
+            c.durable.runs,
+            ms(c.durable.median_us),
+            ms(c.floor.median_us)
+        );
+        if n == 100 {
+            targets.push(Target {
+                id: "P4",
+                what: "durable commit of 100 × 4 KiB vs the unsynced floor".into(),
+                target: "≤ 3×".into(),
+                measured: format!(
+                    "{ratio:.2}× ({} vs {})",
+                    ms(c.durable.median_us),
+                    ms(c.floor.median_us)
+                ),
+                met: Some(ratio <= 3.0),
+            });
+            if ratio > 3.0 {
+                let _ = writeln!(
+                    notes,
+                    "- **P4**: the durable commit needs, after writing, one `syncfs` of the \
+                     target's file system (or one fsync per file for up to 8 files), one fdatasync \
+                     of the journal for PREPARED, the directory fsync after the renames and one \
+                     fdatasync for COMMITTED: four device flushes in a row, each a journal commit \
+                     on this file system. The floor has none, so the ratio is set by \
+                     flush latency ({} per commit here), not by the work dot does; none of these \
+                     flushes can go without breaking the durability promise (PREPARED durable \
+                     before any rename; the renames durable before COMMITTED).",
+                    ms(c.durable.median_us - c.floor.median_us)
+                );
+            }
+        }
+    }
+
+    // Reap.
+    let _ = writeln!(body, "\n## Reap\n");
+    let _ = writeln!(
+        body,
+        "`reap::reap_group` with `dot-launch`'s options (a child subreaper, every descendant a \
+         member), from the first SIGKILL until every member is confirmed dead and the leader \
+         waited for. The group: a leader and N−1 children, all sleeping.\n"
+    );
+    let _ = writeln!(body, "| members | runs | median | p90 | /proc samples |\n|---|---|---|---|---|");
+    for n in [1usize, 30, 1000] {
+        let Some(r) = load::<ReapResult>(dir, &format!("reap-{n}.json"))? else {
+            continue;
+        };
+        let _ = writeln!(
+            body,
+            "| {n} | {} | {} | {} | {} |",
+            r.reap.runs,
+            ms(r.reap.median_us),
+            ms(r.reap.p90_us),
+            r.samples_median
+        );
+        if n == 30 {
+            targets.push(Target {
+                id: "P5",
+                what: "reap of a 30-member group".into(),
+                target: "≤ 3 ms".into(),
+                measured: ms(r.reap.median_us),
+                met: Some(r.reap.median_us <= 3000.0),
+            });
+        }
+    }
+
+    // RSS.
+    let _ = writeln!(body, "\n## Peak RSS\n");
+    let _ = writeln!(
+        body,
+        "`/usr/bin/time -v` (maximum resident set size of the command and of the children it \
+         waited for; the runner's own peak comes from its report, read just before its exec).\n"
+    );
+    let _ = writeln!(body, "| process | peak RSS |\n|---|---|");
+    let mut launch_rss = None;
+    for (name, label) in [
+        ("rss-hello.txt", "`hello` direct"),
+        ("rss-launch-audit.txt", "`dot-launch` audit (with hello)"),
+        ("rss-launch-process.txt", "`dot-launch --require-process-sandbox` (with dot-sandbox, hello)"),
+    ] {
+        if let Some(kib) = max_rss_kib(dir, name) {
+            let _ = writeln!(body, "| {label} | {:.2} MiB |", kib as f64 / 1024.0);
+            if name != "rss-hello.txt" {
+                launch_rss = Some(launch_rss.map_or(kib, |k: u64| k.max(kib)));
+            }
+        }
+    }
+    if let Some(t) = &timings {
+        let _ = writeln!(
+            body,
+            "| `dot-sandbox` (before its exec) | {:.2} MiB |",
+            t.runner_peak_rss_kib as f64 / 1024.0
+        );
+    }
+    targets.push(Target {
+        id: "P6",
+        what: "peak RSS of dot-launch".into(),
+        target: "≤ 8 MiB".into(),
+        measured: launch_rss.map_or("not measured".into(), |k| {
+            format!("{:.2} MiB", k as f64 / 1024.0)
+        }),
+        met: launch_rss.map(|k| k <= 8 * 1024),
+    });
+
+    for t in &targets {
+        if t.met == Some(false) && t.id == "P1" {
+            if let (Some(h), Some(a), Some(p)) = (hello, audit, process) {
+                let confine = timings.as_ref().map(|t| t.confine.median_us).unwrap_or(0.0);
+                let _ = writeln!(
+                    notes,
+                    "- **P1** ({}): a confined launch is three process images in a row \
+                     (dot-launch, dot-sandbox, the plugin); bubblewrap is two. With `hello` \
+                     direct at {}, the floor for three images is about {} before any check. \
+                     Measured: launcher work {} (audit − hello), runner start and exec {} \
+                     (process − audit − confinement), confinement {}.",
+                    t.what,
+                    ms(h),
+                    ms(3.0 * h),
+                    ms(a - h),
+                    ms(p - a - confine),
+                    ms(confine)
+                );
+                break;
+            }
+        }
+    }
+    if targets.iter().any(|t| t.id == "P3" && t.met == Some(false)) {
+        if let Some(t) = &timings {
+            let big: Vec<String> = t
+                .steps
+                .iter()
+                .filter(|(_, s)| s.median_us >= 20.0)
+                .map(|(n, s)| format!("{n} {:.0} µs", s.median_us))
+                .collect();
+            let _ = writeln!(
+                notes,
+                "- **P3**: the steps above 20 µs are {}. The remainder of `confine_us` is \
+                 argument parsing and the descriptor claims before the first step.",
+                big.join(", ")
+            );
+        }
+    }
+    if targets.iter().any(|t| t.id == "P5" && t.met == Some(false)) {
+        let _ = writeln!(
+            notes,
+            "- **P5**: each `/proc` sample reads every process's `stat` on the machine (the \
+             members that left the group are found through their parent chain), and a member \
+             is only counted dead once it is a zombie: the time is the kernel tearing the members \
+             down plus two full samples."
+        );
+    }
+
+    let started = std::fs::read_to_string(dir.join("started.txt")).unwrap_or_default();
+    let mut doc = String::new();
+    let _ = writeln!(doc, "# Benchmarks\n");
+    let _ = writeln!(
+        doc,
+        "Generated by `make bench` (`bench/run.sh`, `dot-bench`); do not edit by hand. \
+         Machine: {}. {}\n",
+        machine(),
+        started.trim()
+    );
+    let _ = writeln!(
+        doc,
+        "Medians of the stated number of runs, all taken in the same run of `make bench`; ratios \
+         are between medians of that run. The machine may be shared: compare ratios, not absolute \
+         times, across runs.\n"
+    );
+    let _ = writeln!(doc, "## Targets\n");
+    let _ = writeln!(doc, "| | measure | target | measured | |\n|---|---|---|---|---|");
+    for t in &targets {
+        let v = t.met.map_or("not measured", verdict);
+        let _ = writeln!(
+            doc,
+            "| {} | {} | {} | {} | {v} |",
+            t.id, t.what, t.target, t.measured
+        );
+    }
+    if !notes.is_empty() {
+        let _ = writeln!(doc, "\n### Targets not met: where the time goes\n\n{notes}");
+    }
+    doc.push('\n');
+    doc.push_str(&body);
+    Ok(doc)
+}
