@@ -245,13 +245,18 @@ fn drop_capabilities() -> Result<(), ExecError> {
     let step = |step: &'static str| move |source| ExecError::Capabilities { step, source };
     let (eff, prm, _) = c::capability_sets().map_err(step("capget"))?;
     let privileged = nix::unistd::geteuid().is_root() || eff != 0 || prm != 0;
+    // The capabilities this kernel knows: 0..known (EINVAL past the last one).
+    let mut known = 64;
     if privileged {
         // While CAP_SETPCAP is still held: uid 0 must gain nothing at exec, for good.
         c::set_securebits(c::LOCKED_SECUREBITS).map_err(step("securebits"))?;
         for cap in 0..64 {
             match c::drop_bounding_cap(cap) {
                 Ok(()) => {}
-                Err(e) if e.raw_os_error() == Some(libc::EINVAL) && cap > 0 => break,
+                Err(e) if e.raw_os_error() == Some(libc::EINVAL) && cap > 0 => {
+                    known = cap;
+                    break;
+                }
                 Err(e) => return Err(step("bounding set")(e)),
             }
         }
@@ -264,7 +269,7 @@ fn drop_capabilities() -> Result<(), ExecError> {
     if sets != (0, 0, 0) {
         return Err(step("verify")(io::Error::from_raw_os_error(libc::EPERM)));
     }
-    if privileged && (0..64).any(|cap| c::bounding_has(cap).unwrap_or(false)) {
+    if privileged && (0..known).any(|cap| c::bounding_has(cap).unwrap_or(false)) {
         return Err(step("verify bounding set")(io::Error::from_raw_os_error(
             libc::EPERM,
         )));
@@ -358,10 +363,7 @@ fn abi_number(abi: landlock::ABI) -> u32 {
 fn build_seccomp(
     params: crate::policy::Params,
 ) -> Result<(Vec<sys::confine::SockFilter>, proto::Sha256), ExecError> {
-    use crate::policy;
-    let code = policy::program(params).map_err(|e| ExecError::SeccompPolicy(e.to_string()))?;
-    let digest = policy::policy_sha256().map_err(|e| ExecError::SeccompPolicy(e.to_string()))?;
-    Ok((policy::to_kernel(&code), digest))
+    crate::seccomp::program_and_digest(params).map_err(|e| ExecError::SeccompPolicy(e.to_string()))
 }
 
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
