@@ -9,8 +9,9 @@
 //!    or, with [`Options::descendants_of`], any process whose parent chain leads to that pid (this
 //!    catches children that called `setsid()`);
 //! 4. a member is dead when it is a zombie (`Z`, or `X`) with no thread still running. While a
-//!    member lives: SIGKILL the group and each live member, wait [`Options::interval`], sample
-//!    again, at most [`Options::max_samples`] samples in all. Success needs two clean samples in a
+//!    member lives: SIGKILL the group and each live member, pause (a sixteenth of
+//!    [`Options::interval`] at first, doubling up to it), sample again, at most
+//!    [`Options::max_samples`] samples in all. Success needs two clean samples in a
 //!    row (the second taken at once), so a process forked during one pass of `/proc` by a process
 //!    that then died is seen by the next pass;
 //! 5. only then wait for the leader (until here its pid, which is the pgid, stays reserved), then
@@ -65,7 +66,9 @@ pub enum Outcome {
 pub struct Options {
     /// The most `/proc` samples taken before giving up.
     pub max_samples: u32,
-    /// The pause before a sample that follows one that found a live member.
+    /// The longest pause before a sample that follows one that found a live member. The first
+    /// such pause is a sixteenth of it, and each further one doubles up to it: a killed process
+    /// is usually gone within microseconds, so most groups are confirmed after a short pause.
     pub interval: Duration,
     /// Also count as members all descendants of this pid (the caller's own pid when it is a child
     /// subreaper), so children that left the group with `setsid()` are killed too.
@@ -284,6 +287,7 @@ fn terminate(
     let mut procs = Vec::new();
     let mut live: Vec<i32> = Vec::new();
     let mut clean_before = false;
+    let mut pause = opts.interval / 16;
     loop {
         if samples >= opts.max_samples {
             return Err(ReapError::Survivors {
@@ -302,7 +306,8 @@ fn terminate(
             signals += 1;
         }
         if !live.is_empty() {
-            sys.pause(opts.interval);
+            sys.pause(pause);
+            pause = (pause * 2).min(opts.interval);
         }
         samples += 1;
         sys.scan(&mut procs)?;
@@ -551,7 +556,7 @@ mod tests {
         samples: Vec<Vec<ProcStat>>,
         at: usize,
         killed: Vec<i32>,
-        pauses: u32,
+        pauses: Vec<Duration>,
     }
 
     impl System for Script {
@@ -568,8 +573,8 @@ mod tests {
             self.killed.push(pid);
             true
         }
-        fn pause(&mut self, _: Duration) {
-            self.pauses += 1;
+        fn pause(&mut self, d: Duration) {
+            self.pauses.push(d);
         }
     }
 
@@ -578,7 +583,7 @@ mod tests {
             samples,
             at: 0,
             killed: Vec::new(),
-            pauses: 0,
+            pauses: Vec::new(),
         }
     }
 
@@ -593,7 +598,11 @@ mod tests {
             other => panic!("{other}"),
         }
         assert_eq!(sys.killed.len() as u32, DEFAULT_MAX_SAMPLES - 1);
-        assert_eq!(sys.pauses, DEFAULT_MAX_SAMPLES - 1);
+        assert_eq!(sys.pauses.len() as u32, DEFAULT_MAX_SAMPLES - 1);
+        // Short pauses first, doubling up to the interval, never beyond.
+        let i = DEFAULT_INTERVAL;
+        assert_eq!(sys.pauses[..6], [i / 16, i / 8, i / 4, i / 2, i, i]);
+        assert!(sys.pauses.iter().all(|d| *d <= i));
     }
 
     #[test]
@@ -631,7 +640,7 @@ mod tests {
         let (report, last) = terminate(&mut sys, 50, None, &Options::default()).expect("absent");
         assert_eq!((report.outcome, report.samples), (Outcome::Absent, 2));
         assert!(last.is_empty());
-        assert_eq!(sys.pauses, 0);
+        assert!(sys.pauses.is_empty());
     }
 
     #[test]
