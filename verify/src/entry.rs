@@ -275,8 +275,10 @@ pub fn read_doc(path: &Path) -> Result<Option<Vec<u8>>, VerifyError> {
         }
     };
     root::check_private(path, &meta)?;
-    let mut bytes = Vec::new();
-    file.take(proto::strict::MAX_DOCUMENT as u64 + 1)
+    // Room for the whole file up front: one read, not a series of growing small ones.
+    let limit = proto::strict::MAX_DOCUMENT as u64 + 1;
+    let mut bytes = Vec::with_capacity(meta.len().min(limit) as usize + 1);
+    file.take(limit)
         .read_to_end(&mut bytes)
         .map_err(|e| VerifyError::io(path, e))?;
     Ok(Some(bytes))
