@@ -45,6 +45,7 @@ for c in audit process; do
   "$REL/dot-register" dev --root "$W/root" --name "hello-$c" --exe "$HELLO" --containment "$c" \
     --input name:string:optional --input write:string:optional >/dev/null
 done
+stat -c %s "$HELLO" >"$R/hello-size.txt"
 REQ=$W/request.json
 printf '{"protocol":"1.0","plugin":"hello","inputs":{"write":"no"}}\n' >"$REQ"
 LAUNCH_AUDIT=("$REL/dot-launch" --root "$W/root" hello-audit --allow-audit-plugin --input write=no --target "$W/target")
@@ -55,7 +56,8 @@ json_argv() { local a out=""; for a in "$@"; do out+="${out:+,}\"$a\""; done; pr
   printf '[\n'
   printf '{"name":"hello","argv":%s,"stdin":"%s","cwd":"%s"},\n' "$(json_argv "$HELLO")" "$REQ" "$W/stage"
   printf '{"name":"launch-audit","argv":%s},\n' "$(json_argv "${LAUNCH_AUDIT[@]}")"
-  printf '{"name":"launch-process","argv":%s}' "$(json_argv "${LAUNCH_PROCESS[@]}")"
+  printf '{"name":"launch-process","argv":%s},\n' "$(json_argv "${LAUNCH_PROCESS[@]}")"
+  printf '{"name":"digest-hello","argv":%s}' "$(json_argv "$REL/dot-verify" digest "$HELLO")"
   if command -v bwrap >/dev/null 2>&1; then
     printf ',\n{"name":"bwrap-minimal","argv":%s,"stdin":"%s","cwd":"%s"}' \
       "$(json_argv bwrap --ro-bind / / "$HELLO")" "$REQ" "$W/stage"

@@ -18,7 +18,10 @@ fn main() {
     let target = std::env::var("TARGET").unwrap_or_default();
     // The syscall numbers come from the build machine's libc: build the table only when the build
     // machine is the target architecture; elsewhere the runner compiles the policy at run time.
-    let text = if host.starts_with("x86_64-") && target.starts_with("x86_64-") && target.contains("linux") {
+    let text = if host.starts_with("x86_64-")
+        && target.starts_with("x86_64-")
+        && target.contains("linux")
+    {
         generate()
     } else {
         "pub const TEMPLATE: &[(u16, u8, u8, u32)] = &[];\npub const SLOTS: &[(usize, Slot)] = &[];\n\
@@ -38,11 +41,19 @@ fn generate() -> String {
         cookie: (u64::from(COOKIE_HI) << 32) | u64::from(COOKIE_LO),
     })
     .expect("policy compiles");
-    assert_eq!(zero.len(), marked.len(), "per-launch values change the program's shape");
+    assert_eq!(
+        zero.len(),
+        marked.len(),
+        "per-launch values change the program's shape"
+    );
     let mut text = String::new();
     let _ = writeln!(text, "pub const TEMPLATE: &[(u16, u8, u8, u32)] = &[");
     for i in &zero {
-        let _ = writeln!(text, "    ({:#06x}, {}, {}, {:#010x}),", i.code, i.jt, i.jf, i.k);
+        let _ = writeln!(
+            text,
+            "    ({:#06x}, {}, {}, {:#010x}),",
+            i.code, i.jt, i.jf, i.k
+        );
     }
     let mut bytes = Vec::with_capacity(zero.len() * 8);
     for i in &zero {
@@ -59,7 +70,11 @@ fn generate() -> String {
         if z == m {
             continue;
         }
-        assert_eq!((z.code, z.jt, z.jf, z.k), (m.code, m.jt, m.jf, 0), "instruction {at}");
+        assert_eq!(
+            (z.code, z.jt, z.jf, z.k),
+            (m.code, m.jt, m.jf, 0),
+            "instruction {at}"
+        );
         let slot = match m.k {
             PID => "Slot::Pid",
             COOKIE_HI => "Slot::CookieHigh",

@@ -39,7 +39,8 @@ fn make_outputs(dir: &Path, files: usize, size: usize) -> Result<Vec<String>, Be
             let name = format!("out-{i}.dat");
             let bytes: Vec<u8> = (0..size).map(|b| (b + i) as u8).collect();
             let path = dir.join(&name);
-            std::fs::write(&path, bytes).map_err(|e| BenchError::io("writing", path.display(), e))?;
+            std::fs::write(&path, bytes)
+                .map_err(|e| BenchError::io("writing", path.display(), e))?;
             Ok(name)
         })
         .collect()
@@ -84,12 +85,7 @@ fn limits(files: usize) -> Limits {
     }
 }
 
-fn durable_once(
-    root: &Root,
-    target: &Path,
-    files: usize,
-    size: usize,
-) -> Result<f64, BenchError> {
+fn durable_once(root: &Root, target: &Path, files: usize, size: usize) -> Result<f64, BenchError> {
     let mut run = RunDir::create(root).map_err(|e| BenchError::CommandFailed {
         command: "RunDir::create".into(),
         why: e.to_string(),
@@ -117,14 +113,20 @@ fn floor_once(scratch: &Path, target: &Path, files: usize, size: usize) -> Resul
     let names = make_outputs(&src, files, size)?;
     mkdir(target)?;
     let start = Instant::now();
-    floor(&src, target, &names).map_err(|e| BenchError::io("floor commit into", target.display(), e))?;
+    floor(&src, target, &names)
+        .map_err(|e| BenchError::io("floor commit into", target.display(), e))?;
     let us = start.elapsed().as_secs_f64() * 1e6;
     std::fs::remove_dir_all(&src).map_err(|e| BenchError::io("removing", src.display(), e))?;
     Ok(us)
 }
 
 /// `runs` durable commits and `runs` floor commits, alternating, each into a fresh directory.
-pub fn bench(dir: &Path, files: usize, size: usize, runs: usize) -> Result<CommitResult, BenchError> {
+pub fn bench(
+    dir: &Path,
+    files: usize,
+    size: usize,
+    runs: usize,
+) -> Result<CommitResult, BenchError> {
     let root_dir = dir.join("root");
     mkdir(&root_dir.join("txn"))?;
     let root = Root::new(&root_dir);

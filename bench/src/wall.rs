@@ -50,7 +50,9 @@ pub fn load_specs(path: &Path) -> Result<Vec<Spec>, BenchError> {
 fn time_once(spec: &Spec) -> Result<f64, BenchError> {
     let command = spec.argv.join(" ");
     let stdin = match &spec.stdin {
-        Some(p) => Stdio::from(File::open(p).map_err(|e| BenchError::io("opening", p.display(), e))?),
+        Some(p) => {
+            Stdio::from(File::open(p).map_err(|e| BenchError::io("opening", p.display(), e))?)
+        }
         None => Stdio::null(),
     };
     let mut cmd = Command::new(&spec.argv[0]);

@@ -762,7 +762,10 @@ mod tests {
         ]);
         sys.subreaper = true;
         let (report, _) = terminate(&mut sys, 50, Some(50), &opts).expect("dies");
-        assert_eq!((report.samples, sys.killed.as_slice()), (3, [71].as_slice()));
+        assert_eq!(
+            (report.samples, sys.killed.as_slice()),
+            (3, [71].as_slice())
+        );
     }
 
     #[test]

@@ -828,8 +828,16 @@ mod tests {
         let shared = compile(&rules);
         let mut inline = prefix();
         inline.extend(tree(&segments(&rules)));
-        assert!(shared_layout(&segments(&rules)).is_some(), "the shared layout fits");
-        assert!(shared.len() < inline.len(), "{} vs {}", shared.len(), inline.len());
+        assert!(
+            shared_layout(&segments(&rules)).is_some(),
+            "the shared layout fits"
+        );
+        assert!(
+            shared.len() < inline.len(),
+            "{} vs {}",
+            shared.len(),
+            inline.len()
+        );
         for tree in [shared, inline] {
             same_answers(&tree, &rules);
         }

@@ -88,7 +88,10 @@ mod tests {
 
     #[test]
     fn the_prebuilt_program_is_the_policy_compiled() {
-        assert!(prebuilt(), "build.rs built the program on this x86-64 Linux build");
+        assert!(
+            prebuilt(),
+            "build.rs built the program on this x86-64 Linux build"
+        );
         for p in [
             Params { pid: 0, cookie: 0 },
             Params { pid: 1, cookie: 1 },
