@@ -55,6 +55,13 @@ fn hello_size(dir: &Path) -> String {
         .map_or("hello".into(), |b| format!("{:.2} MB", b as f64 / 1e6))
 }
 
+/// A section: its title, the paragraph that says what was measured, and a table's header row.
+fn section(out: &mut String, title: &str, intro: &str, columns: &[&str]) {
+    let _ = writeln!(out, "\n## {title}\n\n{intro}\n");
+    let _ = writeln!(out, "| {} |", columns.join(" | "));
+    let _ = writeln!(out, "|{}", "---|".repeat(columns.len()));
+}
+
 fn ms(us: f64) -> String {
     format!("{:.2} ms", us / 1000.0)
 }
@@ -107,16 +114,15 @@ pub fn write(dir: &Path) -> Result<String, BenchError> {
     let mut notes = String::new();
 
     // Per-launch wall time.
-    let _ = writeln!(body, "## Per-launch wall time\n");
-    let _ = writeln!(
-        body,
+    section(
+        &mut body,
+        "Per-launch wall time",
         "Each command is one process tree from spawn to exit, timed by `dot-bench wall` (rounds \
          interleave the commands, so load changes hit all alike). Every launch uses the static \
          `hello` with the no-output request (`write=no`): the launches below commit nothing, the \
-         commit is measured on its own further down.\n"
+         commit is measured on its own further down.",
+        &["command", "runs", "median", "p90", "min", "vs hello"],
     );
-    let _ = writeln!(body, "| command | runs | median | p90 | min | vs hello |");
-    let _ = writeln!(body, "|---|---|---|---|---|---|");
     let hello = median("hello");
     for m in &wall {
         let ratio = hello
@@ -169,16 +175,14 @@ pub fn write(dir: &Path) -> Result<String, BenchError> {
 
     // Runner timings.
     if let Some(t) = &timings {
-        let _ = writeln!(body, "\n## Confinement inside dot-sandbox\n");
-        let _ = writeln!(
-            body,
+        let intro = format!(
             "From the `timings` the runner reports in every result (`enforced.timings`, µs per \
              step; `confine_us` runs from the runner's `main` to just before the exec), over {} \
-             launches of `{}`.\n",
+             launches of `{}`.",
             t.confine.runs, t.command
         );
-        let _ = writeln!(body, "| step | median | p90 |");
-        let _ = writeln!(body, "|---|---|---|");
+        let title = "Confinement inside dot-sandbox";
+        section(&mut body, title, &intro, &["step", "median", "p90"]);
         for (name, s) in &t.steps {
             let _ = writeln!(
                 body,
@@ -201,17 +205,19 @@ pub fn write(dir: &Path) -> Result<String, BenchError> {
     }
 
     // Digest.
-    let _ = writeln!(body, "\n## Digest\n");
-    let _ = writeln!(
-        body,
+    section(
+        &mut body,
+        "Digest",
         "hyperfine medians, files in the page cache. Ratio = openssl time / dot-verify time \
-         (≥ 1 means dot-verify is at least as fast).\n"
+         (≥ 1 means dot-verify is at least as fast).",
+        &[
+            "file",
+            "dot-verify digest",
+            "openssl dgst -sha256",
+            "ratio",
+            "dot-verify GB/s",
+        ],
     );
-    let _ = writeln!(
-        body,
-        "| file | dot-verify digest | openssl dgst -sha256 | ratio | dot-verify GB/s |"
-    );
-    let _ = writeln!(body, "|---|---|---|---|---|");
     let mut worst: Option<f64> = None;
     for mib in [8u64, 64, 512] {
         let Some(h) = load::<Hyperfine>(dir, &format!("digest-{mib}.json"))? else {
@@ -239,14 +245,14 @@ pub fn write(dir: &Path) -> Result<String, BenchError> {
 
     if let Some(h) = load::<Hyperfine>(dir, "entry.json")? {
         if let [entry, digest, ..] = h.results.as_slice() {
-            let _ = writeln!(body, "\n## Entry verification\n");
-            let _ = writeln!(
-                body,
+            section(
+                &mut body,
+                "Entry verification",
                 "A signed entry whose executable is 8 MiB: `dot-verify entry` (root checks, \
                  strict parse, minisign signature, publisher, the pinned copy opened and \
-                 digested once) against `dot-verify digest` of the same file.\n"
+                 digested once) against `dot-verify digest` of the same file.",
+                &["command", "runs", "median"],
             );
-            let _ = writeln!(body, "| command | runs | median |\n|---|---|---|");
             for r in [entry, digest] {
                 let _ = writeln!(
                     body,
@@ -266,17 +272,14 @@ pub fn write(dir: &Path) -> Result<String, BenchError> {
     }
 
     // Commit.
-    let _ = writeln!(body, "\n## Commit\n");
-    let _ = writeln!(
-        body,
+    section(
+        &mut body,
+        "Commit",
         "`launch::commit::commit` (temp files made durable, durable PREPARED, renames, target \
          directory fsync, durable COMMITTED) against the unsynced floor (the same temp files \
          written and renamed, no sync). Outputs of 4 KiB, a fresh target each time. (`dot-launch` \
-         caps a run at 256 outputs; the library is called here with a cap of 1,000.)\n"
-    );
-    let _ = writeln!(
-        body,
-        "| outputs | runs | durable | floor | ratio |\n|---|---|---|---|---|"
+         caps a run at 256 outputs; the library is called here with a cap of 1,000.)",
+        &["outputs", "runs", "durable", "floor", "ratio"],
     );
     for n in [1usize, 100, 1000] {
         let Some(c) = load::<CommitResult>(dir, &format!("commit-{n}.json"))? else {
@@ -321,16 +324,13 @@ pub fn write(dir: &Path) -> Result<String, BenchError> {
     }
 
     // Reap.
-    let _ = writeln!(body, "\n## Reap\n");
-    let _ = writeln!(
-        body,
+    section(
+        &mut body,
+        "Reap",
         "`reap::reap_group` with `dot-launch`'s options (a child subreaper, every descendant a \
          member), from the first SIGKILL until every member is confirmed dead and the leader \
-         waited for. The group: a leader and N−1 children, all sleeping.\n"
-    );
-    let _ = writeln!(
-        body,
-        "| members | runs | median | p90 | /proc samples |\n|---|---|---|---|---|"
+         waited for. The group: a leader and N−1 children, all sleeping.",
+        &["members", "runs", "median", "p90", "/proc samples"],
     );
     for n in [1usize, 30, 1000] {
         let Some(r) = load::<ReapResult>(dir, &format!("reap-{n}.json"))? else {
@@ -356,13 +356,13 @@ pub fn write(dir: &Path) -> Result<String, BenchError> {
     }
 
     // RSS.
-    let _ = writeln!(body, "\n## Peak RSS\n");
-    let _ = writeln!(
-        body,
+    section(
+        &mut body,
+        "Peak RSS",
         "`/usr/bin/time -v` (maximum resident set size of the command and of the children it \
-         waited for; the runner's own peak comes from its report, read just before its exec).\n"
+         waited for; the runner's own peak comes from its report, read just before its exec).",
+        &["process", "peak RSS"],
     );
-    let _ = writeln!(body, "| process | peak RSS |\n|---|---|");
     let mut launch_rss = None;
     for (name, label) in [
         ("rss-hello.txt", "`hello` direct"),
