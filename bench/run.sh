@@ -117,7 +117,7 @@ hyperfine -N --style none -w 5 -r 50 --export-json "$R/entry.json" \
   "$REL/dot-verify entry --root $S big" "$REL/dot-verify digest $PINNED" >/dev/null
 
 say "commit"
-for n in 1 100 1000; do
+for n in 1 8 9 100 1000; do
   runs=$((n == 1000 ? 10 : 30))
   "$B" commit --dir "$W/commit-$n" --files "$n" --size 4096 --runs "$runs" >"$R/commit-$n.json"
   rm -rf "$W/commit-$n"

@@ -277,11 +277,13 @@ pub fn write(dir: &Path) -> Result<String, BenchError> {
         "Commit",
         "`launch::commit::commit` (temp files made durable, durable PREPARED, renames, target \
          directory fsync, durable COMMITTED) against the unsynced floor (the same temp files \
-         written and renamed, no sync). Outputs of 4 KiB, a fresh target each time. (`dot-launch` \
-         caps a run at 256 outputs; the library is called here with a cap of 1,000.)",
+         written and renamed, no sync). Outputs of 4 KiB, a fresh target each time. Up to 8 \
+         outputs the temp files get one fsync each, above that one `syncfs`: the 8 and 9 rows \
+         show that threshold. (`dot-launch` caps a run at 256 outputs; the library is called \
+         here with a cap of 1,000.)",
         &["outputs", "runs", "durable", "floor", "ratio"],
     );
-    for n in [1usize, 100, 1000] {
+    for n in [1usize, 8, 9, 100, 1000] {
         let Some(c) = load::<CommitResult>(dir, &format!("commit-{n}.json"))? else {
             continue;
         };
