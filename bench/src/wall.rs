@@ -79,7 +79,7 @@ fn time_once(spec: &Spec) -> Result<f64, BenchError> {
 
 /// Each round runs every command once, in spec order; `warmup` rounds are not counted.
 pub fn wall(specs: &[Spec], runs: usize, warmup: usize) -> Result<Vec<Measured>, BenchError> {
-    let mut samples: Vec<Vec<f64>> = vec![Vec::with_capacity(runs); specs.len()];
+    let mut samples: Vec<Vec<f64>> = specs.iter().map(|_| Vec::with_capacity(runs)).collect();
     for round in 0..warmup + runs {
         for (spec, out) in specs.iter().zip(samples.iter_mut()) {
             let us = time_once(spec)?;
@@ -134,7 +134,7 @@ pub fn timings(argv: &[String], runs: usize) -> Result<Timings, BenchError> {
         });
     };
     let mut confine = Vec::with_capacity(runs);
-    let mut steps: Vec<Vec<f64>> = vec![Vec::with_capacity(runs); 9];
+    let mut steps: Vec<Vec<f64>> = (0..9).map(|_| Vec::with_capacity(runs)).collect();
     let mut rss = 0u64;
     for _ in 0..runs {
         let out = Command::new(program)

@@ -414,12 +414,24 @@ fn leaf_code(leaf: &Leaf) -> Vec<sock_filter> {
             // jumps past the instruction that follows it: the same layout its own filter uses.
             let mut code = Vec::new();
             for r in chain {
-                code.extend(Vec::<sock_filter>::from(r.clone()));
+                code.extend(rule_body(Vec::<sock_filter>::from(r.clone())));
                 code.push(deny.clone());
             }
             code.push(stmt(RET_K, RET_ALLOW));
             code
         }
+    }
+}
+
+/// A seccompiler rule without the two jumps it opens with: `JA 1` (into the rule) and `JA n` (out
+/// of it, for seccompiler's own layout). Here nothing jumps to the second one and the first only
+/// skips it; the conditions' own jumps are relative and land after the rule, so they are unchanged.
+fn rule_body(code: Vec<sock_filter>) -> Vec<sock_filter> {
+    match code.as_slice() {
+        [enter, out, rest @ ..] if enter.code == JA && enter.k == 1 && out.code == JA => {
+            rest.to_vec()
+        }
+        _ => code,
     }
 }
 
@@ -873,7 +885,7 @@ mod tests {
                     args[pos] = v;
                     let want = run(&linear, AUDIT_ARCH_X86_64, nr, args);
                     assert_eq!(
-                        run(&tree, AUDIT_ARCH_X86_64, nr, args),
+                        run(tree, AUDIT_ARCH_X86_64, nr, args),
                         want,
                         "nr {nr} {args:?}"
                     );
@@ -881,7 +893,7 @@ mod tests {
                 let all = [v; 6];
                 let want = run(&linear, AUDIT_ARCH_X86_64, nr, all);
                 assert_eq!(
-                    run(&tree, AUDIT_ARCH_X86_64, nr, all),
+                    run(tree, AUDIT_ARCH_X86_64, nr, all),
                     want,
                     "nr {nr} {all:?}"
                 );
