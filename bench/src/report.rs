@@ -165,11 +165,17 @@ pub fn write(dir: &Path) -> Result<String, BenchError> {
              process start, the entry checks with the digest of the whole pinned executable, \
              the run directory and journal, the group reap and the removal of the run \
              directory. `process` adds {} more: the `dot-sandbox` process start and its exec \
-             into the plugin (a second exec), of which {} is the runner's confinement.",
+             into the plugin (a second exec), of which {} is the runner's confinement.{}",
             ms(h),
             ms(a - h),
             ms(p - a),
-            ms(confine)
+            ms(confine),
+            if p < a {
+                " (A negative difference means the two medians are within this run's noise: \
+                 compare the minimums, or re-run on a quiet machine.)"
+            } else {
+                ""
+            }
         );
     }
 
@@ -334,10 +340,16 @@ pub fn write(dir: &Path) -> Result<String, BenchError> {
          waited for. The group: a leader and N−1 children, all sleeping.",
         &["members", "runs", "median", "p90", "/proc samples"],
     );
+    let (mut reap_1, mut reap_30) = (None, None);
     for n in [1usize, 30, 1000] {
         let Some(r) = load::<ReapResult>(dir, &format!("reap-{n}.json"))? else {
             continue;
         };
+        match n {
+            1 => reap_1 = Some(r.reap.median_us),
+            30 => reap_30 = Some(r.reap.median_us),
+            _ => {}
+        }
         let _ = writeln!(
             body,
             "| {n} | {} | {} | {} | {} |",
@@ -434,10 +446,21 @@ pub fn write(dir: &Path) -> Result<String, BenchError> {
                 .filter(|(_, s)| s.median_us >= 20.0)
                 .map(|(n, s)| format!("{n} {:.0} µs", s.median_us))
                 .collect();
+            let instructions =
+                sandbox::seccomp::program_and_digest(sandbox::policy::Params { pid: 0, cookie: 0 })
+                    .map(|(p, _)| p.len())
+                    .unwrap_or(0);
             let _ = writeln!(
                 notes,
-                "- **P3**: the steps above 20 µs are {}. The remainder of `confine_us` is \
-                 argument parsing and the descriptor claims before the first step.",
+                "- **P3**: the steps above 20 µs are {}. What is left is kernel work that a \
+                 check needs: dropping capabilities is one `prctl` per capability the kernel \
+                 knows to drop it and one more to verify it is gone, ~90 system calls; the \
+                 seccomp install is the kernel checking, translating and JIT-compiling the \
+                 {instructions}-instruction program (built at build time, so the runner spends \
+                 only `seccomp_build` on it); Landlock is a ruleset, two rules and \
+                 `restrict_self`. The median of `confine_us` can exceed the sum of the step \
+                 medians: a step preempted in one launch is another step in the next; before the \
+                 first step the runner only parses its arguments and claims descriptors 4 and 5.",
                 big.join(", ")
             );
         }
@@ -445,10 +468,18 @@ pub fn write(dir: &Path) -> Result<String, BenchError> {
     if targets.iter().any(|t| t.id == "P5" && t.met == Some(false)) {
         let _ = writeln!(
             notes,
-            "- **P5**: each `/proc` sample reads every process's `stat` on the machine (the \
-             members that left the group are found through their parent chain), and a member \
-             is only counted dead once it is a zombie: the time is the kernel tearing the members \
-             down plus two full samples."
+            "- **P5**: `dot-launch` samples only its own descendants (the `children` lists \
+             under `/proc`, one `stat` per member), and a member counts as dead only once it is a \
+             zombie. A one-member group takes {}; each further member adds {} (30 members: {}). \
+             Sampling is the small part (a sample of 30 members is a few `children` reads and 30 \
+             `stat` reads, and it takes three); the rest is waiting for 30 killed processes to \
+             finish their exits on the same two cores, which they share with the reaper.",
+            reap_1.map_or("?".into(), ms),
+            match (reap_1, reap_30) {
+                (Some(a), Some(b)) => ms((b - a) / 29.0),
+                _ => "?".into(),
+            },
+            reap_30.map_or("?".into(), ms)
         );
     }
 
