@@ -58,7 +58,7 @@ json_argv() { local a out=""; for a in "$@"; do out+="${out:+,}\"$a\""; done; pr
   printf '{"name":"launch-audit","argv":%s},\n' "$(json_argv "${LAUNCH_AUDIT[@]}")"
   printf '{"name":"launch-process","argv":%s},\n' "$(json_argv "${LAUNCH_PROCESS[@]}")"
   printf '{"name":"digest-hello","argv":%s}' "$(json_argv "$REL/dot-verify" digest "$HELLO")"
-  if command -v bwrap >/dev/null 2>&1; then
+  if command -v bwrap >/dev/null 2>&1 && bwrap --ro-bind / / --unshare-all true >/dev/null 2>&1; then
     printf ',\n{"name":"bwrap-minimal","argv":%s,"stdin":"%s","cwd":"%s"}' \
       "$(json_argv bwrap --ro-bind / / "$HELLO")" "$REQ" "$W/stage"
     printf ',\n{"name":"bwrap-full","argv":%s,"stdin":"%s","cwd":"%s"}' \
