@@ -52,6 +52,12 @@ LAUNCH_AUDIT=("$REL/dot-launch" --root "$W/root" hello-audit --allow-audit-plugi
 LAUNCH_PROCESS=("$REL/dot-launch" --root "$W/root" hello-process --require-process-sandbox --input write=no --target "$W/target")
 
 json_argv() { local a out=""; for a in "$@"; do out+="${out:+,}\"$a\""; done; printf '[%s]' "$out"; }
+# pair_spec FILE NAME1 "COMMAND1" NAME2 "COMMAND2": a wall spec of two commands (split on spaces).
+pair_spec() {
+  # shellcheck disable=SC2086
+  printf '[{"name":"%s","argv":%s},\n{"name":"%s","argv":%s}]\n' \
+    "$2" "$(json_argv $3)" "$4" "$(json_argv $5)" >"$1"
+}
 {
   printf '[\n'
   printf '{"name":"hello","argv":%s,"stdin":"%s","cwd":"%s"},\n' "$(json_argv "$HELLO")" "$REQ" "$W/stage"
@@ -83,8 +89,8 @@ for mib in 8 64 512; do
   f=$W/data-$mib
   head -c "$((mib << 20))" /dev/urandom >"$f"
   runs=$((mib == 512 ? 5 : mib == 64 ? 15 : 40))
-  hyperfine -N --style none -w 2 -r "$runs" --export-json "$R/digest-$mib.json" \
-    "$REL/dot-verify digest $f" "openssl dgst -sha256 $f" >/dev/null
+  pair_spec "$W/digest-spec.json" dot "$REL/dot-verify digest $f" openssl "openssl dgst -sha256 $f"
+  "$B" wall --spec "$W/digest-spec.json" --runs "$runs" --warmup 2 >"$R/digest-$mib.json"
   rm -f "$f"
 done
 
@@ -113,8 +119,12 @@ EOF
 minisign -S -s "$W/sec.key" -m "$W/big.json" -x "$W/big.json.minisig" >/dev/null
 "$REL/dot-register" add --root "$S" --entry "$W/big.json" --signature "$W/big.json.minisig" --exe "$BIG" >/dev/null
 PINNED=$S/store/sha256/$(sha256sum "$BIG" | cut -d' ' -f1)
-hyperfine -N --style none -w 5 -r 50 --export-json "$R/entry.json" \
-  "$REL/dot-verify entry --root $S big" "$REL/dot-verify digest $PINNED" >/dev/null
+pair_spec "$W/entry-spec.json" entry "$REL/dot-verify entry --root $S big" digest "$REL/dot-verify digest $PINNED"
+"$B" wall --spec "$W/entry-spec.json" --runs 50 --warmup 5 >"$R/entry.json"
+
+say "hyperfine cross-check of the launches (each command's runs back to back, not interleaved)"
+hyperfine -N --style none -w 10 -r "$RUNS" --export-json "$R/launch-hyperfine.json" \
+  "${LAUNCH_AUDIT[*]}" "${LAUNCH_PROCESS[*]}" >/dev/null
 
 say "commit"
 for n in 1 8 9 100 1000; do

@@ -214,8 +214,8 @@ pub fn write(dir: &Path) -> Result<String, BenchError> {
     section(
         &mut body,
         "Digest",
-        "hyperfine medians, files in the page cache. Ratio = openssl time / dot-verify time \
-         (≥ 1 means dot-verify is at least as fast).",
+        "Whole commands, `dot-bench wall` interleaving the two, files in the page cache. \
+         Ratio = openssl time / dot-verify time (≥ 1 means dot-verify is at least as fast).",
         &[
             "file",
             "dot-verify digest",
@@ -226,18 +226,19 @@ pub fn write(dir: &Path) -> Result<String, BenchError> {
     );
     let mut worst: Option<f64> = None;
     for mib in [8u64, 64, 512] {
-        let Some(h) = load::<Hyperfine>(dir, &format!("digest-{mib}.json"))? else {
+        let Some(pair) = load::<Vec<Measured>>(dir, &format!("digest-{mib}.json"))? else {
             continue;
         };
-        if let [dot, ssl, ..] = h.results.as_slice() {
-            let ratio = ssl.median / dot.median;
+        if let [dot, ssl, ..] = pair.as_slice() {
+            let (dot, ssl) = (dot.wall.median_us, ssl.wall.median_us);
+            let ratio = ssl / dot;
             worst = Some(worst.map_or(ratio, |w: f64| w.min(ratio)));
             let _ = writeln!(
                 body,
                 "| {mib} MiB | {} | {} | {ratio:.3} | {:.2} |",
-                ms(dot.median * 1e6),
-                ms(ssl.median * 1e6),
-                (mib << 20) as f64 / dot.median / 1e9
+                ms(dot),
+                ms(ssl),
+                (mib << 20) as f64 / dot / 1e3
             );
         }
     }
@@ -249,14 +250,14 @@ pub fn write(dir: &Path) -> Result<String, BenchError> {
         met: worst.map(|w| w >= 0.95),
     });
 
-    if let Some(h) = load::<Hyperfine>(dir, "entry.json")? {
-        if let [entry, digest, ..] = h.results.as_slice() {
+    if let Some(pair) = load::<Vec<Measured>>(dir, "entry.json")? {
+        if let [entry, digest, ..] = pair.as_slice() {
             section(
                 &mut body,
                 "Entry verification",
                 "A signed entry whose executable is 8 MiB: `dot-verify entry` (root checks, \
                  strict parse, minisign signature, publisher, the pinned copy opened and \
-                 digested once) against `dot-verify digest` of the same file.",
+                 digested once) against `dot-verify digest` of the same file, interleaved.",
                 &["command", "runs", "median"],
             );
             for r in [entry, digest] {
@@ -264,15 +265,16 @@ pub fn write(dir: &Path) -> Result<String, BenchError> {
                     body,
                     "| `{}` | {} | {} |",
                     r.command,
-                    r.times.len(),
-                    ms(r.median * 1e6)
+                    r.wall.runs,
+                    ms(r.wall.median_us)
                 );
             }
+            let (e, d) = (entry.wall.median_us, digest.wall.median_us);
             let _ = writeln!(
                 body,
                 "\nThe entry checks cost {} on top of the digest ({:.2}×).",
-                ms((entry.median - digest.median) * 1e6),
-                entry.median / digest.median
+                ms(e - d),
+                e / d
             );
         }
     }
@@ -289,10 +291,16 @@ pub fn write(dir: &Path) -> Result<String, BenchError> {
          here with a cap of 1,000.)",
         &["outputs", "runs", "durable", "floor", "ratio"],
     );
+    let mut at_threshold = (None, None);
     for n in [1usize, 8, 9, 100, 1000] {
         let Some(c) = load::<CommitResult>(dir, &format!("commit-{n}.json"))? else {
             continue;
         };
+        match n {
+            8 => at_threshold.0 = Some(c.durable.median_us),
+            9 => at_threshold.1 = Some(c.durable.median_us),
+            _ => {}
+        }
         let ratio = c.durable.median_us / c.floor.median_us;
         let _ = writeln!(
             body,
@@ -331,6 +339,15 @@ pub fn write(dir: &Path) -> Result<String, BenchError> {
         }
     }
 
+    if let (Some(fsyncs), Some(syncfs)) = at_threshold {
+        let _ = writeln!(
+            body,
+            "\nAt the threshold: 8 outputs (one fsync each) {} against 9 outputs (one syncfs) {}.",
+            ms(fsyncs),
+            ms(syncfs)
+        );
+    }
+
     // Reap.
     section(
         &mut body,
@@ -366,6 +383,25 @@ pub fn write(dir: &Path) -> Result<String, BenchError> {
                 measured: ms(r.reap.median_us),
                 met: Some(r.reap.median_us <= 3000.0),
             });
+        }
+    }
+
+    if let Some(h) = load::<Hyperfine>(dir, "launch-hyperfine.json")? {
+        section(
+            &mut body,
+            "Cross-check with hyperfine",
+            "The two launches again, timed by hyperfine (each command's runs back to back, not \
+             interleaved, so a change of load between them shows here and not above).",
+            &["command", "runs", "median"],
+        );
+        for r in &h.results {
+            let _ = writeln!(
+                body,
+                "| `{}` | {} | {} |",
+                r.command,
+                r.times.len(),
+                ms(r.median * 1e6)
+            );
         }
     }
 
