@@ -143,7 +143,7 @@ pub fn write(dir: &Path) -> Result<String, BenchError> {
     for (id, bwrap, limit) in [("P1", "bwrap-full", 0.9), ("P1", "bwrap-minimal", 1.3)] {
         let (measured, met) = match (process, median(bwrap)) {
             (Some(p), Some(b)) => (
-                format!("{:.2}× ({} vs {})", p / b, ms(p), ms(b)),
+                format!("{:.3}× ({} vs {})", p / b, ms(p), ms(b)),
                 Some(p / b <= limit),
             ),
             _ => ("not measured (bubblewrap missing)".to_owned(), None),
