@@ -79,8 +79,10 @@ check:
 	$(CARGO) fmt --all -- --check
 	$(CARGO_T) clippy --target $(TARGET) --workspace --all-targets -- -D warnings
 
+# Measures launches, confinement, digests, commit, reap and RSS in one run and writes BENCHMARKS.md
+# (installs hyperfine and bubblewrap when missing). Never part of `make test`.
 bench:
-	@echo "make bench: not yet (the benchmark issue delivers it)"
+	bench/run.sh
 
 # Every dot-* binary in BINDIR (dot-sandbox and dot-canary beside dot-launch: they are found next to
 # it, never through PATH), section 1 and 7 man pages in MANDIR, the docs in DOCDIR. `uninstall`

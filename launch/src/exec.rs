@@ -118,14 +118,17 @@ pub fn run(
     Ok(observed)
 }
 
+/// How a launch terminates its run's group: every descendant of this (subreaper) process counts.
+pub fn reap_options() -> reap::Options {
+    reap::Options {
+        descendants_of: Some(std::process::id() as i32),
+        ..reap::Options::default()
+    }
+}
+
 fn terminate(child: &mut Child) -> Result<reap::ReapReport, LaunchError> {
     let pgid = child.id() as i32;
-    let opts = reap::Options {
-        max_samples: 50,
-        interval: Duration::from_millis(2),
-        descendants_of: Some(std::process::id() as i32),
-    };
-    reap::reap_group(pgid, Some(child), &opts).map_err(LaunchError::from)
+    reap::reap_group(pgid, Some(child), &reap_options()).map_err(LaunchError::from)
 }
 
 /// The parent's ends of the child's pipes.

@@ -338,6 +338,14 @@ pub fn launch(opts: &Options) -> Result<RunResult, LaunchError> {
         .as_ref()
         .map(|r| r.outputs.clone())
         .unwrap_or_default();
+    if names.is_empty() {
+        // Nothing to change in the target, so nothing to make durable: no PREPARED, no renames,
+        // no COMMITTED. The journal holds BEGIN only; a crash from here on leaves an ABANDONED
+        // run, exactly as before the plugin ran.
+        result.status = RunStatus::Committed;
+        run.remove_with(false)?;
+        return Ok(result);
+    }
     match commit::commit(&mut run, &target, &names, &opts.limits) {
         Ok(outputs) => {
             result.outputs = outputs;

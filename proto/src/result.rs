@@ -80,6 +80,35 @@ pub struct Enforced {
     pub seccomp_policy_sha256: Sha256,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confine_us: Option<u64>,
+    /// Where the runner's confinement time went, step by step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timings: Option<ConfineTimings>,
+}
+
+/// Microseconds each step of `dot-sandbox exec` took (in the order they run; `confine_us` is their
+/// sum plus argument and descriptor checks), and the runner's peak resident set just before the
+/// exec. Measured on every launch: a few clock reads, no extra work.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfineTimings {
+    /// The static-ELF check of the plugin (header, program headers, dynamic section).
+    pub elf_us: u64,
+    /// Parent-death signal and the parent check.
+    pub parent_death_us: u64,
+    pub rlimits_us: u64,
+    /// Securebits, bounding set, ambient and capability sets, each checked afterwards.
+    pub capabilities_us: u64,
+    pub no_new_privs_us: u64,
+    /// Ruleset built, rules added, `restrict_self`, status checked.
+    pub landlock_us: u64,
+    /// The seccomp program made ready for this launch (per-launch values filled in).
+    pub seccomp_build_us: u64,
+    /// `seccomp(SECCOMP_SET_MODE_FILTER)`: the kernel checks, translates and compiles the program.
+    pub seccomp_install_us: u64,
+    /// Every descriptor >= 3 close-on-exec.
+    pub cloexec_us: u64,
+    /// The runner's peak resident set size (`ru_maxrss`), KiB.
+    pub peak_rss_kib: u64,
 }
 
 /// Hard resource limits set on the plugin.

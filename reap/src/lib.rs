@@ -7,10 +7,18 @@
 //! 3. sample the members from `/proc`: one readdir, then each `/proc/PID/stat`, parsed after the
 //!    last `)` (state, ppid, pgrp, thread count). A member is a process of the group, the leader,
 //!    or, with [`Options::descendants_of`], any process whose parent chain leads to that pid (this
-//!    catches children that called `setsid()`);
+//!    catches children that called `setsid()`). When that pid is the caller itself and the caller
+//!    is a child subreaper (`dot-launch`), a sample reads only the caller's descendants, from the
+//!    `children` lists under `/proc/PID/task/`: everything a run can start stays a descendant of
+//!    a subreaper (a child whose parent dies comes back to it), and a process of the run cannot
+//!    put any other process into its group (`setpgid` moves only the caller or its own children).
+//!    A process from outside the run that joined the group itself is signalled with the group but
+//!    not waited for. A sample that saw a listed process vanish before its own list was read (its
+//!    children may have been moving to a new parent) does not count as clean;
 //! 4. a member is dead when it is a zombie (`Z`, or `X`) with no thread still running. While a
-//!    member lives: SIGKILL the group and each live member, wait [`Options::interval`], sample
-//!    again, at most [`Options::max_samples`] samples in all. Success needs two clean samples in a
+//!    member lives: SIGKILL the group and each live member, pause (a sixteenth of
+//!    [`Options::interval`] at first, doubling up to it), sample again, at most
+//!    [`Options::max_samples`] samples in all. Success needs two clean samples in a
 //!    row (the second taken at once), so a process forked during one pass of `/proc` by a process
 //!    that then died is seen by the next pass;
 //! 5. only then wait for the leader (until here its pid, which is the pgid, stays reserved), then
@@ -65,7 +73,9 @@ pub enum Outcome {
 pub struct Options {
     /// The most `/proc` samples taken before giving up.
     pub max_samples: u32,
-    /// The pause before a sample that follows one that found a live member.
+    /// The longest pause before a sample that follows one that found a live member. The first
+    /// such pause is a sixteenth of it, and each further one doubles up to it: a killed process
+    /// is usually gone within microseconds, so most groups are confirmed after a short pause.
     pub interval: Duration,
     /// Also count as members all descendants of this pid (the caller's own pid when it is a child
     /// subreaper), so children that left the group with `setsid()` are killed too.
@@ -229,6 +239,11 @@ pub fn terminate_group(
 trait System {
     /// One pass over all processes.
     fn scan(&mut self, out: &mut Vec<ProcStat>) -> Result<(), ReapError>;
+    /// One pass over the descendants of `root` only; `Ok(false)` when a process vanished between
+    /// being listed and having its own children listed (the pass may have missed some).
+    fn scan_descendants(&mut self, root: i32, out: &mut Vec<ProcStat>) -> Result<bool, ReapError>;
+    /// The caller is a child subreaper.
+    fn is_subreaper(&mut self) -> bool;
     /// SIGKILL to the group: `Ok(true)` delivered, `Ok(false)` no such group.
     fn kill_group(&mut self, pgid: i32) -> Result<bool, ReapError>;
     /// SIGKILL to one process: delivered or not.
@@ -284,6 +299,9 @@ fn terminate(
     let mut procs = Vec::new();
     let mut live: Vec<i32> = Vec::new();
     let mut clean_before = false;
+    let mut pause = opts.interval / 16;
+    // The caller's own descendants are all the run has when the caller is a subreaper.
+    let walk = opts.descendants_of == Some(me) && sys.is_subreaper();
     loop {
         if samples >= opts.max_samples {
             return Err(ReapError::Survivors {
@@ -302,17 +320,23 @@ fn terminate(
             signals += 1;
         }
         if !live.is_empty() {
-            sys.pause(opts.interval);
+            sys.pause(pause);
+            pause = (pause * 2).min(opts.interval);
         }
         samples += 1;
-        sys.scan(&mut procs)?;
-        let members = members(&procs, pgid, leader, opts.descendants_of, me);
+        let (members, complete) = if walk {
+            let complete = sys.scan_descendants(me, &mut procs)?;
+            (procs.clone(), complete)
+        } else {
+            sys.scan(&mut procs)?;
+            (members(&procs, pgid, leader, opts.descendants_of, me), true)
+        };
         live = members
             .iter()
             .filter(|p| !p.is_dead())
             .map(|p| p.pid)
             .collect();
-        if !live.is_empty() {
+        if !live.is_empty() || !complete {
             clean_before = false;
         } else if clean_before {
             let outcome = if members.is_empty() {
@@ -398,13 +422,40 @@ const PROC: &str = "/proc";
 /// `/proc/PID/stat` is far shorter (52 numbers and a 16-byte name); a longer read is malformed.
 const STAT_MAX: usize = 4096;
 
+fn sample_err(path: &str, source: io::Error) -> ReapError {
+    ReapError::Sample {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+impl ProcFs {
+    /// `/proc/PID/stat`, or `None` if the process is gone.
+    fn stat(&mut self, pid: i32, buf: &mut [u8; STAT_MAX]) -> Result<Option<ProcStat>, ReapError> {
+        use std::fmt::Write as _;
+        self.path.clear();
+        let _ = write!(self.path, "{PROC}/{pid}/stat");
+        // open + one read + close: the kernel produces the whole line on the first read.
+        let n = match std::fs::File::open(&self.path).and_then(|mut f| f.read(buf)) {
+            Ok(n) => n,
+            Err(e) if gone(&e) => return Ok(None),
+            Err(e) => return Err(sample_err(&self.path, e)),
+        };
+        buf.get(..n)
+            .filter(|_| n < STAT_MAX)
+            .and_then(|b| ProcStat::parse(pid, b))
+            .map(Some)
+            .ok_or_else(|| {
+                sample_err(
+                    &self.path,
+                    io::Error::new(io::ErrorKind::InvalidData, "malformed stat line"),
+                )
+            })
+    }
+}
+
 impl System for ProcFs {
     fn scan(&mut self, out: &mut Vec<ProcStat>) -> Result<(), ReapError> {
-        use std::fmt::Write as _;
-        let sample_err = |path: &str, source| ReapError::Sample {
-            path: path.to_owned(),
-            source,
-        };
         out.clear();
         let dir = std::fs::read_dir(PROC).map_err(|e| sample_err(PROC, e))?;
         let mut buf = [0u8; STAT_MAX];
@@ -418,27 +469,70 @@ impl System for ProcFs {
             else {
                 continue;
             };
-            self.path.clear();
-            let _ = write!(self.path, "{PROC}/{pid}/stat");
-            // open + one read + close: the kernel produces the whole line on the first read.
-            let n = match std::fs::File::open(&self.path).and_then(|mut f| f.read(&mut buf)) {
-                Ok(n) => n,
-                Err(e) if gone(&e) => continue,
-                Err(e) => return Err(sample_err(&self.path, e)),
-            };
-            let stat = buf
-                .get(..n)
-                .filter(|_| n < STAT_MAX)
-                .and_then(|b| ProcStat::parse(pid, b))
-                .ok_or_else(|| {
-                    sample_err(
-                        &self.path,
-                        io::Error::new(io::ErrorKind::InvalidData, "malformed stat line"),
-                    )
-                })?;
-            out.push(stat);
+            if let Some(stat) = self.stat(pid, &mut buf)? {
+                out.push(stat);
+            }
         }
         Ok(())
+    }
+
+    fn scan_descendants(&mut self, root: i32, out: &mut Vec<ProcStat>) -> Result<bool, ReapError> {
+        out.clear();
+        let mut complete = true;
+        let mut seen = std::collections::HashSet::new();
+        let mut parents = vec![root];
+        let mut list = String::new();
+        let mut buf = [0u8; STAT_MAX];
+        while let Some(parent) = parents.pop() {
+            let task_dir = format!("{PROC}/{parent}/task");
+            let tasks = match std::fs::read_dir(&task_dir) {
+                Ok(t) => t,
+                Err(e) if gone(&e) => {
+                    complete = false;
+                    continue;
+                }
+                Err(e) => return Err(sample_err(&task_dir, e)),
+            };
+            for task in tasks {
+                let task = task.map_err(|e| sample_err(&task_dir, e))?;
+                let children = task.path().join("children");
+                list.clear();
+                match std::fs::File::open(&children).and_then(|mut f| f.read_to_string(&mut list)) {
+                    Ok(_) => {}
+                    Err(e) if gone(&e) => {
+                        complete = false;
+                        continue;
+                    }
+                    Err(e) => return Err(sample_err(&children.display().to_string(), e)),
+                }
+                for pid in list.split_ascii_whitespace() {
+                    let pid: i32 = pid.parse().map_err(|_| {
+                        sample_err(
+                            &children.display().to_string(),
+                            io::Error::new(io::ErrorKind::InvalidData, "malformed children list"),
+                        )
+                    })?;
+                    if !seen.insert(pid) {
+                        continue;
+                    }
+                    match self.stat(pid, &mut buf)? {
+                        Some(stat) => {
+                            // A dead process has no children: they moved to us when it exited.
+                            if !stat.is_dead() {
+                                parents.push(pid);
+                            }
+                            out.push(stat);
+                        }
+                        None => complete = false,
+                    }
+                }
+            }
+        }
+        Ok(complete)
+    }
+
+    fn is_subreaper(&mut self) -> bool {
+        nix::sys::prctl::get_child_subreaper().unwrap_or(false)
     }
 
     fn kill_group(&mut self, pgid: i32) -> Result<bool, ReapError> {
@@ -551,7 +645,10 @@ mod tests {
         samples: Vec<Vec<ProcStat>>,
         at: usize,
         killed: Vec<i32>,
-        pauses: u32,
+        pauses: Vec<Duration>,
+        subreaper: bool,
+        /// Samples whose descendant pass reports a vanished process.
+        incomplete: Vec<usize>,
     }
 
     impl System for Script {
@@ -561,6 +658,14 @@ mod tests {
             *out = self.samples[i].clone();
             Ok(())
         }
+        fn scan_descendants(&mut self, _: i32, out: &mut Vec<ProcStat>) -> Result<bool, ReapError> {
+            let pass = self.at;
+            self.scan(out)?;
+            Ok(!self.incomplete.contains(&pass))
+        }
+        fn is_subreaper(&mut self) -> bool {
+            self.subreaper
+        }
         fn kill_group(&mut self, _: i32) -> Result<bool, ReapError> {
             Ok(true)
         }
@@ -568,8 +673,8 @@ mod tests {
             self.killed.push(pid);
             true
         }
-        fn pause(&mut self, _: Duration) {
-            self.pauses += 1;
+        fn pause(&mut self, d: Duration) {
+            self.pauses.push(d);
         }
     }
 
@@ -578,7 +683,9 @@ mod tests {
             samples,
             at: 0,
             killed: Vec::new(),
-            pauses: 0,
+            pauses: Vec::new(),
+            subreaper: false,
+            incomplete: Vec::new(),
         }
     }
 
@@ -593,7 +700,11 @@ mod tests {
             other => panic!("{other}"),
         }
         assert_eq!(sys.killed.len() as u32, DEFAULT_MAX_SAMPLES - 1);
-        assert_eq!(sys.pauses, DEFAULT_MAX_SAMPLES - 1);
+        assert_eq!(sys.pauses.len() as u32, DEFAULT_MAX_SAMPLES - 1);
+        // Short pauses first, doubling up to the interval, never beyond.
+        let i = DEFAULT_INTERVAL;
+        assert_eq!(sys.pauses[..6], [i / 16, i / 8, i / 4, i / 2, i, i]);
+        assert!(sys.pauses.iter().all(|d| *d <= i));
     }
 
     #[test]
@@ -626,12 +737,44 @@ mod tests {
     }
 
     #[test]
+    fn a_subreaper_samples_its_descendants_and_an_incomplete_pass_is_not_clean() {
+        let me = own_pid();
+        let opts = Options {
+            descendants_of: Some(me),
+            ..Options::default()
+        };
+        // Clean passes, but the first two lost a process mid-way: four samples, not two.
+        let mut sys = script(vec![vec![p(50, b'Z', me, 50)]]);
+        sys.subreaper = true;
+        sys.incomplete = vec![0, 1];
+        let (report, last) = terminate(&mut sys, 50, Some(50), &opts).expect("dies");
+        assert_eq!((report.samples, report.outcome), (4, Outcome::AllZombie));
+        assert_eq!(last.len(), 1);
+        // Without the subreaper flag the whole table is scanned and filtered by group: the same
+        // sample holds a process of another group that is not ours.
+        let mut sys = script(vec![vec![p(50, b'Z', me, 50), p(70, b'S', 1, 70)]]);
+        let (report, last) = terminate(&mut sys, 50, Some(50), &opts).expect("dies");
+        assert_eq!((report.samples, last.len()), (2, 1));
+        // As a subreaper, every process the pass returns is a member: a live one is killed.
+        let mut sys = script(vec![
+            vec![p(50, b'Z', me, 50), p(71, b'S', me, 71)],
+            vec![p(50, b'Z', me, 50), p(71, b'Z', me, 71)],
+        ]);
+        sys.subreaper = true;
+        let (report, _) = terminate(&mut sys, 50, Some(50), &opts).expect("dies");
+        assert_eq!(
+            (report.samples, sys.killed.as_slice()),
+            (3, [71].as_slice())
+        );
+    }
+
+    #[test]
     fn absent_group_is_absent() {
         let mut sys = script(vec![vec![p(9, b'S', 1, 9)]]);
         let (report, last) = terminate(&mut sys, 50, None, &Options::default()).expect("absent");
         assert_eq!((report.outcome, report.samples), (Outcome::Absent, 2));
         assert!(last.is_empty());
-        assert_eq!(sys.pauses, 0);
+        assert!(sys.pauses.is_empty());
     }
 
     #[test]

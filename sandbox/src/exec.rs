@@ -21,7 +21,7 @@
 //! 10. the report line, then `execve("/proc/self/fd/4")` carrying the seccomp cookie.
 
 use crate::ExecArgs;
-use proto::result::{Enforced, Rlimits, SandboxReport};
+use proto::result::{ConfineTimings, Enforced, Rlimits, SandboxReport};
 use proto::{ErrorObject, ExitCode, ToErrorObject};
 use std::convert::Infallible;
 use std::fs::File;
@@ -254,13 +254,18 @@ fn drop_capabilities() -> Result<(), ExecError> {
     let step = |step: &'static str| move |source| ExecError::Capabilities { step, source };
     let (eff, prm, _) = c::capability_sets().map_err(step("capget"))?;
     let privileged = nix::unistd::geteuid().is_root() || eff != 0 || prm != 0;
+    // The capabilities this kernel knows: 0..known (EINVAL past the last one).
+    let mut known = 64;
     if privileged {
         // While CAP_SETPCAP is still held: uid 0 must gain nothing at exec, for good.
         c::set_securebits(c::LOCKED_SECUREBITS).map_err(step("securebits"))?;
         for cap in 0..64 {
             match c::drop_bounding_cap(cap) {
                 Ok(()) => {}
-                Err(e) if e.raw_os_error() == Some(libc::EINVAL) && cap > 0 => break,
+                Err(e) if e.raw_os_error() == Some(libc::EINVAL) && cap > 0 => {
+                    known = cap;
+                    break;
+                }
                 Err(e) => return Err(step("bounding set")(e)),
             }
         }
@@ -273,7 +278,7 @@ fn drop_capabilities() -> Result<(), ExecError> {
     if sets != (0, 0, 0) {
         return Err(step("verify")(io::Error::from_raw_os_error(libc::EPERM)));
     }
-    if privileged && (0..64).any(|cap| c::bounding_has(cap).unwrap_or(false)) {
+    if privileged && (0..known).any(|cap| c::bounding_has(cap).unwrap_or(false)) {
         return Err(step("verify bounding set")(io::Error::from_raw_os_error(
             libc::EPERM,
         )));
@@ -362,14 +367,36 @@ fn abi_number(abi: landlock::ABI) -> u32 {
     abi.to_string().parse().unwrap_or(0)
 }
 
+/// The seccomp program for this launch, ready to install, and the policy's digest.
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-fn install_seccomp(params: crate::policy::Params) -> Result<proto::Sha256, ExecError> {
-    use crate::policy;
-    let code = policy::program(params).map_err(|e| ExecError::SeccompPolicy(e.to_string()))?;
-    let digest = policy::policy_sha256().map_err(|e| ExecError::SeccompPolicy(e.to_string()))?;
-    sys::confine::install_seccomp_filter(&policy::to_kernel(&code))
-        .map_err(ExecError::SeccompInstall)?;
-    Ok(digest)
+fn build_seccomp(
+    params: crate::policy::Params,
+) -> Result<(Vec<sys::confine::SockFilter>, proto::Sha256), ExecError> {
+    crate::seccomp::program_and_digest(params).map_err(|e| ExecError::SeccompPolicy(e.to_string()))
+}
+
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+fn install_seccomp(program: &[sys::confine::SockFilter]) -> Result<(), ExecError> {
+    sys::confine::install_seccomp_filter(program).map_err(ExecError::SeccompInstall)
+}
+
+/// Microseconds since the previous lap.
+struct Laps(Instant);
+
+impl Laps {
+    fn lap(&mut self) -> u64 {
+        let now = Instant::now();
+        let us = now.duration_since(self.0).as_micros() as u64;
+        self.0 = now;
+        us
+    }
+}
+
+fn peak_rss_kib() -> u64 {
+    use nix::sys::resource::{getrusage, UsageWho};
+    getrusage(UsageWho::RUSAGE_SELF)
+        .map(|u| u.max_rss().max(0) as u64)
+        .unwrap_or(0)
 }
 
 fn cloexec_inherited() -> Result<(), ExecError> {
@@ -396,18 +423,31 @@ fn confine_and_exec(
     check_plugin_path(&args.plugin)?;
     check_limits(args)?;
     let plugin = claim_plugin()?;
+    let mut laps = Laps(Instant::now());
+    let mut t = ConfineTimings::default();
     check_static_elf(&plugin)?;
+    t.elf_us = laps.lap();
     parent_death_signal()?;
+    t.parent_death_us = laps.lap();
     let rlimits = set_rlimits(args)?;
+    t.rlimits_us = laps.lap();
     drop_capabilities()?;
+    t.capabilities_us = laps.lap();
     set_no_new_privs()?;
+    t.no_new_privs_us = laps.lap();
     let landlock = apply_landlock(&plugin)?;
+    t.landlock_us = laps.lap();
     let params = crate::policy::Params {
         pid: std::process::id(),
         cookie: sys::confine::random_u64().map_err(|e| ExecError::SeccompPolicy(e.to_string()))?,
     };
-    let seccomp_policy_sha256 = install_seccomp(params)?;
+    let (program, seccomp_policy_sha256) = build_seccomp(params)?;
+    t.seccomp_build_us = laps.lap();
+    install_seccomp(&program)?;
+    t.seccomp_install_us = laps.lap();
     cloexec_inherited()?;
+    t.cloexec_us = laps.lap();
+    t.peak_rss_kib = peak_rss_kib();
     let enforced = Enforced {
         landlock_abi: landlock.abi,
         landlock_status: landlock.status.to_owned(),
@@ -418,6 +458,7 @@ fn confine_and_exec(
         rlimits,
         seccomp_policy_sha256,
         confine_us: Some(start.elapsed().as_micros() as u64),
+        timings: Some(t),
     };
     write_line(report, &SandboxReport::Enforced(enforced)).map_err(ExecError::Report)?;
     Err(exec_plugin(&plugin, params.cookie))

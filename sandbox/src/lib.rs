@@ -11,6 +11,8 @@ pub mod exec;
 pub mod policy;
 pub mod probe;
 pub mod prove;
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+pub mod seccomp;
 
 pub use exec::ExecError;
 pub use probe::{probe, Probe};

@@ -80,7 +80,7 @@ fn reports_what_it_enforced_then_runs_the_plugin() {
     );
     assert_eq!(
         Some(e.seccomp_policy_sha256),
-        sandbox::policy::policy_sha256().ok()
+        sandbox::seccomp::policy_sha256().ok()
     );
     assert!(e.confine_us.is_some());
     let response = proto::protocol::Response::parse(&run.stdout, 4096).expect("one response");

@@ -35,6 +35,27 @@ fn hello_commits_its_file_and_reports_audit() {
 }
 
 #[test]
+fn a_run_without_outputs_commits_nothing_and_leaves_no_run_directory() {
+    let env = Env::new();
+    let hello = testkit::workspace_bin("hello");
+    env.register("quiet", &hello, "audit", &["name", "write"]);
+    let out = env
+        .launch("quiet", &["--allow-audit-plugin", "--input", "write=no"])
+        .output()
+        .unwrap();
+    let r = result(&out);
+    assert_eq!(r.status, RunStatus::Committed);
+    assert!(r.outputs.is_empty());
+    assert_eq!(r.response.map(|x| x.outputs), Some(Vec::new()));
+    assert_eq!(env.target_files(), Vec::<String>::new());
+    assert_eq!(
+        env.runs(),
+        Vec::<String>::new(),
+        "the run directory is removed"
+    );
+}
+
+#[test]
 fn plugin_gets_an_empty_environment_and_only_three_fds() {
     let env = Env::new();
     let out = env.fixture("env", &[], &[]);

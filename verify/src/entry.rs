@@ -376,7 +376,8 @@ pub fn read_doc_limited(path: &Path, limit: u64) -> Result<Option<Vec<u8>>, Veri
         }
     };
     root::check_private(path, &meta)?;
-    let mut bytes = Vec::new();
+    // Room for the whole file up front: one read, not a series of growing small ones.
+    let mut bytes = Vec::with_capacity(meta.len().min(limit) as usize + 1);
     file.take(limit.saturating_add(1))
         .read_to_end(&mut bytes)
         .map_err(|e| VerifyError::io(path, e))?;

@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# make bench: build release, register hello in a temporary root, measure everything in one run,
+# write BENCHMARKS.md. Installs hyperfine, bubblewrap, openssl, time and minisign when missing.
+#
+#   BENCH_RUNS   per-launch runs of each command (default 200)
+#   BENCH_OUT    where the document goes (default BENCHMARKS.md)
+#   BENCH_TMP    parent of the scratch directory (default /tmp; the commit benchmark measures its
+#                file system)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+export DEBIAN_FRONTEND=noninteractive
+need=()
+command -v hyperfine >/dev/null 2>&1 || need+=(hyperfine)
+command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
+command -v openssl >/dev/null 2>&1 || need+=(openssl)
+command -v minisign >/dev/null 2>&1 || need+=(minisign)
+[ -x /usr/bin/time ] || need+=(time)
+if [ ${#need[@]} -gt 0 ]; then
+  echo "bench: installing ${need[*]}" >&2
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need[@]}"
+fi
+
+RUNS=${BENCH_RUNS:-200}
+OUTDOC=${BENCH_OUT:-BENCHMARKS.md}
+TARGET=$(rustc -vV | sed -n 's/^host: //p')
+REL=$PWD/target/$TARGET/release
+RUSTFLAGS='-C target-feature=+crt-static' cargo build --release --target "$TARGET" --workspace --bins
+
+W=$(mktemp -d "${BENCH_TMP:-/tmp}/dot-bench.XXXXXX")
+trap 'rm -rf "$W"' EXIT
+R=$W/results
+mkdir -p "$R" "$W/stage/out" "$W/target"
+B=$REL/dot-bench
+HELLO=$REL/hello
+say() { printf 'bench: %s\n' "$*" >&2; }
+
+printf 'Run started %s (UTC), load average %s.\n' "$(date -u '+%Y-%m-%d %H:%M')" \
+  "$(cut -d' ' -f1-3 /proc/loadavg)" >"$R/started.txt"
+
+# A development root with hello at both containment levels.
+"$REL/dot-register" init --root "$W/root" --dev >/dev/null
+for c in audit process; do
+  "$REL/dot-register" dev --root "$W/root" --name "hello-$c" --exe "$HELLO" --containment "$c" \
+    --input name:string:optional --input write:string:optional >/dev/null
+done
+stat -c %s "$HELLO" >"$R/hello-size.txt"
+REQ=$W/request.json
+printf '{"protocol":"1.0","plugin":"hello","inputs":{"write":"no"}}\n' >"$REQ"
+LAUNCH_AUDIT=("$REL/dot-launch" --root "$W/root" hello-audit --allow-audit-plugin --input write=no --target "$W/target")
+LAUNCH_PROCESS=("$REL/dot-launch" --root "$W/root" hello-process --require-process-sandbox --input write=no --target "$W/target")
+
+json_argv() { local a out=""; for a in "$@"; do out+="${out:+,}\"$a\""; done; printf '[%s]' "$out"; }
+# pair_spec FILE NAME1 "COMMAND1" NAME2 "COMMAND2": a wall spec of two commands (split on spaces).
+pair_spec() {
+  # shellcheck disable=SC2086
+  printf '[{"name":"%s","argv":%s},\n{"name":"%s","argv":%s}]\n' \
+    "$2" "$(json_argv $3)" "$4" "$(json_argv $5)" >"$1"
+}
+{
+  printf '[\n'
+  printf '{"name":"hello","argv":%s,"stdin":"%s","cwd":"%s"},\n' "$(json_argv "$HELLO")" "$REQ" "$W/stage"
+  printf '{"name":"launch-audit","argv":%s},\n' "$(json_argv "${LAUNCH_AUDIT[@]}")"
+  printf '{"name":"launch-process","argv":%s},\n' "$(json_argv "${LAUNCH_PROCESS[@]}")"
+  printf '{"name":"digest-hello","argv":%s}' "$(json_argv "$REL/dot-verify" digest "$HELLO")"
+  if command -v bwrap >/dev/null 2>&1 && bwrap --ro-bind / / --unshare-all true >/dev/null 2>&1; then
+    printf ',\n{"name":"bwrap-minimal","argv":%s,"stdin":"%s","cwd":"%s"}' \
+      "$(json_argv bwrap --ro-bind / / "$HELLO")" "$REQ" "$W/stage"
+    printf ',\n{"name":"bwrap-full","argv":%s,"stdin":"%s","cwd":"%s"}' \
+      "$(json_argv bwrap --ro-bind / / --dev /dev --proc /proc --unshare-all --die-with-parent "$HELLO")" \
+      "$REQ" "$W/stage"
+  fi
+  printf '\n]\n'
+} >"$W/wall-spec.json"
+
+say "per-launch wall time ($RUNS runs each)"
+"$B" wall --spec "$W/wall-spec.json" --runs "$RUNS" --warmup 10 >"$R/wall.json"
+say "runner timings"
+"$B" timings --runs "$RUNS" -- "${LAUNCH_PROCESS[@]}" >"$R/timings.json"
+
+say "peak RSS"
+/usr/bin/time -v -o "$R/rss-hello.txt" sh -c 'cd "$1" && exec "$2" <"$3" >/dev/null' sh "$W/stage" "$HELLO" "$REQ"
+/usr/bin/time -v -o "$R/rss-launch-audit.txt" "${LAUNCH_AUDIT[@]}" >/dev/null
+/usr/bin/time -v -o "$R/rss-launch-process.txt" "${LAUNCH_PROCESS[@]}" >/dev/null
+
+say "digest"
+for mib in 8 64 512; do
+  f=$W/data-$mib
+  head -c "$((mib << 20))" /dev/urandom >"$f"
+  runs=$((mib == 512 ? 5 : mib == 64 ? 15 : 40))
+  pair_spec "$W/digest-spec.json" dot "$REL/dot-verify digest $f" openssl "openssl dgst -sha256 $f"
+  "$B" wall --spec "$W/digest-spec.json" --runs "$runs" --warmup 2 >"$R/digest-$mib.json"
+  rm -f "$f"
+done
+
+say "entry verification"
+S=$W/sroot
+"$REL/dot-register" init --root "$S" >/dev/null
+minisign -G -W -f -p "$W/pub.key" -s "$W/sec.key" >/dev/null
+"$REL/dot-register" publisher add --root "$S" --id bench --pubkey "$W/pub.key" >/dev/null
+BIG=$W/big-exe
+{ cat "$HELLO"; head -c "$(((8 << 20) - $(stat -c %s "$HELLO")))" /dev/zero; } >"$BIG"
+chmod 0755 "$BIG"
+cat >"$W/big.json" <<EOF
+{
+  "schema": 1,
+  "name": "big",
+  "version": "1.0.0",
+  "trust": "signed",
+  "publisher": "bench",
+  "sha256": "$(sha256sum "$BIG" | cut -d' ' -f1)",
+  "size": $(stat -c %s "$BIG"),
+  "protocol": ">=1.0, <2",
+  "inputs": [],
+  "containment": "audit"
+}
+EOF
+minisign -S -s "$W/sec.key" -m "$W/big.json" -x "$W/big.json.minisig" >/dev/null
+"$REL/dot-register" add --root "$S" --entry "$W/big.json" --signature "$W/big.json.minisig" --exe "$BIG" >/dev/null
+PINNED=$S/store/sha256/$(sha256sum "$BIG" | cut -d' ' -f1)
+pair_spec "$W/entry-spec.json" entry "$REL/dot-verify entry --root $S big" digest "$REL/dot-verify digest $PINNED"
+"$B" wall --spec "$W/entry-spec.json" --runs 50 --warmup 5 >"$R/entry.json"
+
+say "hyperfine cross-check of the launches (each command's runs back to back, not interleaved)"
+hyperfine -N --style none -w 10 -r "$RUNS" --export-json "$R/launch-hyperfine.json" \
+  "${LAUNCH_AUDIT[*]}" "${LAUNCH_PROCESS[*]}" >/dev/null
+
+say "commit"
+for n in 1 8 9 100 1000; do
+  runs=$((n == 1000 ? 10 : 30))
+  "$B" commit --dir "$W/commit-$n" --files "$n" --size 4096 --runs "$runs" >"$R/commit-$n.json"
+  rm -rf "$W/commit-$n"
+done
+
+say "reap"
+for n in 1 30 1000; do
+  runs=$((n == 1000 ? 10 : 100))
+  "$B" reap --members "$n" --runs "$runs" >"$R/reap-$n.json"
+done
+
+printf 'Load average at the end %s.\n' "$(cut -d' ' -f1-3 /proc/loadavg)" >>"$R/started.txt"
+"$B" report --dir "$R" >"$OUTDOC"
+if [ -n "${BENCH_KEEP:-}" ]; then
+  rm -rf "$BENCH_KEEP" && cp -r "$R" "$BENCH_KEEP"
+fi
+say "wrote $OUTDOC"

@@ -1,0 +1,3 @@
+fn main() -> proto::cli::Outcome {
+    proto::cli::main(std::env::args(), bench::run)
+}

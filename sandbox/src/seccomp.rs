@@ -1,0 +1,126 @@
+//! The seccomp program as the runner installs it. `build.rs` compiles the policy (`policy`, the
+//! single source) once at build time with the per-launch values set to zero; each launch copies
+//! that program, takes the policy's digest over it, and fills in its own pid and exec cookie. The
+//! tests below check that the result is exactly what `policy::program` compiles for the same
+//! values, and the digest built with it is the digest of those bytes.
+
+use crate::policy::{self, Params};
+use proto::Sha256;
+use seccompiler::BackendError;
+use sys::confine::SockFilter;
+
+/// Which per-launch value an instruction of the built program holds (in its `k`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Slot {
+    Pid,
+    CookieHigh,
+    CookieLow,
+}
+
+mod built {
+    use super::Slot;
+    include!(concat!(env!("OUT_DIR"), "/seccomp_program.rs"));
+}
+
+/// The program built at build time (`false` when the build machine could not build it, and the
+/// runner compiles the policy itself).
+pub fn prebuilt() -> bool {
+    !built::TEMPLATE.is_empty()
+}
+
+/// The program's bytes, as the kernel receives them (8 bytes per instruction, native endian).
+pub fn program_bytes(code: &[SockFilter]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(code.len() * 8);
+    for ins in code {
+        out.extend(ins.code.to_ne_bytes());
+        out.push(ins.jt);
+        out.push(ins.jf);
+        out.extend(ins.k.to_ne_bytes());
+    }
+    out
+}
+
+/// Converts seccompiler's instructions to the kernel's type.
+pub fn to_kernel(code: &[seccompiler::sock_filter]) -> Vec<SockFilter> {
+    code.iter()
+        .map(|i| SockFilter {
+            code: i.code,
+            jt: i.jt,
+            jf: i.jf,
+            k: i.k,
+        })
+        .collect()
+}
+
+/// The program for `p` and the policy's digest: SHA-256 of the program with the per-launch values
+/// (pid, cookie) set to zero, so two launches under the same policy report the same digest and the
+/// cookie never leaves the runner.
+pub fn program_and_digest(p: Params) -> Result<(Vec<SockFilter>, Sha256), BackendError> {
+    if !prebuilt() {
+        let zero = to_kernel(&policy::program(Params { pid: 0, cookie: 0 })?);
+        let code = to_kernel(&policy::program(p)?);
+        return Ok((code, Sha256::of(&program_bytes(&zero))));
+    }
+    let mut code: Vec<SockFilter> = built::TEMPLATE
+        .iter()
+        .map(|&(code, jt, jf, k)| SockFilter { code, jt, jf, k })
+        .collect();
+    // Taken at build time over these very bytes (the tests check it): no hashing at run time.
+    let digest = Sha256(built::SHA256);
+    for &(at, slot) in built::SLOTS {
+        code[at].k = match slot {
+            Slot::Pid => p.pid,
+            Slot::CookieHigh => (p.cookie >> 32) as u32,
+            Slot::CookieLow => p.cookie as u32,
+        };
+    }
+    Ok((code, digest))
+}
+
+/// The policy's digest alone.
+pub fn policy_sha256() -> Result<Sha256, BackendError> {
+    program_and_digest(Params { pid: 0, cookie: 0 }).map(|(_, d)| d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_prebuilt_program_is_the_policy_compiled() {
+        assert!(
+            prebuilt(),
+            "build.rs built the program on this x86-64 Linux build"
+        );
+        for p in [
+            Params { pid: 0, cookie: 0 },
+            Params { pid: 1, cookie: 1 },
+            Params {
+                pid: 4242,
+                cookie: 0x1234_5678_9abc_def0,
+            },
+            Params {
+                pid: u32::MAX,
+                cookie: u64::MAX,
+            },
+        ] {
+            let (code, _) = program_and_digest(p).expect("program");
+            let compiled = to_kernel(&policy::program(p).expect("policy"));
+            assert_eq!(program_bytes(&code), program_bytes(&compiled), "{p:?}");
+        }
+        assert!(!built::SLOTS.is_empty());
+    }
+
+    #[test]
+    fn the_digest_ignores_the_per_launch_values() {
+        let zero = to_kernel(&policy::program(Params { pid: 0, cookie: 0 }).expect("policy"));
+        let want = Sha256::of(&program_bytes(&zero));
+        assert_eq!(policy_sha256().ok(), Some(want));
+        let (_, d) = program_and_digest(Params {
+            pid: 77,
+            cookie: 0xfeed,
+        })
+        .expect("program");
+        assert_eq!(d, want);
+    }
+}
