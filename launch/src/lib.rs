@@ -212,15 +212,17 @@ fn decide(root: &Root, name: &Name, opts: &Options) -> Result<Decided, LaunchErr
     })
 }
 
-/// Appends the launch decision to `ROOT/audit.log`: one write and one fdatasync
-/// (`sys::fs::append_line`), the whole cost on the launch path. Not written when the root itself
-/// was refused (missing or unsafe: nothing in it is trusted, so nothing is written into it). An
-/// allowed launch whose record cannot be written does not run; a refusal stays the refusal.
+/// Appends the launch decision to `ROOT/audit.log` with one write. A refusal is made durable
+/// (fdatasync) at once. An allowed launch gets its line back unsynced: [`AuditSync`] makes it
+/// durable on a second thread while the run proceeds, and the run waits for it before it can make
+/// anything durable (PREPARED) or report a result. Not written when the root itself was refused
+/// (missing or unsafe: nothing in it is trusted, so nothing is written into it). An allowed launch
+/// whose record cannot be written does not run; a refusal stays the refusal.
 fn record_decision(
     root: &Root,
     name: &Name,
     decision: &Result<Decided, LaunchError>,
-) -> Result<(), LaunchError> {
+) -> Result<Option<AuditSync>, LaunchError> {
     use proto::trust::{AuditAction, AuditOutcome, AuditRecord};
     use proto::ToErrorObject;
     let now = verify::trust::now();
@@ -234,7 +236,7 @@ fn record_decision(
             rec.sha256 = Some(e.sha256);
             rec
         }
-        Err(e) if matches!(e.kind(), "root-missing" | "root-unsafe") => return Ok(()),
+        Err(e) if matches!(e.kind(), "root-missing" | "root-unsafe") => return Ok(None),
         Err(e) => {
             let mut rec = AuditRecord::new(now, AuditAction::Launch, AuditOutcome::Refused);
             rec.kind = Some(e.kind().to_owned());
@@ -247,9 +249,53 @@ fn record_decision(
         ..rec
     };
     let path = root.audit_log();
-    match (sys::fs::append_line(&path, &rec.to_line()), decision) {
+    let appended = sys::fs::append_line_unsynced(&path, &rec.to_line());
+    match (appended, decision) {
+        (Ok(line), Ok(_)) => AuditSync::start(line, path).map(Some),
         (Err(e), Ok(_)) => Err(LaunchError::io("appending to the audit log", path, e)),
-        _ => Ok(()),
+        (Ok(line), Err(_)) => {
+            let _ = line.sync();
+            Ok(None)
+        }
+        (Err(_), Err(_)) => Ok(None),
+    }
+}
+
+/// The allowed launch's audit line being made durable on its own thread (fdatasync takes about as
+/// long as a process start here, so it overlaps the run instead of preceding it). `wait` joins it;
+/// dropping it joins too, so no path out of `launch` leaves the line undurable.
+struct AuditSync {
+    thread: Option<std::thread::JoinHandle<std::io::Result<()>>>,
+    path: PathBuf,
+}
+
+impl AuditSync {
+    fn start(line: sys::fs::Appended, path: PathBuf) -> Result<AuditSync, LaunchError> {
+        let thread = std::thread::Builder::new()
+            .name("audit-sync".into())
+            .spawn(move || line.sync())
+            .map_err(|e| LaunchError::io("starting the audit log sync", &path, e))?;
+        Ok(AuditSync {
+            thread: Some(thread),
+            path,
+        })
+    }
+
+    /// Waits until the line is durable.
+    fn wait(&mut self) -> Result<(), LaunchError> {
+        let Some(thread) = self.thread.take() else {
+            return Ok(());
+        };
+        let result = thread
+            .join()
+            .unwrap_or_else(|_| Err(std::io::Error::other("the audit log sync thread panicked")));
+        result.map_err(|e| LaunchError::io("syncing the audit log", &self.path, e))
+    }
+}
+
+impl Drop for AuditSync {
+    fn drop(&mut self) {
+        let _ = self.wait();
     }
 }
 
@@ -258,7 +304,7 @@ pub fn launch(opts: &Options) -> Result<RunResult, LaunchError> {
     let root = Root::new(&opts.root);
     let name = Name::new(&opts.name)?;
     let decision = decide(&root, &name, opts);
-    record_decision(&root, &name, &decision)?;
+    let mut audit = record_decision(&root, &name, &decision)?;
     let Decided {
         verified,
         inputs,
@@ -307,6 +353,11 @@ pub fn launch(opts: &Options) -> Result<RunResult, LaunchError> {
             return Err(e);
         }
     };
+    // The decision is durable before the run can change anything durably or report.
+    if let Some(Err(e)) = audit.as_mut().map(AuditSync::wait) {
+        let _ = run.remove();
+        return Err(e);
+    }
     let mut result = RunResult {
         txid: run.txid.clone(),
         name: entry.name.clone(),

@@ -136,6 +136,32 @@ pub fn atomic_write(dir: &Path, name: &str, bytes: &[u8], mode: u32) -> io::Resu
 /// interleave within a line; a short write is an error), then `fdatasync`. When the file was just
 /// created its directory is fsynced too, so the name is durable. The file is never rewritten.
 pub fn append_line(path: &Path, line: &[u8]) -> io::Result<()> {
+    append_line_unsynced(path, line)?.sync()
+}
+
+/// A line appended with one `write` whose durability is still to come: [`Appended::sync`] makes
+/// it durable (`fdatasync`, and an fsync of the directory when the file was created).
+#[derive(Debug)]
+#[must_use = "the line is not durable until `sync` returns"]
+pub struct Appended {
+    file: File,
+    created_in: Option<PathBuf>,
+}
+
+impl Appended {
+    /// `fdatasync` the file; fsync its directory when the append created it.
+    pub fn sync(self) -> io::Result<()> {
+        self.file.sync_data()?;
+        match self.created_in {
+            Some(dir) => fsync_dir(&dir),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The first half of [`append_line`]: open (creating it 0600 if needed, never following a
+/// symlink) and append `line` with one `O_APPEND` write; the caller must [`Appended::sync`].
+pub fn append_line_unsynced(path: &Path, line: &[u8]) -> io::Result<Appended> {
     let open = |create: bool| {
         OpenOptions::new()
             .append(true)
@@ -160,13 +186,14 @@ pub fn append_line(path: &Path, line: &[u8]) -> io::Result<()> {
             format!("short append: {n} of {} bytes", line.len()),
         ));
     }
-    f.sync_data()?;
-    if created {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            fsync_dir(dir)?;
-        }
-    }
-    Ok(())
+    let created_in = created
+        .then(|| path.parent().filter(|d| !d.as_os_str().is_empty()))
+        .flatten()
+        .map(Path::to_path_buf);
+    Ok(Appended {
+        file: f,
+        created_in,
+    })
 }
 
 #[cfg(test)]
