@@ -39,8 +39,10 @@ use std::io::{self, Read};
 use std::process::Child;
 use std::time::Duration;
 
-/// How many samples [`Options::default`] allows.
-pub const DEFAULT_MAX_SAMPLES: u32 = 50;
+/// How many samples [`Options::default`] allows: at [`DEFAULT_INTERVAL`] about 5 s. A killed
+/// process is not a zombie until the kernel has torn down its memory, which for a few GiB takes a
+/// few hundred milliseconds here; a budget of 100 ms called such a process a survivor.
+pub const DEFAULT_MAX_SAMPLES: u32 = 2_500;
 /// The pause between two samples in [`Options::default`].
 pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(2);
 

@@ -290,6 +290,37 @@ fn a_plugin_over_its_address_space_limit_is_killed_and_nothing_is_committed() {
     );
 }
 
+#[test]
+fn a_big_plugin_killed_at_its_deadline_is_a_deadline_not_a_survivor() {
+    // Unmapping gigabytes takes the kernel a few hundred milliseconds after SIGKILL; the reaper's
+    // confirmation must outlast that rather than call the dying process a survivor (exit 5).
+    let env = Env::new();
+    env.register(
+        "big",
+        &testkit::workspace_bin("fixture-plugin"),
+        "audit",
+        &["mode"],
+    );
+    let out = env
+        .launch(
+            "big",
+            &[
+                "--allow-audit-plugin",
+                "--input",
+                "mode=alloc-sleep",
+                "--deadline-ms",
+                "4000",
+            ],
+        )
+        .output()
+        .unwrap();
+    let err = failure(&out, 3);
+    assert_eq!(err.error, "deadline", "{err:?}");
+    assert!(env.target_files().is_empty());
+    assert!(env.runs().is_empty());
+    assert_eq!(wait_no_processes_under(&env.root), Vec::<String>::new());
+}
+
 /// SIGKILLs dot-launch at `point` (the plugin sleeping at `request-sent`, a two-output commit
 /// otherwise), then checks: no process of the run survives; recover + discard leave no run; the
 /// target holds the old bytes or exactly the new ones, never a temp file; a second recover +

@@ -180,6 +180,16 @@ fn main() -> ExitCode {
             let big = std::hint::black_box(vec![1u8; size]);
             respond_ok(&format!("{}\n", big.len()))
         }
+        // Allocates and touches `size` bytes (default 3 GiB), then sleeps until it is killed: a
+        // killed process this big takes a while (here ~250 ms) to become a zombie.
+        "alloc-sleep" => {
+            let size: usize = input(&req, "size")
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(3 << 30);
+            let big = std::hint::black_box(vec![1u8; size]);
+            std::thread::sleep(Duration::from_secs(3600));
+            respond_ok(&format!("{}\n", big.len()))
+        }
         // Writes out/small.txt, then `size` bytes (an input, decimal) of `x` to out/big.bin, and
         // declares both, small first (so a commit writes the small temp file before the big one).
         "big-output" => {
