@@ -4,27 +4,19 @@ use crate::error::RegisterError;
 use crate::report::ListItem;
 use proto::layout::Root;
 use proto::{Entry, Name, ToErrorObject};
+use verify::trust::TrustContext;
 use verify::VerifyError;
 
 /// The registered entries, sorted by name, with `valid` and `problem` from the full verification.
 pub fn list(root: &Root) -> Result<Vec<ListItem>, RegisterError> {
     verify::root::check_root(root)?;
-    let dir = root.plugins();
-    let mut stems = Vec::new();
-    for e in std::fs::read_dir(&dir).map_err(|e| VerifyError::io(&dir, e))? {
-        let e = e.map_err(|e| VerifyError::io(&dir, e))?;
-        let file = e.file_name();
-        let Some(file) = file.to_str() else { continue };
-        // Temp files of an interrupted write start with '.' and never end in ".json".
-        if let Some(stem) = file.strip_suffix(".json") {
-            stems.push(stem.to_owned());
-        }
-    }
-    stems.sort();
-    Ok(stems.iter().map(|s| item(root, s)).collect())
+    // A malformed policy or deny list is every entry's `problem` (verify_entry reads them too).
+    let ctx = TrustContext::load(root).ok();
+    let stems = verify::root::json_stems(&root.plugins())?;
+    Ok(stems.iter().map(|s| item(root, ctx.as_ref(), s)).collect())
 }
 
-fn item(root: &Root, stem: &str) -> ListItem {
+fn item(root: &Root, ctx: Option<&TrustContext>, stem: &str) -> ListItem {
     let mut item = ListItem {
         name: stem.to_owned(),
         version: None,
@@ -59,7 +51,16 @@ fn item(root: &Root, stem: &str) -> ListItem {
         Ok(v) => {
             item.valid = true;
             item.dependencies = Some(v.dependencies);
-            item.warning = v.expires_in_days.map(|d| format!("expires in {d} day(s)"));
+            // The doctor's warnings, in the policy's window, as one line.
+            let due = ctx
+                .map(|c| verify::doctor::due(c, &v, c.policy.expiry_warning_days))
+                .unwrap_or_default();
+            item.warning = (!due.is_empty()).then(|| {
+                due.iter()
+                    .map(verify::doctor::Due::describe)
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            });
         }
         Err(e) => item.problem = Some(e.to_error_object()),
     }

@@ -302,19 +302,10 @@ pub fn revoke(
 /// Every publisher record of the trust store, by id.
 pub fn list(root: &Root) -> Result<Vec<Publisher>, RegisterError> {
     verify::root::check_root(root)?;
-    let dir = root.publishers();
-    let mut ids = Vec::new();
-    for e in std::fs::read_dir(&dir).map_err(|e| VerifyError::io(&dir, e))? {
-        let e = e.map_err(|e| VerifyError::io(&dir, e))?;
-        let file = e.file_name();
-        let Some(stem) = file.to_str().and_then(|f| f.strip_suffix(".json")) else {
-            continue;
-        };
-        if let Ok(id) = Name::new(stem) {
-            ids.push(id);
-        }
-    }
-    ids.sort();
+    let ids: Vec<Name> = verify::root::json_stems(&root.publishers())?
+        .iter()
+        .filter_map(|stem| Name::new(stem).ok())
+        .collect();
     ids.iter()
         .map(|id| Ok(verify::entry::load_publisher(root, id)?.0))
         .collect()

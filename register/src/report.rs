@@ -59,7 +59,8 @@ pub struct ListItem {
     /// The entry's signed expiry (unix seconds).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires: Option<u64>,
-    /// Set when the entry expires within the policy's warning window.
+    /// What comes due within the policy's warning window (`dot-verify doctor`'s warnings, one line:
+    /// the entry's expiry, its key's `not_after`, its signature's maximum age).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warning: Option<String>,
     /// For a valid entry: whether everything it executes is pinned.

@@ -1,10 +1,12 @@
 //! `dot-verify`: the command line over this library.
 
+use crate::doctor;
 use crate::entry;
 use crate::error::VerifyError;
 use crate::signature;
 use argh::FromArgs;
 use proto::cli::Output;
+use proto::error::ExitCode;
 use proto::layout::Root;
 use proto::{Containment, InputDecl, Name, Sha256, Trust};
 use serde::{Deserialize, Serialize};
@@ -12,8 +14,9 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// Digests of open files, minisign signature checks, and the full check of a registry entry
-/// (exactly what dot-launch checks before it spawns). Prints JSON on stdout; on failure one error
-/// object on stderr and exit 1 (refused), 2 (malformed input) or 5 (I/O).
+/// (exactly what dot-launch checks before it spawns), and a doctor for a whole root. Prints JSON on
+/// stdout; on failure one error object on stderr and exit 1 (refused), 2 (malformed input) or 5
+/// (I/O); `doctor` exits 1 with its report on stdout when it has findings.
 #[derive(FromArgs, Debug)]
 pub struct Args {
     #[argh(subcommand)]
@@ -26,6 +29,7 @@ pub enum Command {
     Digest(DigestArgs),
     Signature(SignatureArgs),
     Entry(EntryArgs),
+    Doctor(DoctorArgs),
 }
 
 /// SHA-256 and size of each FILE, one JSON object per line: {"path","sha256","size"}. Symbolic
@@ -64,6 +68,21 @@ pub struct EntryArgs {
     /// the plugin name
     #[argh(positional)]
     pub name: String,
+}
+
+/// Verify every entry of the root as `entry` does and report what comes due within N days: an
+/// entry's `expires`, a signing key's `not_after`, a signature reaching the policy's maximum age,
+/// any publisher key's `not_after`. Exit 0 when every entry is valid and nothing is due; exit 1
+/// otherwise, with the report on stdout all the same.
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "doctor")]
+pub struct DoctorArgs {
+    /// the platform root
+    #[argh(option)]
+    pub root: PathBuf,
+    /// the warning window in days (default: the policy's expiry_warning_days)
+    #[argh(option)]
+    pub warn_days: Option<u64>,
 }
 
 /// One line of `dot-verify digest`.
@@ -131,6 +150,14 @@ pub fn run(args: Args) -> Result<Output, VerifyError> {
             let name = Name::new(&a.name).map_err(VerifyError::BadName)?;
             let v = entry::verify_entry(&Root::new(a.root), &name)?;
             Ok(Output::json(&EntryReport::from(&v)))
+        }
+        Command::Doctor(a) => {
+            let report = doctor::doctor(&Root::new(a.root), a.warn_days)?;
+            let code = match report.ok {
+                true => ExitCode::Success,
+                false => ExitCode::Refused,
+            };
+            Ok(Output::json(&report).with_code(code))
         }
     }
 }

@@ -43,8 +43,8 @@ pub struct Verified {
     pub elf: Option<ElfFacts>,
     /// `unpinned` for a script or dynamic ELF accepted under the owner's `--allow-dynamic` grant.
     pub dependencies: Dependencies,
-    /// Days left before the entry expires, when within the policy's warning window.
-    pub expires_in_days: Option<u64>,
+    /// The signing key's `not_after` (new signatures by it are refused from then on).
+    pub key_not_after: Option<u64>,
     /// The root has the DEV marker.
     pub dev_root: bool,
 }
@@ -90,17 +90,21 @@ pub fn verify_entry(root: &Root, name: &Name) -> Result<Verified, VerifyError> {
             found: entry.name.to_string(),
         });
     }
-    let (key_id, signed_at) = match &sig {
+    let (key_id, signed_at, key_not_after) = match &sig {
         Some(sig) => {
             let checked = check_signed(root, &ctx, &entry, &entry_bytes, sig)
                 .map_err(|e| e.with_path(&sig_path))?;
-            (Some(checked.info.key_id), checked.signed_at)
+            (
+                Some(checked.info.key_id),
+                checked.signed_at,
+                checked.key_not_after,
+            )
         }
         None => {
             if !info.dev {
                 return Err(VerifyError::LocalEntryNotDev { path: entry_path });
             }
-            (None, None)
+            (None, None, None)
         }
     };
     ctx.check_expiry(&entry, &entry_path)?;
@@ -152,7 +156,6 @@ pub fn verify_entry(root: &Root, name: &Name) -> Result<Verified, VerifyError> {
             }
         },
     };
-    let expires_in_days = ctx.expiry_warning(&entry);
     Ok(Verified {
         entry,
         exe,
@@ -161,7 +164,7 @@ pub fn verify_entry(root: &Root, name: &Name) -> Result<Verified, VerifyError> {
         signed_at,
         elf,
         dependencies,
-        expires_in_days,
+        key_not_after,
         dev_root: info.dev,
     })
 }
@@ -240,6 +243,8 @@ pub struct Signed {
     pub info: SignatureInfo,
     /// Its trusted timestamp, when it carries one.
     pub signed_at: Option<u64>,
+    /// The signing key's `not_after`, when it has one.
+    pub key_not_after: Option<u64>,
 }
 
 /// The signed-trust check: the signing key id is not denied; the publisher the entry names is in
@@ -277,7 +282,11 @@ pub fn check_signed(
             reason: "key id changed while checking".to_owned(),
         })?;
     let signed_at = ctx.check_signature_time(id, key, &info)?;
-    Ok(Signed { info, signed_at })
+    Ok(Signed {
+        info,
+        signed_at,
+        key_not_after: key.not_after,
+    })
 }
 
 /// The publisher-record part of a signature check, shared with key rotation: the publisher is

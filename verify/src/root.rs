@@ -97,3 +97,19 @@ fn missing(root: &Root, path: &Path, what: &str) -> VerifyError {
         what: what.to_owned(),
     }
 }
+
+/// The stems of the `*.json` files in a layout directory (`plugins.d`, `trust/publishers`),
+/// sorted. Temp files of an interrupted write start with '.' and never end in ".json"; names
+/// that are not UTF-8 are skipped.
+pub fn json_stems(dir: &Path) -> Result<Vec<String>, VerifyError> {
+    let mut stems = Vec::new();
+    for e in std::fs::read_dir(dir).map_err(|e| VerifyError::io(dir, e))? {
+        let e = e.map_err(|e| VerifyError::io(dir, e))?;
+        let file = e.file_name();
+        if let Some(stem) = file.to_str().and_then(|f| f.strip_suffix(".json")) {
+            stems.push(stem.to_owned());
+        }
+    }
+    stems.sort();
+    Ok(stems)
+}

@@ -121,14 +121,6 @@ impl TrustContext {
         }
     }
 
-    /// Days until the entry expires, when that is within the policy's warning window.
-    pub fn expiry_warning(&self, entry: &Entry) -> Option<u64> {
-        let t = entry.expires?;
-        let left = t.checked_sub(self.now)?;
-        let days = left / 86_400;
-        (days < self.policy.expiry_warning_days).then_some(days)
-    }
-
     /// Refuses a size over one of the policy's limits.
     pub fn check_size(
         &self,

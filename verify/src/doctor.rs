@@ -1,0 +1,229 @@
+//! `dot-verify doctor`: every entry of a root verified exactly as `dot-launch` verifies it, and
+//! what comes due ahead of time: an entry's signed `expires`, its signing key's `not_after`, its
+//! signature reaching the policy's `max_signature_age_secs`, and any publisher key's `not_after`.
+//!
+//! `due` is the one place these warnings are computed; `dot-register list` uses it too.
+
+use crate::entry::{self, Verified};
+use crate::error::VerifyError;
+use crate::root;
+use crate::trust::TrustContext;
+use proto::layout::Root;
+use proto::{ErrorObject, Name, ToErrorObject};
+use serde::{Deserialize, Serialize};
+
+/// The schema of the doctor report.
+pub const DOCTOR_SCHEMA: u32 = 1;
+
+const DAY: u64 = 86_400;
+
+/// What comes due.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DueKind {
+    /// The entry's signed `expires`: from then on it is refused (`entry-expired`).
+    EntryExpires,
+    /// The signing key's `not_after`: signatures it makes from then on are refused (the entry's
+    /// existing signature stays valid).
+    KeyNotAfter,
+    /// The signature reaches the policy's maximum age: from then on it is refused
+    /// (`signature-too-old`).
+    SignatureMaxAge,
+}
+
+/// One warning: something that comes due within the window.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Due {
+    pub what: DueKind,
+    /// Unix seconds when it comes due.
+    pub at: u64,
+    /// Whole days left (rounded down: 0 means less than a day).
+    pub days: u64,
+    /// The key, for `key-not-after` and `signature-max-age`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_id: Option<String>,
+}
+
+impl Due {
+    /// One line for people.
+    pub fn describe(&self) -> String {
+        let key = self.key_id.as_deref().unwrap_or("");
+        match self.what {
+            DueKind::EntryExpires => format!("expires in {} day(s)", self.days),
+            DueKind::KeyNotAfter => format!("key {key} ends in {} day(s)", self.days),
+            DueKind::SignatureMaxAge => {
+                format!("signature reaches the maximum age in {} day(s)", self.days)
+            }
+        }
+    }
+}
+
+/// `Some` when `at` is still ahead of `now` and less than `warn_days` days away.
+fn due_at(
+    now: u64,
+    warn_days: u64,
+    what: DueKind,
+    at: u64,
+    key_id: Option<&String>,
+) -> Option<Due> {
+    let left = at.checked_sub(now).filter(|l| *l > 0)?;
+    (left < warn_days.saturating_mul(DAY)).then(|| Due {
+        what,
+        at,
+        days: left / DAY,
+        key_id: key_id.cloned(),
+    })
+}
+
+/// What of a verified entry comes due within `warn_days` days of `ctx.now`, in the order: the
+/// entry's expiry, the signing key's end, the signature's maximum age.
+pub fn due(ctx: &TrustContext, v: &Verified, warn_days: u64) -> Vec<Due> {
+    let key = v.key_id.as_ref();
+    let max_age_at = ctx
+        .policy
+        .max_signature_age_secs
+        .zip(v.signed_at)
+        .map(|(max, at)| at.saturating_add(max));
+    [
+        v.entry.expires.map(|t| (DueKind::EntryExpires, t, None)),
+        v.key_not_after.map(|t| (DueKind::KeyNotAfter, t, key)),
+        max_age_at.map(|t| (DueKind::SignatureMaxAge, t, key)),
+    ]
+    .into_iter()
+    .flatten()
+    .filter_map(|(what, at, key)| due_at(ctx.now, warn_days, what, at, key))
+    .collect()
+}
+
+/// The output of `dot-verify doctor`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DoctorReport {
+    pub schema: u32,
+    /// The time the report is for (unix seconds).
+    pub now: u64,
+    /// The warning window in days.
+    pub warn_days: u64,
+    /// Every entry is valid and nothing comes due within the window.
+    pub ok: bool,
+    /// Every `plugins.d/*.json`, sorted by name.
+    pub entries: Vec<DoctorEntry>,
+    /// Every `trust/publishers/*.json`, sorted by id.
+    pub publishers: Vec<DoctorPublisher>,
+}
+
+/// One entry of the doctor report.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DoctorEntry {
+    /// From the file name.
+    pub name: String,
+    /// `dot-verify entry` (and so `dot-launch`) accepts this entry now.
+    pub valid: bool,
+    /// Why not, as the error object `dot-verify entry` prints.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub problem: Option<ErrorObject>,
+    /// For a valid entry: what comes due within the window.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub due: Vec<Due>,
+}
+
+/// One publisher of the doctor report.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DoctorPublisher {
+    /// From the file name.
+    pub id: String,
+    /// Why the publisher record cannot be used (malformed, wrongly named).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub problem: Option<ErrorObject>,
+    /// Keys (not revoked, of a publisher not revoked) whose `not_after` is within the window.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub due: Vec<Due>,
+}
+
+/// Checks the root, then every entry with `verify_entry` and every publisher record, against the
+/// warning window (`warn_days`, default the policy's `expiry_warning_days`).
+pub fn doctor(root: &Root, warn_days: Option<u64>) -> Result<DoctorReport, VerifyError> {
+    root::check_root(root)?;
+    let ctx = TrustContext::load(root)?;
+    let warn_days = warn_days.unwrap_or(ctx.policy.expiry_warning_days);
+    let entries: Vec<DoctorEntry> = root::json_stems(&root.plugins())?
+        .into_iter()
+        .map(|stem| doctor_entry(root, &ctx, warn_days, stem))
+        .collect();
+    let publishers: Vec<DoctorPublisher> = root::json_stems(&root.publishers())?
+        .into_iter()
+        .map(|stem| doctor_publisher(root, &ctx, warn_days, stem))
+        .collect();
+    let ok = entries.iter().all(|e| e.valid && e.due.is_empty())
+        && publishers
+            .iter()
+            .all(|p| p.problem.is_none() && p.due.is_empty());
+    Ok(DoctorReport {
+        schema: DOCTOR_SCHEMA,
+        now: ctx.now,
+        warn_days,
+        ok,
+        entries,
+        publishers,
+    })
+}
+
+fn doctor_entry(root: &Root, ctx: &TrustContext, warn_days: u64, name: String) -> DoctorEntry {
+    let verified = Name::new(&name)
+        .map_err(VerifyError::BadName)
+        .and_then(|n| entry::verify_entry(root, &n));
+    match verified {
+        Ok(v) => DoctorEntry {
+            due: due(ctx, &v, warn_days),
+            name,
+            valid: true,
+            problem: None,
+        },
+        Err(e) => DoctorEntry {
+            name,
+            valid: false,
+            problem: Some(e.to_error_object()),
+            due: Vec::new(),
+        },
+    }
+}
+
+fn doctor_publisher(
+    root: &Root,
+    ctx: &TrustContext,
+    warn_days: u64,
+    id: String,
+) -> DoctorPublisher {
+    let loaded = Name::new(&id)
+        .map_err(VerifyError::BadName)
+        .and_then(|n| entry::load_publisher(root, &n));
+    match loaded {
+        Ok((p, _)) => DoctorPublisher {
+            id,
+            problem: None,
+            due: p
+                .keys
+                .iter()
+                .filter(|k| p.revoked.is_none() && k.revoked.is_none())
+                .filter_map(|k| {
+                    let at = k.not_after?;
+                    due_at(
+                        ctx.now,
+                        warn_days,
+                        DueKind::KeyNotAfter,
+                        at,
+                        Some(&k.key_id),
+                    )
+                })
+                .collect(),
+        },
+        Err(e) => DoctorPublisher {
+            id,
+            problem: Some(e.to_error_object()),
+            due: Vec::new(),
+        },
+    }
+}
