@@ -55,15 +55,8 @@ fn generate() -> String {
             i.code, i.jt, i.jf, i.k
         );
     }
-    let mut bytes = Vec::with_capacity(zero.len() * 8);
-    for i in &zero {
-        bytes.extend(i.code.to_ne_bytes());
-        bytes.push(i.jt);
-        bytes.push(i.jf);
-        bytes.extend(i.k.to_ne_bytes());
-    }
     use sha2::Digest as _;
-    let digest: [u8; 32] = sha2::Sha256::digest(&bytes).into();
+    let digest: [u8; 32] = sha2::Sha256::digest(policy::program_bytes(&zero)).into();
     let _ = writeln!(text, "];\npub const SHA256: [u8; 32] = {digest:?};");
     let _ = writeln!(text, "pub const SLOTS: &[(usize, Slot)] = &[");
     for (at, (z, m)) in zero.iter().zip(&marked).enumerate() {

@@ -526,15 +526,11 @@ fn remove_target_temps(target: &Path, txid: &str, uid: u32) -> Result<(), String
         Err(Errno::ENOENT) => return Ok(()),
         Err(e) => return Err(format!("target {}: {e}", target.display())),
     };
-    let prefix = format!(".dot-{txid}-");
     let names = list(&fd, usize::MAX).map_err(|e| format!("target {}: {e}", target.display()))?;
     let mut removed = false;
     for name in names {
         let n = name.to_string_lossy();
-        let Some(num) = n.strip_prefix(&prefix).and_then(|r| r.strip_suffix(".tmp")) else {
-            continue;
-        };
-        if num.is_empty() || !num.bytes().all(|b| b.is_ascii_digit()) {
+        if !proto::layout::is_target_temp(&n, txid) {
             continue;
         }
         let st = stat_at(&fd, &name).map_err(|e| format!("{}/{n}: {e}", target.display()))?;

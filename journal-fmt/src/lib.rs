@@ -230,10 +230,6 @@ fn key_fields(r: &Record) -> String {
             ..
         } => {
             let hex = sha256.to_hex();
-            let containment = match containment {
-                proto::Containment::Audit => "audit",
-                proto::Containment::Process => "process",
-            };
             format!(
                 "{name} {version} sha256 {} {containment} pid {pid}",
                 &hex[..12]

@@ -211,7 +211,7 @@ pub fn commit(
     let result = (|| {
         for (i, mut o) in outputs.into_iter().enumerate() {
             let old = old_digest(target, &o.name)?;
-            let temp = format!(".dot-{}-{i}.tmp", run.txid);
+            let temp = proto::layout::target_temp(&run.txid, i);
             let (file, sha256) =
                 write_temp(target, &temp, &mut o.file, o.size).map_err(CommitError::Before)?;
             prepared.push(PreparedFile {

@@ -238,17 +238,16 @@ fn supervise(
     };
     let pidfd = sys::process::pidfd_open(child.id())
         .map_err(|e| LaunchError::io("pidfd_open", "plugin", e))?;
-    if let Some(f) = &s.stdin {
-        set_nonblocking(f)?;
-    }
-    if let Some(f) = &s.stdout {
-        set_nonblocking(f)?;
-    }
-    if let Some(f) = &s.stderr {
-        set_nonblocking(f)?;
-    }
-    if let Some(f) = &s.report {
-        set_nonblocking(f)?;
+    for fd in [
+        s.stdin.as_ref().map(|f| f.as_fd()),
+        s.stdout.as_ref().map(|f| f.as_fd()),
+        s.stderr.as_ref().map(|f| f.as_fd()),
+        s.report.as_ref().map(|f| f.as_fd()),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        set_nonblocking(fd)?;
     }
     let mut o = Observed {
         stdout: Vec::new(),

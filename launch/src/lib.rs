@@ -131,20 +131,13 @@ fn check_target(target: &Path) -> Result<PathBuf, LaunchError> {
 
 /// For `process`: the kernel must be able to enforce it, checked before anything is created.
 fn check_process_support() -> Result<(), LaunchError> {
-    let probe = sandbox::probe();
+    let mut probe = sandbox::probe();
     if let Some(abi) = hooks::pretend_landlock_abi() {
-        if abi < 3 {
-            return Err(LaunchError::ProcessUnsupported {
-                why: format!("Landlock ABI {abi} is below the required 3"),
-            });
-        }
+        probe.landlock_abi = probe.landlock_abi.min(abi);
     }
-    if probe.process_enforceable {
-        Ok(())
-    } else {
-        Err(LaunchError::ProcessUnsupported {
-            why: probe.why_not.unwrap_or_else(|| "unknown".into()),
-        })
+    match sandbox::probe::why_not(&probe) {
+        None => Ok(()),
+        Some(why) => Err(LaunchError::ProcessUnsupported { why }),
     }
 }
 

@@ -115,9 +115,50 @@ impl Root {
     }
 }
 
+/// The name of a run's `i`-th temp file in its target directory: `.dot-TXID-I.tmp`. Written by
+/// `dot-launch`'s commit, recognised by `dot-discard` with [`is_target_temp`].
+pub fn target_temp(txid: &str, i: usize) -> String {
+    format!(".dot-{txid}-{i}.tmp")
+}
+
+/// Whether `name` is one of run `txid`'s temp files (`.dot-TXID-N.tmp`, N decimal).
+pub fn is_target_temp(name: &str, txid: &str) -> bool {
+    name.strip_prefix(".dot-")
+        .and_then(|r| r.strip_prefix(txid))
+        .and_then(|r| r.strip_prefix('-'))
+        .and_then(|r| r.strip_suffix(".tmp"))
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
 /// A transaction id: 32 lowercase hex digits. Checked before it is used as a path component.
 pub fn is_txid(s: &str) -> bool {
     s.len() == 32
         && s.bytes()
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn target_temps_are_recognised_only_for_their_run() {
+        let (a, b) = (
+            "0123456789abcdef0123456789abcdef",
+            "fedcba9876543210fedcba9876543210",
+        );
+        assert_eq!(target_temp(a, 7), format!(".dot-{a}-7.tmp"));
+        assert!(is_target_temp(&target_temp(a, 0), a));
+        assert!(is_target_temp(&target_temp(a, 255), a));
+        assert!(!is_target_temp(&target_temp(a, 0), b));
+        for other in [
+            format!(".dot-{a}-.tmp"),
+            format!(".dot-{a}-1x.tmp"),
+            format!(".dot-{a}-1.tmp.bak"),
+            format!(".dot-{a}1.tmp"),
+            format!("dot-{a}-1.tmp"),
+        ] {
+            assert!(!is_target_temp(&other, a), "{other}");
+        }
+    }
 }

@@ -2,12 +2,11 @@
 //! (registration, `dot-verify entry`, `dot-launch`, publisher add/rotate) before any other check.
 
 use crate::error::RegisterError;
-use crate::{audit, now, WriterLock};
+use crate::{audit, now, write_private, WriterLock};
 use proto::layout::Root;
 use proto::trust::{is_key_id, AuditAction, AuditOutcome, AuditRecord, Denied, DenyList};
 use proto::Sha256;
 use verify::trust::TrustContext;
-use verify::VerifyError;
 
 /// What one deny command names: exactly one of a digest and a key id.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -86,9 +85,7 @@ fn change(
     if !apply(&mut deny) {
         return Ok(deny);
     }
-    let path = root.deny_list();
-    sys::fs::atomic_write(&root.trust(), "deny.json", &deny.to_bytes(), 0o600)
-        .map_err(|e| VerifyError::io(&path, e))?;
+    write_private(&root.deny_list(), &deny.to_bytes())?;
     let mut rec = AuditRecord::new(now(), action, AuditOutcome::Allowed);
     match target {
         Target::Digest(d) => rec.sha256 = Some(*d),

@@ -20,7 +20,7 @@
 use crate::args::{AddArgs, DevArgs};
 use crate::error::RegisterError;
 use crate::report::{AddReport, RemoveReport};
-use crate::{audit, name, now, read_input_limited, WriterLock};
+use crate::{audit, name, now, read_input_limited, write_private, WriterLock};
 use proto::entry::ENTRY_SCHEMA;
 use proto::layout::Root;
 use proto::trust::{AuditAction, AuditOutcome, AuditRecord, Changes, Grant, Limit, TRUST_SCHEMA};
@@ -121,26 +121,11 @@ pub fn add(a: &AddArgs) -> Result<AddReport, RegisterError> {
     };
     let store = pin(&root, &exe, &entry)?;
     write_grant(&root, &entry, dynamic, &mut overrides)?;
-    let plugins = root.plugins();
-    sys::fs::atomic_write(
-        &plugins,
-        &format!("{}.json.minisig", entry.name),
-        &sig,
-        0o600,
-    )
-    .map_err(|e| VerifyError::io(&root.entry_sig(&entry.name), e))?;
-    sys::fs::atomic_write(
-        &plugins,
-        &format!("{}.json", entry.name),
-        &entry_bytes,
-        0o600,
-    )
-    .map_err(|e| VerifyError::io(&root.entry(&entry.name), e))?;
+    write_private(&root.entry_sig(&entry.name), &sig)?;
+    write_private(&root.entry(&entry.name), &entry_bytes)?;
     if high_water.versions.get(&entry.name) != Some(&new_mark) {
         high_water.versions.insert(entry.name.clone(), new_mark);
-        let trust = root.trust();
-        sys::fs::atomic_write(&trust, HIGH_WATER_NAME, &high_water.to_bytes(), 0o600)
-            .map_err(|e| VerifyError::io(&root.high_water(), e))?;
+        write_private(&root.high_water(), &high_water.to_bytes())?;
     }
     let replaced = old.is_some();
     let mut rec = entry_record(&entry, replaced, overrides);
@@ -222,13 +207,7 @@ pub fn dev(a: &DevArgs) -> Result<AddReport, RegisterError> {
     let store = pin(&root, &file, &entry)?;
     write_grant(&root, &entry, dynamic, &mut overrides)?;
     let plugins = root.plugins();
-    sys::fs::atomic_write(
-        &plugins,
-        &format!("{}.json", entry.name),
-        &entry.to_bytes(),
-        0o600,
-    )
-    .map_err(|e| VerifyError::io(&root.entry(&entry.name), e))?;
+    write_private(&root.entry(&entry.name), &entry.to_bytes())?;
     // A signature left by an earlier signed entry of this name no longer means anything.
     remove_if_present(&root.entry_sig(&entry.name))?;
     sys::fs::fsync_dir(&plugins).map_err(|e| VerifyError::io(&plugins, e))?;
@@ -279,8 +258,6 @@ pub fn remove(root: &Root, plugin: &Name) -> Result<RemoveReport, RegisterError>
         removed,
     })
 }
-
-const HIGH_WATER_NAME: &str = "high-water.json";
 
 /// The audit record of a registration.
 fn entry_record(entry: &Entry, replaced: bool, overrides: Vec<String>) -> AuditRecord {
@@ -340,13 +317,7 @@ fn write_grant(
         sha256: entry.sha256,
         allow_dynamic_at: now(),
     };
-    sys::fs::atomic_write(
-        &root.plugins(),
-        &format!("{}.json.grant", entry.name),
-        &grant.to_bytes(),
-        0o600,
-    )
-    .map_err(|e| VerifyError::io(&path, e))?;
+    write_private(&path, &grant.to_bytes())?;
     overrides.push("allow-dynamic".to_owned());
     Ok(())
 }

@@ -128,6 +128,17 @@ pub fn read_input_limited(path: &Path, limit: u64) -> Result<Vec<u8>, RegisterEr
 
 pub use verify::trust::now;
 
+/// Writes one file of the root (mode 0600) at its `proto::layout` path, atomically
+/// (`sys::fs::atomic_write` in the path's directory).
+pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> Result<(), RegisterError> {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) else {
+        let e = std::io::Error::from(std::io::ErrorKind::InvalidInput);
+        return Err(VerifyError::io(path, e).into());
+    };
+    sys::fs::atomic_write(dir, name, bytes, 0o600).map_err(|e| VerifyError::io(path, e))?;
+    Ok(())
+}
+
 /// Appends one record to `ROOT/audit.log` (one write, fdatasync; `sys::fs::append_line`).
 pub fn audit(root: &Root, rec: &AuditRecord) -> Result<(), RegisterError> {
     let path = root.audit_log();

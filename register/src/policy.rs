@@ -3,11 +3,10 @@
 
 use crate::args::PolicySetArgs;
 use crate::error::RegisterError;
-use crate::{audit, now, WriterLock};
+use crate::{audit, now, write_private, WriterLock};
 use proto::layout::Root;
 use proto::trust::{AuditAction, AuditOutcome, AuditRecord, Policy};
 use verify::trust::TrustContext;
-use verify::VerifyError;
 
 /// The effective policy.
 pub fn show(root: &Root) -> Result<Policy, RegisterError> {
@@ -37,9 +36,7 @@ pub fn set(root: &Root, a: &PolicySetArgs) -> Result<Policy, RegisterError> {
     }
     p.validate()
         .map_err(|e| RegisterError::Usage(format!("policy: {e}")))?;
-    let path = root.policy();
-    sys::fs::atomic_write(&root.trust(), "policy.json", &p.to_bytes(), 0o600)
-        .map_err(|e| VerifyError::io(&path, e))?;
+    write_private(&root.policy(), &p.to_bytes())?;
     let mut rec = AuditRecord::new(now(), AuditAction::PolicySet, AuditOutcome::Allowed);
     rec.detail = Some(String::from_utf8_lossy(&p.to_bytes()).replace(['\n', ' '], ""));
     audit(root, &rec)?;

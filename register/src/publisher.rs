@@ -2,7 +2,7 @@
 
 use crate::args::PublisherRotateArgs;
 use crate::error::RegisterError;
-use crate::{audit, now, read_input_limited, WriterLock};
+use crate::{audit, now, read_input_limited, write_private, WriterLock};
 use proto::layout::Root;
 use proto::publisher::{Revocation, PUBLISHER_SCHEMA};
 use proto::trust::{AuditAction, AuditOutcome, AuditRecord, KeyTransition, Limit};
@@ -28,12 +28,7 @@ fn read_key(
 ) -> Result<PublisherKey, RegisterError> {
     let bytes = read_input_limited(pubkey_file, ctx.policy.limit(Limit::Key))?;
     ctx.check_size(root, pubkey_file, Limit::Key, bytes.len() as u64)?;
-    let text = std::str::from_utf8(&bytes).map_err(|_| VerifyError::PubkeyMalformed {
-        path: pubkey_file.to_path_buf(),
-        reason: "not text".to_owned(),
-    })?;
-    let (key_id, b64) =
-        verify::signature::parse_public_key(text).map_err(|e| e.with_path(pubkey_file))?;
+    let (key_id, b64) = verify::signature::parse_public_key_file(pubkey_file, &bytes)?;
     ctx.check_key(root, &key_id)?;
     if let (Some(nb), Some(na)) = (bounds.not_before, bounds.not_after) {
         if na <= nb {
@@ -312,8 +307,5 @@ pub fn list(root: &Root) -> Result<Vec<Publisher>, RegisterError> {
 }
 
 fn write(root: &Root, p: &Publisher) -> Result<(), RegisterError> {
-    let dir = root.publishers();
-    sys::fs::atomic_write(&dir, &format!("{}.json", p.id), &p.to_bytes(), 0o600)
-        .map_err(|e| VerifyError::io(&root.publisher(&p.id), e))?;
-    Ok(())
+    write_private(&root.publisher(&p.id), &p.to_bytes())
 }

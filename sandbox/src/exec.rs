@@ -20,6 +20,7 @@
 //! 9. every descriptor ≥ 3 close-on-exec, so the plugin holds exactly 0, 1 and 2
 //! 10. the report line, then `execve("/proc/self/fd/4")` carrying the seccomp cookie.
 
+use crate::probe::REQUIRED_LANDLOCK_ABI;
 use crate::ExecArgs;
 use proto::result::{ConfineTimings, Enforced, Rlimits, SandboxReport};
 use proto::{ErrorObject, ExitCode, ToErrorObject};
@@ -64,7 +65,7 @@ pub enum ExecError {
     },
     #[error("setting no_new_privs failed: {0}")]
     NoNewPrivs(io::Error),
-    #[error("Landlock ABI {abi} is below the required 3")]
+    #[error("Landlock ABI {abi} is below the required {}", REQUIRED_LANDLOCK_ABI)]
     LandlockUnsupported { abi: u32 },
     #[error("Landlock ruleset failed: {0}")]
     Landlock(#[from] landlock::RulesetError),
@@ -307,7 +308,7 @@ fn apply_landlock(plugin: &File) -> Result<LandlockApplied, ExecError> {
     use std::os::unix::fs::OpenOptionsExt;
 
     let kernel_abi = sys::confine::landlock_abi_version().unwrap_or(0);
-    if kernel_abi < 3 {
+    if kernel_abi < REQUIRED_LANDLOCK_ABI {
         return Err(ExecError::LandlockUnsupported { abi: kernel_abi });
     }
     let stage = std::fs::OpenOptions::new()
@@ -346,7 +347,10 @@ fn apply_landlock(plugin: &File) -> Result<LandlockApplied, ExecError> {
         RulesetStatus::PartiallyEnforced => "partially-enforced",
         RulesetStatus::NotEnforced => "not-enforced",
     };
-    if status.ruleset == RulesetStatus::NotEnforced || !status.no_new_privs || abi < 3 {
+    if status.ruleset == RulesetStatus::NotEnforced
+        || !status.no_new_privs
+        || abi < REQUIRED_LANDLOCK_ABI
+    {
         return Err(ExecError::LandlockNotEnforced {
             status: format!(
                 "{status_word}, abi {abi}, no_new_privs {}",

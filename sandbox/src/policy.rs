@@ -549,6 +549,20 @@ pub fn program(p: Params) -> Result<Vec<sock_filter>, BackendError> {
     deny_rules(p).map(|r| compile(&r))
 }
 
+/// The program's bytes as the kernel receives them: 8 bytes per instruction (code, jt, jf, k),
+/// native endian. The policy's digest is SHA-256 of these bytes for the program with the
+/// per-launch values set to zero (`build.rs` takes it at build time, `seccomp` otherwise).
+pub fn program_bytes(code: &[sock_filter]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(code.len() * 8);
+    for i in code {
+        out.extend(i.code.to_ne_bytes());
+        out.push(i.jt);
+        out.push(i.jf);
+        out.extend(i.k.to_ne_bytes());
+    }
+    out
+}
+
 /// seccompiler's own linear compilation of the same rules (tests compare the two).
 pub fn linear_reference(rules: &Rules) -> Result<Vec<sock_filter>, BackendError> {
     let filter = seccompiler::SeccompFilter::new(

@@ -28,18 +28,6 @@ pub fn prebuilt() -> bool {
     !built::TEMPLATE.is_empty()
 }
 
-/// The program's bytes, as the kernel receives them (8 bytes per instruction, native endian).
-pub fn program_bytes(code: &[SockFilter]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(code.len() * 8);
-    for ins in code {
-        out.extend(ins.code.to_ne_bytes());
-        out.push(ins.jt);
-        out.push(ins.jf);
-        out.extend(ins.k.to_ne_bytes());
-    }
-    out
-}
-
 /// Converts seccompiler's instructions to the kernel's type.
 pub fn to_kernel(code: &[seccompiler::sock_filter]) -> Vec<SockFilter> {
     code.iter()
@@ -57,9 +45,9 @@ pub fn to_kernel(code: &[seccompiler::sock_filter]) -> Vec<SockFilter> {
 /// cookie never leaves the runner.
 pub fn program_and_digest(p: Params) -> Result<(Vec<SockFilter>, Sha256), BackendError> {
     if !prebuilt() {
-        let zero = to_kernel(&policy::program(Params { pid: 0, cookie: 0 })?);
+        let zero = policy::program(Params { pid: 0, cookie: 0 })?;
         let code = to_kernel(&policy::program(p)?);
-        return Ok((code, Sha256::of(&program_bytes(&zero))));
+        return Ok((code, Sha256::of(&policy::program_bytes(&zero))));
     }
     let mut code: Vec<SockFilter> = built::TEMPLATE
         .iter()
@@ -106,15 +94,18 @@ mod tests {
         ] {
             let (code, _) = program_and_digest(p).expect("program");
             let compiled = to_kernel(&policy::program(p).expect("policy"));
-            assert_eq!(program_bytes(&code), program_bytes(&compiled), "{p:?}");
+            let fields = |c: &[SockFilter]| -> Vec<_> {
+                c.iter().map(|i| (i.code, i.jt, i.jf, i.k)).collect()
+            };
+            assert_eq!(fields(&code), fields(&compiled), "{p:?}");
         }
         assert!(!built::SLOTS.is_empty());
     }
 
     #[test]
     fn the_digest_ignores_the_per_launch_values() {
-        let zero = to_kernel(&policy::program(Params { pid: 0, cookie: 0 }).expect("policy"));
-        let want = Sha256::of(&program_bytes(&zero));
+        let zero = policy::program(Params { pid: 0, cookie: 0 }).expect("policy");
+        let want = Sha256::of(&policy::program_bytes(&zero));
         assert_eq!(policy_sha256().ok(), Some(want));
         let (_, d) = program_and_digest(Params {
             pid: 77,

@@ -30,6 +30,8 @@ pub fn spawn_with_fds(cmd: &mut Command, moves: &[(BorrowedFd<'_>, i32)]) -> io:
         .max()
         .unwrap_or(3)
         .max(3);
+    let first_free =
+        u32::try_from(first_free).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
     let hook = move || -> io::Result<()> {
         child_set_pdeathsig(parent)?;
         for &(src, dst) in &plan {
@@ -37,10 +39,11 @@ pub fn spawn_with_fds(cmd: &mut Command, moves: &[(BorrowedFd<'_>, i32)]) -> io:
         }
         // Descriptors we inherited without close-on-exec (a jobserver, a caller's leak) must not
         // reach the plugin: everything above the placed ones is closed at exec.
-        child_cloexec_from(first_free)
+        crate::confine::cloexec_from(first_free)
     };
     // SAFETY: the hook runs in the forked child before exec and only makes async-signal-safe
-    // syscalls (prctl, getppid, dup2); it allocates nothing (the plan vector was built before fork).
+    // syscalls (prctl, getppid, dup2, close_range or fcntl, getrlimit); it allocates nothing (the
+    // plan vector was built before fork).
     unsafe { cmd.pre_exec(hook) };
     let child = cmd.spawn();
     drop(lifted);
@@ -75,25 +78,6 @@ fn child_set_pdeathsig(parent: libc::pid_t) -> io::Result<()> {
     // SAFETY: getppid has no arguments and cannot fail.
     if unsafe { libc::getppid() } != parent {
         return Err(io::Error::from_raw_os_error(libc::ESRCH));
-    }
-    Ok(())
-}
-
-fn child_cloexec_from(first: RawFd) -> io::Result<()> {
-    let first =
-        libc::c_uint::try_from(first).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
-    // SAFETY: close_range with CLOSE_RANGE_CLOEXEC only sets flags on this process's descriptors;
-    // integer arguments only.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_close_range,
-            first,
-            libc::c_uint::MAX,
-            libc::CLOSE_RANGE_CLOEXEC,
-        )
-    };
-    if r != 0 {
-        return Err(io::Error::last_os_error());
     }
     Ok(())
 }

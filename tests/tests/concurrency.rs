@@ -6,13 +6,13 @@
 
 mod common;
 
-use common::{names, result, tool, Env};
+use common::{names, ok, result, tool, Env};
 use discard::{Report as DiscardReport, State};
 use proto::result::RunResult;
 use proto::{Containment, Sha256};
 use register::report::ListItem;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Output};
+use std::process::Child;
 use std::sync::atomic::{AtomicBool, Ordering};
 use testkit::{workspace_bin, KeyPair, TempDir};
 
@@ -73,18 +73,13 @@ struct Signed {
     key: KeyPair,
 }
 
-fn run_ok(out: Output, what: &str) -> Output {
-    assert!(out.status.success(), "{what}: {out:?}");
-    out
-}
-
 impl Signed {
     fn new() -> Signed {
         let dir = TempDir::new();
         let root = dir.join("root");
         let target = dir.join("target");
         std::fs::create_dir(&target).unwrap();
-        run_ok(
+        ok(
             tool("dot-register")
                 .args(["init", "--root"])
                 .arg(&root)
@@ -94,7 +89,7 @@ impl Signed {
         );
         let key = KeyPair::generate();
         let pk = key.pk_path(dir.path());
-        run_ok(
+        ok(
             tool("dot-register")
                 .args(["publisher", "add", "--root"])
                 .arg(&root)
@@ -133,7 +128,7 @@ impl Signed {
         if replace {
             c.arg("--replace");
         }
-        run_ok(c.output().unwrap(), "dot-register add");
+        ok(c.output().unwrap(), "dot-register add");
         entry.sha256
     }
 
@@ -227,21 +222,17 @@ fn two_registry_writers_never_corrupt_the_root() {
                 for i in 0..rounds {
                     let name = format!("p{}", i % 3);
                     let exe = &exes[(w + i) % 2];
-                    let out = tool("dot-register")
-                        .args(["dev", "--root"])
-                        .arg(&env.root)
-                        .args(["--name", &name, "--exe"])
-                        .arg(exe)
-                        .args(["--containment", "audit", "--input", "name:string:optional"])
-                        .arg("--replace")
-                        .output()
-                        .unwrap();
-                    assert!(out.status.success(), "writer {w} round {i}: {out:?}");
+                    env.register_with(
+                        &name,
+                        exe,
+                        "audit",
+                        &["--input", "name:string:optional", "--replace"],
+                    );
                 }
             });
         }
     });
-    let out = run_ok(
+    let out = ok(
         tool("dot-register")
             .args(["list", "--root"])
             .arg(&env.root)

@@ -6,8 +6,7 @@
 
 mod common;
 
-use common::Env;
-use std::process::Output;
+use common::{discard, recover, Env};
 
 const OLD_A: &[u8] = b"old a\n";
 const NEW_A: &str = "new a\n";
@@ -53,24 +52,12 @@ fn assert_old_or_prepared(env: &Env, point: &str) {
     }
 }
 
-fn recover(env: &Env) -> Output {
-    common::recover(&env.root)
-}
-
-fn discard(env: &Env) -> Output {
-    common::discard(&env.root)
-}
-
-fn visible_targets(env: &Env) -> Vec<String> {
-    env.target_files()
-}
-
 /// After recover + discard: no run left; the target is either untouched (crash before PREPARED)
 /// or fully committed (crash after PREPARED), with no temp file.
 fn assert_clean(env: &Env, point: &str, committed: bool) {
-    let r = recover(env);
+    let r = recover(&env.root);
     assert_eq!(r.status.code(), Some(0), "{point}: recover: {r:?}");
-    let d = discard(env);
+    let d = discard(&env.root);
     assert_eq!(d.status.code(), Some(0), "{point}: discard: {d:?}");
     assert_eq!(env.runs(), Vec::<String>::new(), "{point}: runs left");
     if committed {
@@ -84,7 +71,7 @@ fn assert_clean(env: &Env, point: &str, committed: bool) {
             NEW_B.as_bytes(),
             "{point}"
         );
-        assert_eq!(visible_targets(env), ["a.txt", "b.txt"], "{point}");
+        assert_eq!(env.target_files(), ["a.txt", "b.txt"], "{point}");
     } else {
         assert_eq!(
             std::fs::read(env.target.join("a.txt")).unwrap(),
@@ -92,14 +79,14 @@ fn assert_clean(env: &Env, point: &str, committed: bool) {
             "{point}"
         );
         assert_eq!(
-            visible_targets(env),
+            env.target_files(),
             ["a.txt"],
             "{point}: discard removes the run's temp files"
         );
     }
     let before = testkit::tree_snapshot(env.dir.path());
-    assert_eq!(recover(env).status.code(), Some(0));
-    assert_eq!(discard(env).status.code(), Some(0));
+    assert_eq!(recover(&env.root).status.code(), Some(0));
+    assert_eq!(discard(&env.root).status.code(), Some(0));
     assert_eq!(
         testkit::tree_snapshot(env.dir.path()),
         before,
@@ -153,7 +140,7 @@ fn crash_before_committed_is_rolled_forward() {
 fn recover_refuses_a_conflicting_target() {
     let env = crash_at("after-prepared");
     std::fs::write(env.target.join("a.txt"), b"someone else wrote this").unwrap();
-    let r = recover(&env);
+    let r = recover(&env.root);
     assert_eq!(r.status.code(), Some(4), "{r:?}");
     let report: launch::recover::RecoverReport = testkit::decode_json(&r.stdout);
     assert_eq!(report.conflicts.len(), 1);
@@ -167,7 +154,7 @@ fn recover_refuses_a_conflicting_target() {
         "a conflict renames nothing"
     );
     assert_eq!(env.runs().len(), 1, "the PREPARED run is retained");
-    let d = discard(&env);
+    let d = discard(&env.root);
     assert_eq!(
         d.status.code(),
         Some(4),
@@ -185,7 +172,7 @@ fn recover_removes_the_temp_of_a_file_that_already_held_the_new_bytes() {
         "a.txt and two temp files: {:?}",
         env.target_files()
     );
-    let r = recover(&env);
+    let r = recover(&env.root);
     assert_eq!(r.status.code(), Some(0), "{r:?}");
     assert_eq!(env.runs(), Vec::<String>::new());
     assert_eq!(env.target_files(), ["a.txt", "b.txt"], "no temp file left");

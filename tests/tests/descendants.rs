@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{failure, result, Env};
+use common::{failure, processes_under, result, stat_state_ppid, Env};
 use std::path::Path;
 use std::time::Duration;
 
@@ -74,21 +74,11 @@ fn a_thousand_short_lived_children_leave_nothing_behind() {
         "1000\n"
     );
     assert_eq!(r.exit.code, Some(0));
-    // dot-launch is gone; none of its descendants may remain (they would be reparented to us or
-    // to init, but each is our descendant only through dot-launch, which reaped them all).
-    let me = std::process::id().to_string();
-    let fixture = testkit::workspace_bin("fixture-plugin");
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let pid = entry.file_name().to_string_lossy().into_owned();
-        if !pid.bytes().all(|b| b.is_ascii_digit()) || pid == me {
-            continue;
-        }
-        if let Ok(exe) = std::fs::read_link(entry.path().join("exe")) {
-            let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
-            let ours = exe == fixture || stat.contains("(fixture-plugin)");
-            assert!(!ours, "a fixture process survived: pid {pid} {stat}");
-        }
-    }
+    // dot-launch is gone; none of its descendants may remain. The plugin and its children run the
+    // pinned copy in the root's store (exec'd through /proc/self/fd), so they are found by that
+    // path, not by the fixture's name.
+    let left = processes_under(&env.root);
+    assert!(left.is_empty(), "a fixture process survived: {left:?}");
 }
 
 /// The children of `pid`, from /proc.
@@ -98,12 +88,7 @@ fn children_of(pid: u32) -> Vec<u32> {
         let name = e.file_name().to_string_lossy().into_owned();
         let Ok(p) = name.parse::<u32>() else { continue };
         let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
-        let after = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
-        let ppid = after
-            .split_whitespace()
-            .nth(1)
-            .and_then(|s| s.parse::<u32>().ok());
-        if ppid == Some(pid) {
+        if stat_state_ppid(&stat).is_some_and(|(_, ppid)| ppid == pid) {
             v.push(p);
         }
     }
@@ -113,9 +98,7 @@ fn children_of(pid: u32) -> Vec<u32> {
 fn gone_or_zombie(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Err(_) => true,
-        Ok(s) => s
-            .rsplit_once(')')
-            .is_some_and(|(_, r)| r.trim_start().starts_with('Z')),
+        Ok(s) => stat_state_ppid(&s).is_some_and(|(state, _)| state == 'Z'),
     }
 }
 

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{bin_dir, failure, tool, Env};
+use common::{bin_dir, failure, launch_into, tool, Env};
 use launch::LaunchError;
 use proto::{ExitCode, ToErrorObject};
 use std::os::unix::fs::PermissionsExt;
@@ -68,11 +68,7 @@ fn an_unreadable_or_invalid_request_is_request_invalid() {
 fn a_missing_target_is_target_invalid_with_the_mkdir_that_fixes_it() {
     let env = Env::new();
     let to = |target: &Path| {
-        let out = tool("dot-launch")
-            .arg("--root")
-            .arg(&env.root)
-            .args(["hello", "--allow-audit-plugin", "--target"])
-            .arg(target)
+        let out = launch_into(&env.root, "hello", target, &["--allow-audit-plugin"])
             .output()
             .unwrap();
         failure(&out, 2)
@@ -161,13 +157,13 @@ fn launch_with_runner(env: &Env, runner: &Path) -> std::process::Output {
         std::fs::set_permissions(dir.join(f), std::fs::Permissions::from_mode(0o755)).unwrap();
     }
     env.register("hello-p", &bin_dir().join("hello"), "process", &["name"]);
-    std::process::Command::new(dir.join("dot-launch"))
-        .arg("--root")
-        .arg(&env.root)
-        .args(["hello-p", "--require-process-sandbox", "--target"])
-        .arg(&env.target)
-        .output()
-        .unwrap()
+    env.launch_via(
+        &dir.join("dot-launch"),
+        "hello-p",
+        &["--require-process-sandbox"],
+    )
+    .output()
+    .unwrap()
 }
 
 #[test]

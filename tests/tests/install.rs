@@ -4,27 +4,16 @@
 
 mod common;
 
-use common::{bin_dir, failure, repo_file, repo_root, require_program, result};
+use common::{bin_dir, failure, repo_root, require_program, result};
 use proto::Containment;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use testkit::TempDir;
 
-/// The binaries the Makefile installs (its `TOOLS` line).
+/// The binaries the Makefile installs, the runner and the canary among them.
 fn makefile_tools() -> Vec<String> {
-    let makefile = repo_file("Makefile");
-    let line = makefile
-        .lines()
-        .find(|l| l.starts_with("TOOLS "))
-        .expect("Makefile has a TOOLS line");
-    let tools: Vec<String> = line
-        .split_once(":=")
-        .expect("TOOLS := …")
-        .1
-        .split_whitespace()
-        .map(str::to_owned)
-        .collect();
+    let tools = common::makefile_tools();
     assert!(tools.contains(&"dot-sandbox".to_owned()) && tools.contains(&"dot-canary".to_owned()));
     tools
 }

@@ -82,12 +82,9 @@ fn launcher_dir(sandbox: impl FnOnce(&Path)) -> (TempDir, PathBuf) {
 }
 
 fn run_with(launch: &Path, env: &Env) -> std::process::Output {
-    let mut c = std::process::Command::new(launch);
-    c.arg("--root")
-        .arg(&env.root)
-        .args(["hello-p", "--require-process-sandbox", "--target"])
-        .arg(&env.target);
-    c.output().unwrap()
+    env.launch_via(launch, "hello-p", &["--require-process-sandbox"])
+        .output()
+        .unwrap()
 }
 
 fn assert_sandbox_unusable(setup: impl FnOnce(&Path)) {

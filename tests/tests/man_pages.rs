@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{bin_dir, repo_file, repo_root, require_program, tool};
+use common::{bin_dir, makefile_tools, repo_file, repo_root, require_program, tool};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::Command;
@@ -112,13 +112,7 @@ fn all_options(tool: &str) -> Vec<(String, String)> {
 
 #[test]
 fn every_installed_tool_has_a_page_and_every_page_a_tool() {
-    let makefile = repo_file("Makefile");
-    let tools: BTreeSet<String> = makefile
-        .lines()
-        .find_map(|l| l.strip_prefix("TOOLS "))
-        .and_then(|l| l.split_once(":="))
-        .map(|(_, t)| t.split_whitespace().map(|s| format!("{s}.1")).collect())
-        .expect("Makefile has a TOOLS line");
+    let tools: BTreeSet<String> = makefile_tools().iter().map(|t| format!("{t}.1")).collect();
     let mut with_dot7 = tools.clone();
     with_dot7.insert("dot.7".to_owned());
     let pages: BTreeSet<String> = pages()

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{bin_dir, failure, require_program, result, tool};
+use common::{bin_dir, failure, launch_into, require_program, result, tool};
 use proto::{Containment, Entry};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -139,14 +139,15 @@ impl Publisher {
     }
 
     fn launch(&self, name: &str, consent: &str) -> std::process::Output {
-        tool("dot-launch")
-            .arg("--root")
-            .arg(&self.root)
-            .args([name, consent, "--input", &format!("name={name}")])
-            .arg("--target")
-            .arg(&self.target)
-            .output()
-            .unwrap()
+        let input = format!("name={name}");
+        launch_into(
+            &self.root,
+            name,
+            &self.target,
+            &[consent, "--input", &input],
+        )
+        .output()
+        .unwrap()
     }
 }
 

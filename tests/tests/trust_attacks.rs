@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::tool;
+use common::{launch_into, tool};
 use proto::layout::Root;
 use proto::trust::{AuditAction, AuditOutcome, AuditRecord, Dependencies, HighWater};
 use proto::{Containment, Entry, ErrorObject, Name};
@@ -41,6 +41,7 @@ impl Fx {
         let root = Root::new(dir.join("root"));
         let key = KeyPair::generate();
         fs::create_dir(dir.join("in")).unwrap();
+        fs::create_dir(dir.join("out")).unwrap();
         let exe = dir.join("in/hello");
         fs::copy(workspace_bin("hello"), &exe).unwrap();
         let fx = Fx {
@@ -126,20 +127,17 @@ impl Fx {
         )
     }
 
+    /// `dot-launch` of `name` at process level into the fixture's `out/`.
     fn launch(&self, name: &str) -> Output {
         let target = self.dir.join("out");
-        let _ = fs::create_dir(&target);
-        run(
-            "dot-launch",
-            &[
-                os("--root"),
-                os(self.r()),
-                os(name),
-                os("--require-process-sandbox"),
-                os("--target"),
-                target.as_os_str(),
-            ],
+        launch_into(
+            self.root.path(),
+            name,
+            &target,
+            &["--require-process-sandbox"],
         )
+        .output()
+        .unwrap()
     }
 
     /// Adds `key` to publisher acme on the owner's word (`publisher rotate --force-by-owner`).

@@ -182,11 +182,7 @@ fn digest(files: &[PathBuf]) -> Result<Output, VerifyError> {
 
 fn check_signature(a: &SignatureArgs) -> Result<Output, VerifyError> {
     let pk_bytes = read_small(&a.pubkey)?;
-    let pk_text = std::str::from_utf8(&pk_bytes).map_err(|_| VerifyError::PubkeyMalformed {
-        path: a.pubkey.clone(),
-        reason: "not text".to_owned(),
-    })?;
-    let (_, b64) = signature::parse_public_key(pk_text).map_err(|e| e.with_path(&a.pubkey))?;
+    let (_, b64) = signature::parse_public_key_file(&a.pubkey, &pk_bytes)?;
     let sig = read_small(&a.signature)?;
     let (file, _) =
         sys::fs::open_regular(&a.file).map_err(|e| VerifyError::from_open(&a.file, e))?;

@@ -2,7 +2,7 @@
 //! `minisign-verify`.
 
 use crate::error::VerifyError;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// What a valid signature says about itself.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -30,6 +30,15 @@ fn sig_invalid(reason: impl Into<String>) -> VerifyError {
         path: PathBuf::new(),
         reason: reason.into(),
     }
+}
+
+/// `parse_public_key` on the bytes of the public key file at `path`; errors carry `path`.
+pub fn parse_public_key_file(path: &Path, bytes: &[u8]) -> Result<(String, String), VerifyError> {
+    let text = std::str::from_utf8(bytes).map_err(|_| VerifyError::PubkeyMalformed {
+        path: path.to_path_buf(),
+        reason: "not text".to_owned(),
+    })?;
+    parse_public_key(text).map_err(|e| e.with_path(path))
 }
 
 /// Parses a public key file as `minisign -G` writes it (`untrusted comment: …` line, then the
@@ -187,5 +196,19 @@ mod tests {
         let e = parse_public_key("RWQf6LRCGA9i53mlYecO4IzT51TGPpvWucNSCh1CBM0QTaLn73Y7GFO3\n")
             .expect_err("no comment line");
         assert!(matches!(e, VerifyError::PubkeyMalformed { .. }));
+    }
+
+    #[test]
+    fn public_key_file_errors_name_the_file() {
+        let path = Path::new("k.pub");
+        for bytes in [
+            &b"\xff\n"[..],
+            b"RWQf6LRCGA9i53mlYecO4IzT51TGPpvWucNSCh1CBM0QTaLn73Y7GFO3\n",
+        ] {
+            match parse_public_key_file(path, bytes) {
+                Err(VerifyError::PubkeyMalformed { path: p, .. }) => assert_eq!(p, path),
+                other => panic!("{other:?}"),
+            }
+        }
     }
 }

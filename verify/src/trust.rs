@@ -2,7 +2,7 @@
 //! list, the root policy (size limits, maximum signature age), key validity at the signature's
 //! trusted timestamp, entry expiry, and the owner's `--allow-dynamic` grant. docs/trust.md.
 
-use crate::entry::read_doc_limited;
+use crate::entry::read_doc;
 use crate::error::VerifyError;
 use crate::signature::SignatureInfo;
 use proto::layout::Root;
@@ -148,7 +148,7 @@ pub fn load_doc<T>(
     path: &Path,
     parse: fn(&[u8]) -> Result<T, TrustDocError>,
 ) -> Result<Option<T>, VerifyError> {
-    let Some(bytes) = read_doc_limited(path, proto::strict::MAX_DOCUMENT as u64)? else {
+    let Some(bytes) = read_doc(path)? else {
         return Ok(None);
     };
     parse(&bytes)

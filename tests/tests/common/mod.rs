@@ -25,7 +25,8 @@ pub fn tool(name: &str) -> Command {
     c
 }
 
-fn ok(out: Output, what: &str) -> Output {
+/// Asserts `what` exited 0 (its status, stdout and stderr in the message); returns its output.
+pub fn ok(out: Output, what: &str) -> Output {
     assert!(
         out.status.success(),
         "{what} failed: {:?}\nstdout: {}\nstderr: {}",
@@ -88,14 +89,12 @@ impl Env {
 
     /// `dot-launch --root R NAME --target T` plus `args`.
     pub fn launch(&self, name: &str, args: &[&str]) -> Command {
-        let mut c = tool("dot-launch");
-        c.arg("--root")
-            .arg(&self.root)
-            .arg(name)
-            .arg("--target")
-            .arg(&self.target)
-            .args(args);
-        c
+        launch_into(&self.root, name, &self.target, args)
+    }
+
+    /// `launch` through the dot-launch binary at `bin` (see `launch_with`).
+    pub fn launch_via(&self, bin: &Path, name: &str, args: &[&str]) -> Command {
+        launch_with(bin, &self.root, name, &self.target, args)
     }
 
     /// Runs the fixture at audit with `mode` and extra `--input`s.
@@ -111,22 +110,14 @@ impl Env {
         c.output().unwrap()
     }
 
+    /// The names in the target directory, sorted.
     pub fn target_files(&self) -> Vec<String> {
-        let mut v: Vec<String> = std::fs::read_dir(&self.target)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        v.sort();
-        v
+        names(&self.target)
     }
 
+    /// The run directories under the root's `txn/`, sorted.
     pub fn runs(&self) -> Vec<String> {
-        let mut v: Vec<String> = std::fs::read_dir(self.root.join("txn"))
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        v.sort();
-        v
+        names(&self.root.join("txn"))
     }
 }
 
@@ -182,9 +173,31 @@ pub fn repo_file(rel: &str) -> String {
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
+/// The binaries the Makefile installs (its `TOOLS := …` line).
+pub fn makefile_tools() -> Vec<String> {
+    let makefile = repo_file("Makefile");
+    let line = makefile
+        .lines()
+        .find(|l| l.starts_with("TOOLS "))
+        .expect("Makefile has a TOOLS line");
+    line.split_once(":=")
+        .expect("TOOLS := …")
+        .1
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect()
+}
+
 /// `dot-launch --root R NAME --target TARGET` plus `args` (a target other than the Env's).
 pub fn launch_into(root: &Path, name: &str, target: &Path, args: &[&str]) -> Command {
-    let mut c = tool("dot-launch");
+    launch_with(&workspace_bin("dot-launch"), root, name, target, args)
+}
+
+/// `launch_into` through the dot-launch binary at `bin` (a private copy beside a `dot-sandbox` the
+/// test controls).
+pub fn launch_with(bin: &Path, root: &Path, name: &str, target: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(bin);
+    c.env_remove("DOT_FAILPOINT");
     c.arg("--root")
         .arg(root)
         .arg(name)
@@ -223,6 +236,16 @@ pub fn names(dir: &Path) -> Vec<String> {
     v
 }
 
+/// The state letter and the parent pid of a `/proc/PID/stat` line (the fields after the command
+/// name, which may itself hold spaces and parentheses).
+pub fn stat_state_ppid(stat: &str) -> Option<(char, u32)> {
+    let (_, rest) = stat.rsplit_once(')')?;
+    let mut f = rest.split_whitespace();
+    let state = f.next()?.chars().next()?;
+    let ppid = f.next()?.parse().ok()?;
+    Some((state, ppid))
+}
+
 /// Live (not zombie) processes whose working directory or executable lies under `dir`: a run's
 /// plugin (cwd = its stage, exe = the pinned copy in the store) and anything it started there.
 pub fn processes_under(dir: &Path) -> Vec<String> {
@@ -233,9 +256,7 @@ pub fn processes_under(dir: &Path) -> Vec<String> {
             continue;
         }
         let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
-        let zombie = stat
-            .rsplit_once(')')
-            .is_some_and(|(_, r)| r.trim_start().starts_with('Z'));
+        let zombie = stat_state_ppid(&stat).is_some_and(|(state, _)| state == 'Z');
         if zombie {
             continue;
         }
