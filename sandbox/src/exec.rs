@@ -324,18 +324,26 @@ fn apply_landlock(plugin: &File) -> Result<LandlockApplied, ExecError> {
         | AccessFs::RemoveFile
         | AccessFs::RemoveDir
         | AccessFs::Truncate;
-    let status = Ruleset::default()
+    let ruleset = Ruleset::default()
         .set_compatibility(CompatLevel::HardRequirement)
         .handle_access(AccessFs::from_all(ABI::V3))?
         .set_compatibility(CompatLevel::BestEffort)
         .handle_access(AccessNet::from_all(ABI::V4))?
         .scope(Scope::from_all(ABI::V6))?
         .create()?
-        .set_compatibility(CompatLevel::HardRequirement)
-        .add_rule(PathBeneath::new(
+        .set_compatibility(CompatLevel::HardRequirement);
+    // A sealed memfd (what dot-launch hands over) lives on an internal mount that Landlock neither
+    // mediates nor accepts a rule for: it executes without one and nobody can change it. A plugin
+    // file on a real filesystem gets read+execute on its own inode and nothing else.
+    let ruleset = if sys::fs::is_frozen(plugin) {
+        ruleset
+    } else {
+        ruleset.add_rule(PathBeneath::new(
             plugin,
             AccessFs::ReadFile | AccessFs::Execute,
         ))?
+    };
+    let status = ruleset
         .add_rule(PathBeneath::new(&stage, stage_rights))?
         .restrict_self()?;
     let abi = match status.landlock {

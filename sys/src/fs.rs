@@ -1,7 +1,9 @@
 //! Safe open of executables and inputs, and atomic, durable writes.
 
+use std::ffi::CStr;
 use std::fs::{File, Metadata, OpenOptions};
 use std::io::{self, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
@@ -196,6 +198,123 @@ pub fn append_line_unsynced(path: &Path, line: &[u8]) -> io::Result<Appended> {
     })
 }
 
+/// `MFD_EXEC` (Linux 6.3): the memfd may be executed even where `vm.memfd_noexec` makes new
+/// memfds non-executable by default. Older kernels reject the flag (`EINVAL`); their memfds are
+/// executable anyway.
+const MFD_EXEC: libc::c_uint = 0x0010;
+
+/// The seals that freeze a memfd for good: no write, no shrink, no grow, no further seal changes.
+const FROZEN: libc::c_int =
+    libc::F_SEAL_WRITE | libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
+
+/// Which step of [`sealed_copy`] failed.
+#[derive(Debug)]
+pub enum SealError {
+    /// `memfd_create` refused: `EACCES` means the host forbids executable memfds
+    /// (`vm.memfd_noexec = 2`).
+    Create(io::Error),
+    /// Copying the bytes failed; `UnexpectedEof` when the source held fewer bytes than asked for.
+    Copy(io::Error),
+    /// The seals could not be added.
+    Seal(io::Error),
+}
+
+impl std::fmt::Display for SealError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SealError::Create(e) => write!(f, "creating a memfd failed: {e}"),
+            SealError::Copy(e) => write!(f, "copying into the memfd failed: {e}"),
+            SealError::Seal(e) => write!(f, "sealing the memfd failed: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for SealError {}
+
+/// A private, executable copy of the first `len` bytes of `src`, sealed so that no descriptor
+/// anywhere can change it any more: a memfd (`MFD_CLOEXEC|MFD_ALLOW_SEALING|MFD_EXEC`) filled with
+/// `sendfile`, then sealed with `F_SEAL_WRITE|F_SEAL_SHRINK|F_SEAL_GROW|F_SEAL_SEAL`, its offset
+/// back at 0.
+///
+/// Whatever happens to `src` afterwards (rewritten in place, truncated, replaced), the copy keeps
+/// the bytes it was sealed with; a caller that digests the returned file executes exactly what it
+/// digested.
+pub fn sealed_copy(src: &File, len: u64, name: &CStr) -> Result<File, SealError> {
+    let memfd = memfd_create_exec(name).map_err(SealError::Create)?;
+    copy_exactly(src, &memfd, len).map_err(SealError::Copy)?;
+    add_seals(&memfd, FROZEN).map_err(SealError::Seal)?;
+    let mut file = File::from(memfd);
+    io::Seek::rewind(&mut file).map_err(SealError::Seal)?;
+    Ok(file)
+}
+
+/// `sendfile` the first `len` bytes of `src` (from offset 0, not moving its offset) into `dst`.
+fn copy_exactly(src: &File, dst: &OwnedFd, len: u64) -> io::Result<()> {
+    let mut offset: libc::off_t = 0;
+    let total =
+        libc::off_t::try_from(len).map_err(|_| io::Error::from_raw_os_error(libc::EFBIG))?;
+    while offset < total {
+        let want = usize::try_from(total - offset)
+            .unwrap_or(usize::MAX)
+            .min(1 << 30);
+        match nix::sys::sendfile::sendfile(dst, src, Some(&mut offset), want) {
+            Ok(0) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    format!("the file ended after {offset} of {len} bytes"),
+                ))
+            }
+            Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
+
+fn memfd_create_exec(name: &CStr) -> io::Result<OwnedFd> {
+    let base = libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING;
+    match memfd_create(name, base | MFD_EXEC) {
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => memfd_create(name, base),
+        other => other,
+    }
+}
+
+fn memfd_create(name: &CStr, flags: libc::c_uint) -> io::Result<OwnedFd> {
+    // SAFETY: `name` is NUL-terminated and alive for the call; flags are integers. The kernel
+    // returns a new descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_memfd_create, name.as_ptr(), flags) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let fd = RawFd::try_from(fd).map_err(|_| io::Error::from_raw_os_error(libc::EBADF))?;
+    // SAFETY: the kernel just returned `fd` as a fresh descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn add_seals(fd: &OwnedFd, seals: libc::c_int) -> io::Result<()> {
+    // SAFETY: F_ADD_SEALS takes only integer arguments on a descriptor the borrow keeps open.
+    if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_ADD_SEALS, seals) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The seals on `file` (`F_GET_SEALS`): `Ok(0)` for a memfd without seals; `EINVAL` for a file
+/// that cannot be sealed.
+pub fn seals(file: &File) -> io::Result<libc::c_int> {
+    // SAFETY: F_GET_SEALS takes only integer arguments on a descriptor the borrow keeps open.
+    let s = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GET_SEALS) };
+    if s < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(s)
+}
+
+/// Whether `file` carries every seal [`sealed_copy`] sets.
+pub fn is_frozen(file: &File) -> bool {
+    seals(file).is_ok_and(|s| s & FROZEN == FROZEN)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -264,6 +383,41 @@ mod tests {
         assert_eq!(
             std::fs::metadata(d.join("a.json")).expect("meta").mode() & 0o777,
             0o600
+        );
+        std::fs::remove_dir_all(&d).expect("cleanup");
+    }
+
+    #[test]
+    fn a_sealed_copy_keeps_its_bytes_whatever_happens_to_the_source() {
+        let d = tempdir();
+        let path = d.join("exe");
+        std::fs::write(&path, b"#!/bin/sh\necho original\n").expect("write");
+        let src = File::open(&path).expect("open");
+        let copy = sealed_copy(&src, 24, c"t").expect("sealed copy");
+        assert!(is_frozen(&copy));
+        // Rewritten in place and truncated: the copy does not change.
+        std::fs::write(&path, b"#!/bin/sh\necho REPLACED\n").expect("rewrite");
+        std::fs::write(&path, b"x").expect("truncate");
+        let mut back = Vec::new();
+        std::io::Read::read_to_end(&mut &copy, &mut back).expect("read");
+        assert_eq!(back, b"#!/bin/sh\necho original\n");
+        // No descriptor can change it, not even one reopened for writing.
+        let reopened = OpenOptions::new()
+            .write(true)
+            .open(format!("/proc/self/fd/{}", copy.as_raw_fd()));
+        if let Ok(mut w) = reopened {
+            let e = w.write_all(b"y").expect_err("sealed against writes");
+            assert_eq!(e.raw_os_error(), Some(libc::EPERM));
+        }
+        assert_eq!(
+            copy.set_len(1).map_err(|e| e.raw_os_error()),
+            Err(Some(libc::EPERM))
+        );
+        // Asking for more than the source holds is an error, not a short copy.
+        let short = sealed_copy(&File::open(&path).expect("open"), 24, c"t").expect_err("short");
+        assert!(
+            matches!(&short, SealError::Copy(e) if e.kind() == io::ErrorKind::UnexpectedEof),
+            "{short}"
         );
         std::fs::remove_dir_all(&d).expect("cleanup");
     }

@@ -32,7 +32,8 @@ use std::path::{Path, PathBuf};
 #[derive(Debug)]
 pub struct Verified {
     pub entry: Entry,
-    /// The pinned copy, opened read-only, `O_NOFOLLOW|O_CLOEXEC`, and checked.
+    /// A sealed private copy of the pinned executable (`F_SEAL_WRITE|F_SEAL_SHRINK|F_SEAL_GROW|
+    /// F_SEAL_SEAL` on a close-on-exec memfd), on which every check ran.
     pub exe: File,
     pub exe_path: PathBuf,
     /// The key that signed the entry (`None` for a local entry).
@@ -123,6 +124,31 @@ pub fn verify_entry(root: &Root, name: &Name) -> Result<Verified, VerifyError> {
         Err(e) => return Err(VerifyError::from_open(&exe_path, e)),
     };
     check_exe_owner(&meta).map_err(|e| e.with_path(&exe_path))?;
+    if meta.len() != entry.size {
+        return Err(tampered(format!(
+            "it is {} bytes, the entry says {}",
+            meta.len(),
+            entry.size
+        )));
+    }
+    // What is digested below is a sealed private copy, and that copy is what runs: rewriting the
+    // pinned file in place after this point changes nothing that is executed.
+    let exe = sys::fs::sealed_copy(&exe, entry.size, c"dot-pinned").map_err(|e| {
+        use sys::fs::SealError;
+        match e {
+            SealError::Copy(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                tampered(format!("it shrank while it was copied: {e}"))
+            }
+            SealError::Create(source) | SealError::Seal(source) => {
+                VerifyError::ExecSealUnavailable {
+                    path: exe_path.clone(),
+                    source,
+                }
+            }
+            SealError::Copy(e) => VerifyError::io(&exe_path, e),
+        }
+    })?;
+    let meta = exe.metadata().map_err(|e| VerifyError::io(&exe_path, e))?;
     let elf =
         check_exe_file(&exe, &meta, &entry.sha256, entry.size, entry.containment).map_err(|e| {
             match e {

@@ -95,6 +95,11 @@ pub enum VerifyError {
     },
     #[error("{} {source}", Shown(.path))]
     NotStaticElf { path: PathBuf, source: ElfError },
+    #[error("{} cannot be executed from a sealed copy: {source}{}", Shown(.path), seal_hint(.source))]
+    ExecSealUnavailable {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{} is not a minisign public key file: {reason}", Shown(.path))]
     PubkeyMalformed { path: PathBuf, reason: String },
     #[error("{field} {value} is on the root's deny list: {reason}")]
@@ -153,6 +158,17 @@ pub enum VerifyError {
     },
 }
 
+/// What an operator can do when executable memfds are refused.
+fn seal_hint(e: &std::io::Error) -> &'static str {
+    use nix::errno::Errno;
+    match e.raw_os_error().map(Errno::from_raw) {
+        Some(Errno::EACCES | Errno::EPERM) => {
+            " (this host forbids executable memfds: sysctl vm.memfd_noexec is 2; set it to 0 or 1)"
+        }
+        _ => "",
+    }
+}
+
 /// An optional time bound for a message.
 struct Bound<'a>(&'a Option<u64>);
 
@@ -199,6 +215,7 @@ impl VerifyError {
             | E::SizeMismatch { path, .. }
             | E::DigestMismatch { path, .. }
             | E::NotStaticElf { path, .. }
+            | E::ExecSealUnavailable { path, .. }
             | E::PubkeyMalformed { path, .. }
             | E::SignatureInvalid { path, .. }
             | E::TooLarge { path, .. }
@@ -241,6 +258,7 @@ impl VerifyError {
             | E::DigestMismatch { path, .. }
             | E::StoreTampered { path, .. }
             | E::NotStaticElf { path, .. }
+            | E::ExecSealUnavailable { path, .. }
             | E::PubkeyMalformed { path, .. }
             | E::Denied { path, .. }
             | E::TrustMalformed { path, .. }
@@ -290,6 +308,7 @@ impl ToErrorObject for VerifyError {
             E::DigestMismatch { .. } => "digest-mismatch",
             E::StoreTampered { .. } => "store-tampered",
             E::NotStaticElf { .. } => "not-static-elf",
+            E::ExecSealUnavailable { .. } => "exec-seal-unavailable",
             E::PubkeyMalformed { .. } => "pubkey-malformed",
             E::Denied { .. } => "denied",
             E::TrustMalformed { .. } => "trust-malformed",

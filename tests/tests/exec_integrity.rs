@@ -1,0 +1,126 @@
+//! The bytes executed are the bytes verified: while launches run at both containments, another
+//! process keeps rewriting the pinned copy in place (same size, other bytes). Every launch must
+//! either run the pinned bytes or refuse; none may run the rewritten ones.
+
+mod common;
+
+use common::{tool, Env};
+use proto::Sha256;
+use std::os::unix::fs::FileExt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use testkit::workspace_bin;
+
+const PINNED: &[u8] = b"hello, ";
+const FORGED: &[u8] = b"pwned, ";
+const LAUNCHES: usize = 300;
+
+/// Where `needle` occurs in `hay`: exactly once, or the test cannot tell the two programs apart.
+fn only_offset(hay: &[u8], needle: &[u8]) -> u64 {
+    let hits: Vec<usize> = hay
+        .windows(needle.len())
+        .enumerate()
+        .filter(|(_, w)| *w == needle)
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(hits.len(), 1, "{needle:?} occurs {} times", hits.len());
+    hits[0] as u64
+}
+
+#[test]
+fn rewriting_the_pinned_copy_in_place_never_runs_unverified_bytes() {
+    let env = Env::new();
+    let hello = std::fs::read(workspace_bin("hello")).expect("hello");
+    env.register("hello-p", &workspace_bin("hello"), "process", &["name"]);
+    let at = only_offset(&hello, PINNED);
+    let store = env
+        .root
+        .join("store/sha256")
+        .join(Sha256::of(&hello).to_hex());
+    assert!(store.is_file(), "{} is the pinned copy", store.display());
+
+    // The writer reopens the file for every rewrite, as an attacker racing the launcher would:
+    // a descriptor held open for writing would only make every exec fail with ETXTBSY.
+    let stop = Arc::new(AtomicBool::new(false));
+    let flips = Arc::new(AtomicU64::new(0));
+    let writer = {
+        let (stop, flips, store) = (Arc::clone(&stop), Arc::clone(&flips), store.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::SeqCst) {
+                for bytes in [FORGED, PINNED] {
+                    let f = std::fs::OpenOptions::new().write(true).open(&store);
+                    if let Ok(f) = f {
+                        if f.write_all_at(bytes, at).is_ok() {
+                            flips.fetch_add(1, Ordering::SeqCst);
+                        }
+                    }
+                }
+            }
+        })
+    };
+
+    let (mut ran, mut refused) = ([0usize; 2], 0usize);
+    let (mut forged, mut unexpected) = (Vec::new(), Vec::new());
+    for i in 0..LAUNCHES {
+        let (name, consent, slot) = if i % 2 == 0 {
+            ("hello", "--allow-audit-plugin", 0)
+        } else {
+            ("hello-p", "--require-process-sandbox", 1)
+        };
+        let out = env
+            .launch(name, &[consent, "--input", &format!("name={i}")])
+            .output()
+            .expect("dot-launch");
+        match out.status.code() {
+            Some(0) => {
+                let result = common::result(&out);
+                assert_eq!(result.sha256, Sha256::of(&hello), "launch {i}");
+                let written = std::fs::read(env.target.join("hello.txt")).expect("hello.txt");
+                if written == format!("hello, {i}\n").as_bytes() {
+                    ran[slot] += 1;
+                } else {
+                    forged.push(format!(
+                        "{name} #{i}: {}",
+                        String::from_utf8_lossy(&written)
+                    ));
+                }
+            }
+            Some(1) if testkit::decode_error(&out.stderr).error == "store-tampered" => refused += 1,
+            other => unexpected.push(format!(
+                "{name} #{i} exited {other:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            )),
+        }
+    }
+    stop.store(true, Ordering::SeqCst);
+    writer.join().expect("writer");
+    std::fs::write(&store, &hello).expect("restore");
+
+    let flips = flips.load(Ordering::SeqCst);
+    let summary = format!(
+        "audit ran {}, process ran {}, refused {refused}, forged {}, unexpected {}, rewrites {flips}",
+        ran[0],
+        ran[1],
+        forged.len(),
+        unexpected.len()
+    );
+    eprintln!("{summary}");
+    assert!(forged.is_empty(), "{summary}: ran other bytes: {forged:#?}");
+    assert!(unexpected.is_empty(), "{summary}: {unexpected:#?}");
+    assert!(
+        flips >= LAUNCHES as u64,
+        "{summary}: too few rewrites raced the launches"
+    );
+    assert!(
+        ran[0] > 0 && ran[1] > 0,
+        "{summary}: no launch got through at some level"
+    );
+    // With the pinned bytes back, both entries verify and run again.
+    let out = tool("dot-verify")
+        .args(["entry", "--root"])
+        .arg(&env.root)
+        .arg("hello-p")
+        .output()
+        .expect("dot-verify");
+    common::ok(out, "dot-verify entry");
+}
