@@ -35,14 +35,28 @@ struct Output {
     size: u64,
 }
 
-/// A single path component that is a plain file name.
-fn valid_output_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 255
-        && name != "."
-        && name != ".."
-        && !name.starts_with(".dot-")
-        && !name.bytes().any(|b| b == b'/' || b == 0)
+/// Why `name` is not a single plain file name, if it is not one: empty, longer than 255 bytes,
+/// `.` or `..`, a `/` or NUL, our own temp prefix `.dot-`, or a character that rewrites what a
+/// person reads (`names::unsafe_char`).
+fn output_name_problem(name: &str) -> Option<String> {
+    if name.is_empty() || name == "." || name == ".." {
+        return Some("is not a file name".into());
+    }
+    if name.len() > 255 {
+        return Some(format!("is {} bytes, over 255", name.len()));
+    }
+    if name.bytes().any(|b| b == b'/' || b == 0) {
+        return Some("is not a single path component".into());
+    }
+    if name.starts_with(".dot-") {
+        return Some("starts with .dot-, the prefix of dot's temp files".into());
+    }
+    crate::names::unsafe_char(name).map(|c| {
+        format!(
+            "holds the control or formatting character U+{:04X}",
+            u32::from(c)
+        )
+    })
 }
 
 fn validate(out_dir: &Path, names: &[String], limits: &Limits) -> Result<Vec<Output>, CommitError> {
@@ -57,10 +71,8 @@ fn validate(out_dir: &Path, names: &[String], limits: &Limits) -> Result<Vec<Out
     let mut total = 0u64;
     let mut outputs = Vec::with_capacity(names.len());
     for name in names {
-        if !valid_output_name(name) {
-            return Err(CommitError::Invalid(format!(
-                "output name {name:?} is not a single plain file name"
-            )));
+        if let Some(why) = output_name_problem(name) {
+            return Err(CommitError::Invalid(format!("output name {name:?} {why}")));
         }
         if !seen.insert(name.as_str()) {
             return Err(CommitError::Invalid(format!(

@@ -44,8 +44,8 @@ pub enum LaunchError {
     },
     #[error("input {key:?} given twice")]
     InputTwice { key: String },
-    #[error("{arg:?} is not KEY=VALUE")]
-    InputSyntax { arg: String },
+    #[error("{arg:?} is not KEY=VALUE: {why}")]
+    InputSyntax { arg: String, why: &'static str },
     #[error("file input {key:?} ({path}) {why}")]
     InputFileUnsafe {
         key: String,
@@ -178,7 +178,7 @@ impl ToErrorObject for LaunchError {
             | LaunchError::InputMissing { key }
             | LaunchError::InputKind { key, .. }
             | LaunchError::InputTwice { key } => base.field("inputs").value(key.clone()),
-            LaunchError::InputSyntax { arg } => base.value(arg.clone()),
+            LaunchError::InputSyntax { arg, .. } => base.value(arg.clone()),
             LaunchError::InputFileUnsafe { key, path, .. } => {
                 base.field("inputs").value(key.clone()).path(path)
             }

@@ -42,12 +42,20 @@ pub struct FileInput {
     pub file: File,
 }
 
+/// `KEY=VALUE`: a key that is not empty and holds no control or formatting character (keys are
+/// echoed in messages and the audit log; declared names never hold one).
 fn split(arg: &str) -> Result<(String, String), LaunchError> {
+    let syntax = |why| LaunchError::InputSyntax {
+        arg: arg.to_owned(),
+        why,
+    };
     match arg.split_once('=') {
-        Some((k, v)) if !k.is_empty() => Ok((k.to_owned(), v.to_owned())),
-        _ => Err(LaunchError::InputSyntax {
-            arg: arg.to_owned(),
-        }),
+        None => Err(syntax("there is no =")),
+        Some(("", _)) => Err(syntax("the key is empty")),
+        Some((k, _)) if crate::names::unsafe_char(k).is_some() => {
+            Err(syntax("the key holds a control or formatting character"))
+        }
+        Some((k, v)) => Ok((k.to_owned(), v.to_owned())),
     }
 }
 

@@ -20,8 +20,10 @@ pub mod error;
 pub mod exec;
 pub mod hooks;
 pub mod inputs;
+pub mod names;
 pub mod recover;
 pub mod rundir;
+pub mod target;
 
 pub use error::LaunchError;
 
@@ -34,7 +36,7 @@ use proto::{Containment, Entry, Name};
 use rundir::{now_ms, RunDir};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::os::unix::process::ExitStatusExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Everything one launch needs.
 #[derive(Debug)]
@@ -110,25 +112,6 @@ fn check_protocol(entry: &Entry) -> Result<(), LaunchError> {
     }
 }
 
-/// The target directory: must exist and be a directory; returned absolute.
-fn check_target(target: &Path) -> Result<PathBuf, LaunchError> {
-    let abs = std::fs::canonicalize(target).map_err(|e| LaunchError::Target {
-        path: target.to_path_buf(),
-        why: e.to_string(),
-    })?;
-    let meta = std::fs::metadata(&abs).map_err(|e| LaunchError::Target {
-        path: abs.clone(),
-        why: e.to_string(),
-    })?;
-    if !meta.is_dir() {
-        return Err(LaunchError::Target {
-            path: abs,
-            why: "is not a directory".into(),
-        });
-    }
-    Ok(abs)
-}
-
 /// For `process`: the kernel must be able to enforce it, checked before anything is created.
 fn check_process_support() -> Result<(), LaunchError> {
     let mut probe = sandbox::probe();
@@ -142,7 +125,8 @@ fn check_process_support() -> Result<(), LaunchError> {
 }
 
 /// Opens the sibling `dot-sandbox` (the directory of the running dot-launch; never PATH) once and
-/// validates the open inode: regular, no setuid/setgid, owned by root or us, not group/world writable.
+/// validates the open inode: regular, no setuid/setgid, owned by root or us, not group/world
+/// writable, not empty, executable by us.
 fn open_runner() -> Result<Runner, LaunchError> {
     let exe = std::fs::read_link("/proc/self/exe")
         .map_err(|e| LaunchError::io("resolving /proc/self/exe", "/proc/self/exe", e))?;
@@ -171,6 +155,20 @@ fn open_runner() -> Result<Runner, LaunchError> {
     if meta.len() == 0 {
         return Err(unusable("is empty".into()));
     }
+    // What execve itself will check (mode bits for us, a noexec mount), asked of the open inode
+    // now: a runner that cannot be executed is a refusal before anything is recorded as allowed.
+    nix::unistd::faccessat(
+        &file,
+        "",
+        nix::unistd::AccessFlags::X_OK,
+        nix::fcntl::AtFlags::AT_EMPTY_PATH,
+    )
+    .map_err(|e| {
+        unusable(format!(
+            "cannot be executed (mode {:o}): {e}",
+            meta.mode() & 0o7777
+        ))
+    })?;
     Ok(Runner { file })
 }
 
@@ -192,7 +190,7 @@ fn decide(root: &Root, name: &Name, opts: &Options) -> Result<Decided, LaunchErr
     }
     check_protocol(entry)?;
     let inputs = inputs::check(&opts.inputs, entry)?;
-    let target = check_target(&opts.target)?;
+    let target = target::check(&opts.target, root)?;
     let runner = match entry.containment {
         Containment::Process => Some(open_runner()?),
         Containment::Audit => None,

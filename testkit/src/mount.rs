@@ -84,14 +84,46 @@ impl Tmpfs {
     }
 }
 
+fn unmount(dir: &Path) {
+    let ok = Command::new("umount")
+        .arg(dir)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        let _ = Command::new("umount").arg("-l").arg(dir).status();
+    }
+}
+
 impl Drop for Tmpfs {
     fn drop(&mut self) {
-        let ok = Command::new("umount")
-            .arg(&self.dir)
-            .status()
-            .is_ok_and(|s| s.success());
-        if !ok {
-            let _ = Command::new("umount").arg("-l").arg(&self.dir).status();
+        unmount(&self.dir);
+    }
+}
+
+/// A bind mount of one directory onto another (`mount --bind`); unmounted (lazily, if busy) on
+/// drop.
+#[derive(Debug)]
+pub struct Bind {
+    dir: PathBuf,
+}
+
+impl Bind {
+    /// Creates `dir` and bind-mounts `source` on it.
+    pub fn mount(source: &Path, dir: &Path) -> Bind {
+        std::fs::create_dir_all(dir)
+            .unwrap_or_else(|e| panic!("cannot create mount point {}: {e}", dir.display()));
+        run(
+            Command::new("mount").arg("--bind").arg(source).arg(dir),
+            "mount --bind",
+        );
+        Bind {
+            dir: dir.to_path_buf(),
         }
+    }
+}
+
+impl Drop for Bind {
+    fn drop(&mut self) {
+        unmount(&self.dir);
     }
 }

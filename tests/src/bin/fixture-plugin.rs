@@ -222,6 +222,14 @@ fn main() -> ExitCode {
             println!("{OK}");
             ExitCode::SUCCESS
         }
+        // One output named by the input `name` (any bytes the request carries), content `a`.
+        "named-output" => {
+            let name = input(&req, "name").unwrap_or("result.txt");
+            let _ = std::fs::write(format!("out/{name}"), input(&req, "a").unwrap_or("named\n"));
+            let response = serde_json::json!({"protocol":"1.0","status":"ok","outputs":[name]});
+            println!("{response}");
+            ExitCode::SUCCESS
+        }
         "two-outputs" => {
             let _ = std::fs::write("out/a.txt", input(&req, "a").unwrap_or("A\n"));
             let _ = std::fs::write("out/b.txt", input(&req, "b").unwrap_or("B\n"));
