@@ -82,6 +82,9 @@ fn limits(files: usize) -> Limits {
         max_output_bytes: launch::cli::MAX_OUTPUT_BYTES.max(1 << 30),
         max_memory: launch::cli::MAX_MEMORY,
         max_files: launch::cli::MAX_FILES,
+        max_tasks: launch::cli::MAX_TASKS,
+        stage_bytes: launch::cli::STAGE_BYTES,
+        stage_inodes: launch::cli::STAGE_INODES,
     }
 }
 
@@ -90,10 +93,13 @@ fn durable_once(root: &Root, target: &Path, files: usize, size: usize) -> Result
         command: "RunDir::create".into(),
         why: e.to_string(),
     })?;
-    let names = make_outputs(&run.stage().join("out"), files, size)?;
+    let out = run.stage().join("out");
+    let names = make_outputs(&out, files, size)?;
     mkdir(target)?;
+    let out_dir =
+        std::fs::File::open(&out).map_err(|e| BenchError::io("opening", out.display(), e))?;
     let start = Instant::now();
-    let committed = launch::commit::commit(&mut run, target, &names, &limits(files));
+    let committed = launch::commit::commit(&mut run, &out_dir, target, &names, &limits(files));
     let us = start.elapsed().as_secs_f64() * 1e6;
     let failed = |why: String| BenchError::CommandFailed {
         command: "launch::commit::commit".into(),

@@ -110,6 +110,20 @@ fn ppid() -> Pid {
     nix::unistd::getppid()
 }
 
+/// The file outside the stage the harness set up (input `victim`, an absolute path; its directory
+/// is writable by everyone, so only the confinement stands in the way).
+fn victim(inputs: &BTreeMap<String, String>) -> std::path::PathBuf {
+    inputs
+        .get("victim")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| "../victim".into())
+}
+
+/// `name` beside the victim, outside the stage.
+fn outside(inputs: &BTreeMap<String, String>, name: &str) -> std::path::PathBuf {
+    victim(inputs).with_file_name(name)
+}
+
 fn input_u64(inputs: &BTreeMap<String, String>, key: &str) -> u64 {
     inputs.get(key).and_then(|v| v.parse().ok()).unwrap_or(0)
 }
@@ -119,23 +133,26 @@ fn run(name: &str, inputs: &BTreeMap<String, String>) -> String {
         "read-etc-passwd" => res(fs::read("/etc/passwd")),
         "read-proc-self-status" => res(fs::read("/proc/self/status")),
         "read-parent-environ" => res(fs::read(format!("/proc/{}/environ", ppid()))),
-        "write-outside" => res(OpenOptions::new().write(true).open("../victim")),
+        "write-outside" => res(OpenOptions::new().write(true).open(victim(inputs))),
         "create-outside" => res(OpenOptions::new()
             .write(true)
             .create_new(true)
-            .open("../created")),
-        "rename-outside" => res(fs::rename("../victim", "../victim-renamed")),
-        "unlink-outside" => res(fs::remove_file("../victim")),
-        "link-outside" => res(fs::hard_link("../victim", "linked")),
-        "truncate-outside" => nix_res(nix::unistd::truncate("../victim", 0)),
+            .open(outside(inputs, "created"))),
+        "rename-outside" => res(fs::rename(
+            victim(inputs),
+            outside(inputs, "victim-renamed"),
+        )),
+        "unlink-outside" => res(fs::remove_file(victim(inputs))),
+        "link-outside" => res(fs::hard_link(victim(inputs), outside(inputs, "linked"))),
+        "truncate-outside" => nix_res(nix::unistd::truncate(&victim(inputs), 0)),
         "symlink-in-stage" => res(std::os::unix::fs::symlink("/etc/passwd", "sym")),
         "mkfifo-in-stage" => nix_res(nix::unistd::mkfifo(
             "fifo",
             nix::sys::stat::Mode::from_bits_truncate(0o600),
         )),
-        "rename-across-stage-dirs" => {
-            res(fs::write("sub/a", b"a").and_then(|()| fs::rename("sub/a", "moved")))
-        }
+        "rename-across-stage-dirs" => res(fs::create_dir_all("sub")
+            .and_then(|()| fs::write("sub/a", b"a"))
+            .and_then(|()| fs::rename("sub/a", "moved"))),
         "write-own-binary" => res(OpenOptions::new().write(true).open("/proc/self/exe")),
         "truncate-own-binary" => nix_res(nix::unistd::truncate("/proc/self/exe", 0)),
         "chmod" => res(stage_file().and_then(|()| {

@@ -43,6 +43,9 @@ pub struct Args {
     /// stderr limit in bytes; stderr is read and discarded (default 64 KiB)
     #[argh(option, default = "64 << 10")]
     pub max_stderr: usize,
+    /// process: the most tasks (processes and threads) the plugin may have at once (default 256)
+    #[argh(option, default = "MAX_TASKS")]
+    pub max_tasks: u64,
     /// the plugin name, or `recover` to roll interrupted runs forward
     #[argh(positional)]
     pub name: String,
@@ -56,6 +59,11 @@ pub const MAX_OUTPUTS: usize = 256;
 pub const MAX_OUTPUT_BYTES: u64 = 64 << 20;
 pub const MAX_MEMORY: u64 = 1 << 30;
 pub const MAX_FILES: u64 = 64;
+pub const MAX_TASKS: u64 = 256;
+/// A `process` stage (a private tmpfs): room for the outputs and as much again for scratch files,
+/// plus the inputs' own size; 8192 inodes plus one per input.
+pub const STAGE_BYTES: u64 = 2 * MAX_OUTPUT_BYTES;
+pub const STAGE_INODES: u64 = 8192;
 
 pub fn run(args: Args) -> Result<Output, LaunchError> {
     if args.name == "recover" {
@@ -72,6 +80,11 @@ pub fn run(args: Args) -> Result<Output, LaunchError> {
         return Err(LaunchError::Usage(format!(
             "unexpected argument {extra:?} after the plugin name"
         )));
+    }
+    if args.max_tasks == 0 {
+        return Err(LaunchError::Usage(
+            "--max-tasks must be at least 1 (the plugin itself)".into(),
+        ));
     }
     let request = match args.request.as_deref() {
         None => None,
@@ -104,6 +117,9 @@ pub fn run(args: Args) -> Result<Output, LaunchError> {
             max_output_bytes: MAX_OUTPUT_BYTES,
             max_memory: MAX_MEMORY,
             max_files: MAX_FILES,
+            max_tasks: args.max_tasks,
+            stage_bytes: STAGE_BYTES,
+            stage_inodes: STAGE_INODES,
         },
     };
     crate::launch(&opts).map(|r| Output::json(&r))

@@ -12,8 +12,9 @@ use proto::Sha256;
 use sha2::Digest as _;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
+use std::os::fd::AsFd;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Why the outputs cannot be committed (the run then fails with nothing committed).
 #[derive(Debug)]
@@ -59,7 +60,7 @@ fn output_name_problem(name: &str) -> Option<String> {
     })
 }
 
-fn validate(out_dir: &Path, names: &[String], limits: &Limits) -> Result<Vec<Output>, CommitError> {
+fn validate(out_dir: &File, names: &[String], limits: &Limits) -> Result<Vec<Output>, CommitError> {
     if names.len() > limits.max_outputs {
         return Err(CommitError::Invalid(format!(
             "{} outputs, more than the limit of {}",
@@ -79,8 +80,7 @@ fn validate(out_dir: &Path, names: &[String], limits: &Limits) -> Result<Vec<Out
                 "output {name:?} is listed twice"
             )));
         }
-        let path = out_dir.join(name);
-        let (file, meta) = sys::fs::open_regular(&path)
+        let (file, meta) = sys::fs::open_regular_at(out_dir.as_fd(), Path::new(name))
             .map_err(|e| CommitError::Invalid(format!("output out/{name} {e}")))?;
         if meta.nlink() != 1 {
             return Err(CommitError::Invalid(format!(
@@ -207,15 +207,16 @@ fn remove_temps(target: &Path, prepared: &[PreparedFile]) {
     }
 }
 
-/// Commits the outputs named by the plugin's response into `target`.
+/// Commits the outputs named by the plugin's response, read from the open directory `out_dir` (the
+/// stage's `out/`), into `target`.
 pub fn commit(
     run: &mut RunDir,
+    out_dir: &File,
     target: &Path,
     names: &[String],
     limits: &Limits,
 ) -> Result<Vec<OutputFile>, CommitError> {
-    let out_dir: PathBuf = run.stage().join("out");
-    let outputs = validate(&out_dir, names, limits)?;
+    let outputs = validate(out_dir, names, limits)?;
     let target_dir = open_dir(target)
         .map_err(|e| CommitError::Before(LaunchError::io("opening the target", target, e)))?;
     let mut prepared = Vec::with_capacity(outputs.len());

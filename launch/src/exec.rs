@@ -24,6 +24,11 @@ pub struct Limits {
     pub max_memory: u64,
     /// Hard `RLIMIT_NOFILE` for `process` runs.
     pub max_files: u64,
+    /// Hard `RLIMIT_NPROC` for `process` runs: the most tasks (processes and threads) of the run.
+    pub max_tasks: u64,
+    /// Bytes and inodes of a `process` plugin's stage (a private tmpfs); the inputs are added.
+    pub stage_bytes: u64,
+    pub stage_inodes: u64,
 }
 
 /// The runner for a `process` run: the opened `dot-sandbox`.
@@ -43,13 +48,16 @@ pub struct Observed {
     pub deadline_hit: bool,
     /// What `dot-sandbox` wrote on its report descriptor (empty at `audit`).
     pub report: Vec<u8>,
+    /// The root of a `process` plugin's stage (its private tmpfs), sent with the report.
+    pub stage: Option<OwnedFd>,
     pub status: std::process::ExitStatus,
     pub duration: Duration,
 }
 
 const MAX_REPORT: usize = 64 * 1024;
 
-/// Spawns the plugin and supervises it to the end, group reaped.
+/// Spawns the plugin and supervises it to the end, group reaped. `inputs` is the total size and
+/// count of the file inputs in the stage (a `process` stage is made that much larger).
 pub fn run(
     exe: &File,
     runner: Option<&Runner>,
@@ -57,9 +65,10 @@ pub fn run(
     argv0: &str,
     request: &[u8],
     limits: &Limits,
+    inputs: (u64, u64),
 ) -> Result<Observed, LaunchError> {
     let started = Instant::now();
-    let mut report_read: Option<File> = None;
+    let mut report_read: Option<OwnedFd> = None;
     let mut cmd;
     let mut moves = Vec::new();
     let report_write: Option<OwnedFd>;
@@ -70,9 +79,8 @@ pub fn run(
             report_write = None;
         }
         Some(r) => {
-            let (rd, wr) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
-                .map_err(|e| LaunchError::io("creating the report pipe", "pipe", e.into()))?;
-            report_read = Some(File::from(rd));
+            let (rd, wr) = report_socket()?;
+            report_read = Some(rd);
             cmd = Command::new("/proc/self/fd/3");
             cmd.arg0("dot-sandbox").args([
                 "exec".to_owned(),
@@ -86,6 +94,12 @@ pub fn run(
                 limits.max_output_bytes.to_string(),
                 "--nofile".to_owned(),
                 limits.max_files.to_string(),
+                "--nproc".to_owned(),
+                limits.max_tasks.to_string(),
+                "--stage-bytes".to_owned(),
+                limits.stage_bytes.saturating_add(inputs.0).to_string(),
+                "--stage-inodes".to_owned(),
+                limits.stage_inodes.saturating_add(inputs.1).to_string(),
                 "/proc/self/fd/4".to_owned(),
             ]);
             moves.push((r.file.as_fd(), 3));
@@ -118,6 +132,19 @@ pub fn run(
     Ok(observed)
 }
 
+/// The report channel: a unix `SOCK_SEQPACKET` pair (close-on-exec), so the runner can hand over the
+/// stage's descriptor in a message of its own before its report line.
+fn report_socket() -> Result<(OwnedFd, OwnedFd), LaunchError> {
+    use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
+    socketpair(
+        AddressFamily::Unix,
+        SockType::SeqPacket,
+        None,
+        SockFlag::SOCK_CLOEXEC,
+    )
+    .map_err(|e| LaunchError::io("creating the report socket", "socketpair", e.into()))
+}
+
 /// How a launch terminates its run's group: every descendant of this (subreaper) process counts.
 pub fn reap_options() -> reap::Options {
     reap::Options {
@@ -136,7 +163,7 @@ struct Streams {
     stdin: Option<std::process::ChildStdin>,
     stdout: Option<std::process::ChildStdout>,
     stderr: Option<std::process::ChildStderr>,
-    report: Option<File>,
+    report: Option<OwnedFd>,
 }
 
 fn set_nonblocking(fd: impl AsFd) -> Result<(), LaunchError> {
@@ -165,6 +192,30 @@ fn read_some(r: &mut impl Read, keep: Option<(&mut Vec<u8>, usize)>, count: &mut
                     let room = (*cap + 1).saturating_sub(v.len());
                     v.extend_from_slice(&buf[..n.min(room)]);
                 }
+            }
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return true,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(_) => return false,
+        }
+    }
+}
+
+/// Reads what the runner sent so far: the stage message (one NUL byte carrying the stage's
+/// descriptor; a second one is closed and ignored) and the report bytes (up to `MAX_REPORT`).
+/// Returns `false` at end of stream or on error.
+fn read_report(sock: &OwnedFd, o: &mut Observed) -> bool {
+    let mut buf = [0u8; 4096];
+    loop {
+        match sys::process::recv_with_fds(sock.as_fd(), &mut buf) {
+            Ok((0, _)) => return false,
+            Ok((n, fds)) if !fds.is_empty() => {
+                if o.stage.is_none() && n == 1 && buf[0] == 0 {
+                    o.stage = fds.into_iter().next();
+                }
+            }
+            Ok((n, _)) => {
+                let room = (MAX_REPORT + 1).saturating_sub(o.report.len());
+                o.report.extend_from_slice(&buf[..n.min(room)]);
             }
             Err(e) if e.kind() == ErrorKind::WouldBlock => return true,
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
@@ -204,9 +255,8 @@ impl Streams {
                 self.stderr = None;
             }
         }
-        if let Some(s) = self.report.as_mut() {
-            let mut n = 0;
-            if !read_some(s, Some((&mut o.report, MAX_REPORT)), &mut n) {
+        if let Some(s) = self.report.as_ref() {
+            if !read_report(s, o) {
                 self.report = None;
             }
         }
@@ -225,7 +275,7 @@ impl Streams {
 
 fn supervise(
     child: &mut Child,
-    report: Option<File>,
+    report: Option<OwnedFd>,
     request: &[u8],
     limits: &Limits,
     started: Instant,
@@ -256,6 +306,7 @@ fn supervise(
         over_limit: None,
         deadline_hit: false,
         report: Vec::new(),
+        stage: None,
         status: std::os::unix::process::ExitStatusExt::from_raw(0),
         duration: Duration::ZERO,
     };

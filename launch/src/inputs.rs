@@ -174,6 +174,17 @@ pub fn check(given: &GivenInputs, entry: &Entry) -> Result<Inputs, LaunchError> 
 }
 
 impl Inputs {
+    /// The file inputs' total size in bytes and their count (a `process` stage makes room for
+    /// them).
+    pub fn totals(&self) -> (u64, u64) {
+        let bytes = self
+            .files
+            .iter()
+            .map(|f| f.file.metadata().map(|m| m.len()).unwrap_or(0))
+            .sum();
+        (bytes, self.files.len() as u64)
+    }
+
     /// The request the plugin reads on stdin.
     pub fn request(&self, entry: &Entry) -> Request {
         let mut inputs = self.strings.clone();

@@ -337,6 +337,7 @@ pub fn launch(opts: &Options) -> Result<RunResult, LaunchError> {
         entry.name.as_str(),
         &request,
         &opts.limits,
+        inputs.totals(),
     ) {
         Ok(o) => o,
         Err(e) => {
@@ -388,7 +389,14 @@ pub fn launch(opts: &Options) -> Result<RunResult, LaunchError> {
         run.remove_with(false)?;
         return Ok(result);
     }
-    match commit::commit(&mut run, &target, &names, &opts.limits) {
+    let out_dir = match out_dir(&run, &observed) {
+        Ok(d) => d,
+        Err(e) => {
+            let _ = run.remove();
+            return Err(e);
+        }
+    };
+    match commit::commit(&mut run, &out_dir, &target, &names, &opts.limits) {
         Ok(outputs) => {
             result.outputs = outputs;
             result.status = RunStatus::Committed;
@@ -444,6 +452,20 @@ fn prepare_stage(run: &RunDir, inputs: &inputs::Inputs) -> Result<(), LaunchErro
     Ok(())
 }
 
+/// The stage's `out/`, opened: in the private tmpfs the runner handed over (`process`), or in the
+/// run directory (`audit`).
+fn out_dir(run: &RunDir, o: &exec::Observed) -> Result<std::fs::File, LaunchError> {
+    use nix::fcntl::{openat, OFlag};
+    let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    let path = run.stage().join("out");
+    let fd = match &o.stage {
+        Some(stage) => openat(stage, "out", flags, nix::sys::stat::Mode::empty()),
+        None => nix::fcntl::open(&path, flags, nix::sys::stat::Mode::empty()),
+    };
+    fd.map(std::fs::File::from)
+        .map_err(|e| LaunchError::io("opening the stage's out/", path, e.into()))
+}
+
 fn plugin_failure(mut result: RunResult, kind: &'static str, message: String) -> LaunchError {
     result.status = RunStatus::Failed;
     result.failure = Some(message.clone());
@@ -459,6 +481,14 @@ fn judge(o: &exec::Observed, result: &mut RunResult) -> Result<(), LaunchError> 
     if result.containment == Containment::Process {
         let line = o.report.split(|&b| b == b'\n').next().unwrap_or_default();
         match serde_json::from_slice::<SandboxReport>(line) {
+            Ok(SandboxReport::Enforced(_)) if o.stage.is_none() => {
+                let why = "dot-sandbox reported its containment but handed over no stage: the plugin result is discarded";
+                return Err(plugin_failure(
+                    result.clone(),
+                    "sandbox-no-report",
+                    why.into(),
+                ));
+            }
             Ok(SandboxReport::Enforced(e)) => result.enforced = Some(e),
             Ok(SandboxReport::Error(error)) => {
                 result.failure = Some(error.message.clone());

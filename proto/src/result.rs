@@ -77,6 +77,10 @@ pub struct Enforced {
     pub no_new_privs: bool,
     pub capabilities: String,
     pub rlimits: Rlimits,
+    /// Who the plugin runs as, and what makes its task count its own.
+    pub identity: Identity,
+    /// The bounds of the plugin's working directory (a private tmpfs).
+    pub stage: StageBound,
     pub seccomp_policy_sha256: Sha256,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confine_us: Option<u64>,
@@ -93,6 +97,10 @@ pub struct Enforced {
 pub struct ConfineTimings {
     /// The static-ELF check of the plugin (header, program headers, dynamic section).
     pub elf_us: u64,
+    /// The run's own identity: a per-run uid, or a new user namespace.
+    pub identity_us: u64,
+    /// The private tmpfs made, the inputs copied into it.
+    pub stage_us: u64,
     /// Parent-death signal and the parent check.
     pub parent_death_us: u64,
     pub rlimits_us: u64,
@@ -120,6 +128,40 @@ pub struct Rlimits {
     pub fsize_bytes: u64,
     pub nofile: u64,
     pub core: u64,
+    /// `RLIMIT_NPROC`: the most tasks (processes and threads) of the run's own uid.
+    pub nproc: u64,
+}
+
+/// Who a `process` plugin runs as.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Identity {
+    /// The plugin's uid and gid, as the launcher's user namespace sees them.
+    pub uid: u32,
+    pub gid: u32,
+    pub kind: IdentityKind,
+}
+
+/// What gives a run a task count of its own, so `RLIMIT_NPROC` bounds that run alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum IdentityKind {
+    /// Launched by root: the plugin runs as a uid no account or file uses, derived from the
+    /// runner's pid (unique among live runs), with no supplementary groups.
+    PerRunUid,
+    /// Launched by another user: the plugin runs as that user inside a new user namespace (uid
+    /// mapped to itself), whose task count starts at one.
+    UserNamespace,
+}
+
+/// The bounds of a `process` plugin's working directory: a private tmpfs, mounted nowhere.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StageBound {
+    /// Its size (`size=`): every byte of every file, inputs included.
+    pub bytes: u64,
+    /// Its inode count (`nr_inodes=`): files and directories, at any depth, the root included.
+    pub inodes: u64,
 }
 
 /// The one line `dot-sandbox` writes on its report descriptor (fd 5) before the final exec: what it

@@ -7,22 +7,33 @@
 //! 1. claim the report descriptor; check the plugin argument is exactly `/proc/self/fd/4`; claim
 //!    descriptor 4
 //! 2. the plugin is a static ELF executable for this machine (`verify::elf`)
-//! 3. parent-death signal SIGKILL, and exit if the parent is already gone
-//! 4. hard rlimits, soft = hard: AS, CPU, FSIZE, NOFILE from the arguments, CORE = 0
-//! 5. drop every capability, as root too: locked securebits, bounding set, ambient, then
-//!    effective/permitted/inheritable
-//! 6. `no_new_privs`
-//! 7. Landlock: ABI 3 file rights as a hard requirement (read+execute on the plugin's inode,
-//!    read/write/create/remove/truncate without execute beneath the stage); best effort above
-//!    (ABI 4 TCP bind/connect denied, ABI 6 signal and abstract-unix scopes); refused unless
-//!    enforced
-//! 8. seccomp (see `policy`), the last restriction because it denies what steps 3–7 use
-//! 9. every descriptor ≥ 3 close-on-exec, so the plugin holds exactly 0, 1 and 2
-//! 10. the report line, then `execve("/proc/self/fd/4")` carrying the seccomp cookie.
+//! 3. the run's own identity (`identity`): root plans a per-run uid; anyone else enters a new user
+//!    and mount namespace. The inputs in the on-disk stage's `in/` are opened now
+//! 4. the stage (`stage`): a private tmpfs mounted nowhere, bounded in bytes and inodes
+//! 5. securebits locked and the bounding set emptied (while CAP_SETPCAP is held), then root
+//!    switches to the per-run uid; the stage is filled as its owner, becomes the working
+//!    directory and is handed to the launcher
+//! 6. parent-death signal SIGKILL (after the last identity change, which clears it), and exit if
+//!    the parent is already gone
+//! 7. hard rlimits, soft = hard: AS, CPU, FSIZE, NOFILE, NPROC from the arguments, CORE = 0
+//! 8. ambient, effective, permitted and inheritable capabilities cleared, and checked
+//! 9. `no_new_privs`
+//! 10. Landlock: ABI 3 file rights as a hard requirement (read+execute on the plugin's inode
+//!     unless it is a sealed memfd, read/write/create/remove/truncate without execute beneath the
+//!     stage); best effort above (ABI 4 TCP bind/connect denied, ABI 6 signal and abstract-unix
+//!     scopes); refused unless enforced
+//! 11. seccomp (see `policy`), the last restriction because it denies what steps 3–10 use
+//! 12. every descriptor ≥ 3 close-on-exec, so the plugin holds exactly 0, 1 and 2
+//! 13. the report line, then `execve("/proc/self/fd/4")` carrying the seccomp cookie.
+//!
+//! The report descriptor is a unix `SOCK_SEQPACKET` socket: once the stage is made, a message of one
+//! NUL byte carries a descriptor of its root to the launcher (step 5); the report line (an error or
+//! what was enforced) is the next message.
 
 use crate::probe::REQUIRED_LANDLOCK_ABI;
 use crate::ExecArgs;
-use proto::result::{ConfineTimings, Enforced, Rlimits, SandboxReport};
+use crate::{identity, stage};
+use proto::result::{ConfineTimings, Enforced, Identity, Rlimits, SandboxReport, StageBound};
 use proto::{ErrorObject, ExitCode, ToErrorObject};
 use std::convert::Infallible;
 use std::fs::File;
@@ -69,8 +80,16 @@ pub enum ExecError {
     LandlockUnsupported { abi: u32 },
     #[error("Landlock ruleset failed: {0}")]
     Landlock(#[from] landlock::RulesetError),
-    #[error("opening the stage (the working directory) failed: {0}")]
-    Stage(io::Error),
+    #[error("the run's own identity failed at {step}: {source}")]
+    Identity {
+        step: &'static str,
+        source: io::Error,
+    },
+    #[error("the stage failed at {step}: {source}")]
+    Stage {
+        step: &'static str,
+        source: io::Error,
+    },
     #[error("Landlock is not enforced ({status})")]
     LandlockNotEnforced { status: String },
     #[error("building the seccomp policy failed: {0}")]
@@ -102,7 +121,8 @@ impl ToErrorObject for ExecError {
             ExecError::NoNewPrivs(_) => "no-new-privs",
             ExecError::LandlockUnsupported { .. } => "landlock-unsupported",
             ExecError::Landlock(_) => "landlock",
-            ExecError::Stage(_) => "stage",
+            ExecError::Identity { .. } => "identity",
+            ExecError::Stage { .. } => "stage",
             ExecError::LandlockNotEnforced { .. } => "landlock-not-enforced",
             ExecError::SeccompPolicy(_) => "seccomp-policy",
             ExecError::SeccompInstall(_) => "seccomp-install",
@@ -123,6 +143,7 @@ impl ToErrorObject for ExecError {
             | ExecError::ParentGone { .. }
             | ExecError::LandlockUnsupported { .. }
             | ExecError::LandlockNotEnforced { .. }
+            | ExecError::Identity { .. }
             | ExecError::UnsupportedPlatform => ExitCode::Refused,
             _ => ExitCode::System,
         }
@@ -147,6 +168,8 @@ impl ToErrorObject for ExecError {
             ExecError::ParentGone { ppid } => obj.field("ppid").value(ppid.to_string()),
             ExecError::Rlimit { resource, .. } => obj.field("rlimits").value(*resource),
             ExecError::Capabilities { step, .. } => obj.field("capabilities").value(*step),
+            ExecError::Identity { step, .. } => obj.field("identity").value(*step),
+            ExecError::Stage { step, .. } => obj.field("stage").value(*step),
             _ => obj,
         }
     }
@@ -194,6 +217,9 @@ fn check_limits(args: &ExecArgs) -> Result<(), ExecError> {
         ("cpu-seconds", args.cpu_seconds, 1),
         ("fsize-bytes", args.fsize_bytes, 1),
         ("nofile", args.nofile, MIN_NOFILE),
+        ("nproc", args.nproc, 1),
+        ("stage-bytes", args.stage_bytes, 1 << 20),
+        ("stage-inodes", args.stage_inodes, 8),
     ];
     for (field, value, min) in checks {
         if value < min {
@@ -235,12 +261,14 @@ fn set_rlimits(args: &ExecArgs) -> Result<Rlimits, ExecError> {
         fsize_bytes: args.fsize_bytes,
         nofile: args.nofile,
         core: 0,
+        nproc: args.nproc,
     };
     let table = [
         ("RLIMIT_AS", Resource::RLIMIT_AS, limits.as_bytes),
         ("RLIMIT_CPU", Resource::RLIMIT_CPU, limits.cpu_seconds),
         ("RLIMIT_FSIZE", Resource::RLIMIT_FSIZE, limits.fsize_bytes),
         ("RLIMIT_NOFILE", Resource::RLIMIT_NOFILE, limits.nofile),
+        ("RLIMIT_NPROC", Resource::RLIMIT_NPROC, limits.nproc),
         ("RLIMIT_CORE", Resource::RLIMIT_CORE, limits.core),
     ];
     for (resource, r, value) in table {
@@ -250,39 +278,49 @@ fn set_rlimits(args: &ExecArgs) -> Result<Rlimits, ExecError> {
     Ok(limits)
 }
 
-fn drop_capabilities() -> Result<(), ExecError> {
+fn cap_step(step: &'static str) -> impl Fn(io::Error) -> ExecError {
+    move |source| ExecError::Capabilities { step, source }
+}
+
+/// While CAP_SETPCAP is still held (root, or anyone inside its new user namespace): uid 0 must gain
+/// nothing at exec, for good (locked securebits), and the bounding set is emptied. Returns how many
+/// capabilities this kernel knows.
+fn lock_capabilities() -> Result<u32, ExecError> {
     use sys::confine as c;
-    let step = |step: &'static str| move |source| ExecError::Capabilities { step, source };
-    let (eff, prm, _) = c::capability_sets().map_err(step("capget"))?;
-    let privileged = nix::unistd::geteuid().is_root() || eff != 0 || prm != 0;
+    let (eff, prm, _) = c::capability_sets().map_err(cap_step("capget"))?;
+    if nix::unistd::geteuid().as_raw() != 0 && eff == 0 && prm == 0 {
+        // Without privilege neither is allowed, nor needed: nothing can be gained from an empty
+        // permitted set once no_new_privs is set.
+        return Ok(0);
+    }
+    c::set_securebits(c::LOCKED_SECUREBITS).map_err(cap_step("securebits"))?;
     // The capabilities this kernel knows: 0..known (EINVAL past the last one).
-    let mut known = 64;
-    if privileged {
-        // While CAP_SETPCAP is still held: uid 0 must gain nothing at exec, for good.
-        c::set_securebits(c::LOCKED_SECUREBITS).map_err(step("securebits"))?;
-        for cap in 0..64 {
-            match c::drop_bounding_cap(cap) {
-                Ok(()) => {}
-                Err(e) if e.raw_os_error() == Some(libc::EINVAL) && cap > 0 => {
-                    known = cap;
-                    break;
-                }
-                Err(e) => return Err(step("bounding set")(e)),
-            }
+    for cap in 0..64 {
+        match c::drop_bounding_cap(cap) {
+            Ok(()) => {}
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) && cap > 0 => return Ok(cap),
+            Err(e) => return Err(cap_step("bounding set")(e)),
         }
     }
-    // Without privilege neither of the above is allowed, nor needed: nothing can be gained from an
-    // empty permitted set once no_new_privs is set.
-    c::clear_ambient_caps().map_err(step("ambient set"))?;
-    c::clear_capability_sets().map_err(step("capset"))?;
-    let sets = c::capability_sets().map_err(step("capget"))?;
+    Ok(64)
+}
+
+/// Clears the ambient, effective, permitted and inheritable sets and checks that they, and the
+/// bounding set's first `known` capabilities, are empty.
+fn clear_capabilities(known: u32) -> Result<(), ExecError> {
+    use sys::confine as c;
+    c::clear_ambient_caps().map_err(cap_step("ambient set"))?;
+    c::clear_capability_sets().map_err(cap_step("capset"))?;
+    let sets = c::capability_sets().map_err(cap_step("capget"))?;
     if sets != (0, 0, 0) {
-        return Err(step("verify")(io::Error::from_raw_os_error(libc::EPERM)));
-    }
-    if privileged && (0..known).any(|cap| c::bounding_has(cap).unwrap_or(false)) {
-        return Err(step("verify bounding set")(io::Error::from_raw_os_error(
+        return Err(cap_step("verify")(io::Error::from_raw_os_error(
             libc::EPERM,
         )));
+    }
+    if (0..known).any(|cap| c::bounding_has(cap).unwrap_or(false)) {
+        return Err(cap_step("verify bounding set")(
+            io::Error::from_raw_os_error(libc::EPERM),
+        ));
     }
     Ok(())
 }
@@ -315,7 +353,10 @@ fn apply_landlock(plugin: &File) -> Result<LandlockApplied, ExecError> {
         .read(true)
         .custom_flags(libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC)
         .open(".")
-        .map_err(ExecError::Stage)?;
+        .map_err(|source| ExecError::Stage {
+            step: "opening the working directory",
+            source,
+        })?;
     let stage_rights = AccessFs::ReadFile
         | AccessFs::ReadDir
         | AccessFs::WriteFile
@@ -421,6 +462,20 @@ fn write_line(report: &mut File, line: &SandboxReport) -> io::Result<()> {
     report.write_all(text.as_bytes())
 }
 
+/// Hands the stage to the launcher: one NUL byte with a descriptor of the stage's root attached
+/// (`SCM_RIGHTS`), its own message on the report socket, sent before seccomp (which denies
+/// `sendmsg`); the report line follows as the next message.
+fn send_stage(report: &File, stage: &std::os::fd::OwnedFd) -> io::Result<()> {
+    use std::os::fd::AsFd;
+    match sys::process::send_with_fd(report.as_fd(), b"\0", stage.as_fd())? {
+        1 => Ok(()),
+        _ => Err(io::Error::new(
+            io::ErrorKind::WriteZero,
+            "the stage message was not sent",
+        )),
+    }
+}
+
 fn exec_plugin(_plugin: &File, cookie: u64) -> ExecError {
     let path = c"/proc/self/fd/4";
     ExecError::Exec(sys::confine::execve_with_cookie(path, &[path], cookie))
@@ -439,12 +494,45 @@ fn confine_and_exec(
     let mut t = ConfineTimings::default();
     check_static_elf(&plugin)?;
     t.elf_us = laps.lap();
+    let id = identity::plan().map_err(|source| ExecError::Identity {
+        step: "reading /proc/self/uid_map",
+        source,
+    })?;
+    let stage_err = |step| move |source| ExecError::Stage { step, source };
+    let inputs = stage::open_inputs().map_err(stage_err("opening the inputs in in/"))?;
+    let owner = match id {
+        identity::Plan::UserNamespace { uid, gid } => {
+            identity::enter_user_namespace(uid, gid)
+                .map_err(|(step, source)| ExecError::Identity { step, source })?;
+            None
+        }
+        identity::Plan::PerRunUid { .. } => Some(id.ids()),
+    };
+    t.identity_us = laps.lap();
+    let bound = StageBound {
+        bytes: args.stage_bytes,
+        inodes: args.stage_inodes,
+    };
+    let stage_root = stage::create(bound, owner).map_err(stage_err("creating the tmpfs"))?;
+    t.stage_us = laps.lap();
+    let known = lock_capabilities()?;
+    t.capabilities_us = laps.lap();
+    if let identity::Plan::PerRunUid { id } = id {
+        identity::become_run_uid(id)
+            .map_err(|(step, source)| ExecError::Identity { step, source })?;
+    }
+    t.identity_us += laps.lap();
+    stage::fill(&stage_root, inputs).map_err(stage_err("copying the inputs"))?;
+    stage::enter(&stage_root).map_err(stage_err("entering the stage"))?;
+    send_stage(report, &stage_root).map_err(stage_err("handing the stage to the launcher"))?;
+    drop(stage_root);
+    t.stage_us += laps.lap();
     parent_death_signal()?;
     t.parent_death_us = laps.lap();
     let rlimits = set_rlimits(args)?;
     t.rlimits_us = laps.lap();
-    drop_capabilities()?;
-    t.capabilities_us = laps.lap();
+    clear_capabilities(known)?;
+    t.capabilities_us += laps.lap();
     set_no_new_privs()?;
     t.no_new_privs_us = laps.lap();
     let landlock = apply_landlock(&plugin)?;
@@ -460,6 +548,7 @@ fn confine_and_exec(
     cloexec_inherited()?;
     t.cloexec_us = laps.lap();
     t.peak_rss_kib = peak_rss_kib();
+    let (uid, gid) = id.ids();
     let enforced = Enforced {
         landlock_abi: landlock.abi,
         landlock_status: landlock.status.to_owned(),
@@ -468,6 +557,12 @@ fn confine_and_exec(
         no_new_privs: true,
         capabilities: "none".to_owned(),
         rlimits,
+        identity: Identity {
+            uid,
+            gid,
+            kind: id.kind(),
+        },
+        stage: bound,
         seccomp_policy_sha256,
         confine_us: Some(start.elapsed().as_micros() as u64),
         timings: Some(t),
@@ -507,18 +602,54 @@ mod tests {
 
     #[test]
     fn tiny_limits_are_usage_errors() {
-        let args = ExecArgs {
+        let good = ExecArgs {
             report_fd: 5,
             as_bytes: 1 << 30,
             cpu_seconds: 10,
             fsize_bytes: 1 << 20,
-            nofile: 3,
+            nofile: 64,
+            nproc: 64,
+            stage_bytes: 16 << 20,
+            stage_inodes: 256,
             plugin: PLUGIN_PATH.into(),
         };
-        let err = check_limits(&args).expect_err("nofile 3");
-        assert_eq!(
-            (err.kind(), err.exit_code()),
-            ("bad-limit", ExitCode::Usage)
-        );
+        assert!(check_limits(&good).is_ok());
+        for (field, bad) in [
+            (
+                "nofile",
+                ExecArgs {
+                    nofile: 3,
+                    ..good.clone()
+                },
+            ),
+            (
+                "nproc",
+                ExecArgs {
+                    nproc: 0,
+                    ..good.clone()
+                },
+            ),
+            (
+                "stage-bytes",
+                ExecArgs {
+                    stage_bytes: 4096,
+                    ..good.clone()
+                },
+            ),
+            (
+                "stage-inodes",
+                ExecArgs {
+                    stage_inodes: 2,
+                    ..good.clone()
+                },
+            ),
+        ] {
+            let err = check_limits(&bad).expect_err(field);
+            assert_eq!(
+                (err.kind(), err.exit_code()),
+                ("bad-limit", ExitCode::Usage)
+            );
+            assert_eq!(err.to_error_object().field.as_deref(), Some(field));
+        }
     }
 }

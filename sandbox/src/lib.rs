@@ -7,12 +7,14 @@
 #![forbid(unsafe_code)]
 
 pub mod exec;
+pub mod identity;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 pub mod policy;
 pub mod probe;
 pub mod prove;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 pub mod seccomp;
+pub mod stage;
 
 pub use exec::ExecError;
 pub use probe::{probe, Probe};
@@ -37,9 +39,10 @@ pub enum Command {
     Probe(ProbeArgs),
 }
 
-/// Confine this process (rlimits, capabilities, no_new_privs, Landlock, seccomp) and execute the
-/// plugin on descriptor 4. Expects descriptor 4 = the plugin, the report descriptor open for
-/// writing, and the stage as the working directory.
+/// Confine this process (own identity, private stage, rlimits, capabilities, no_new_privs,
+/// Landlock, seccomp) and execute the plugin on descriptor 4. Expects descriptor 4 = the plugin, the
+/// report descriptor (a unix stream socket) open, and the on-disk stage holding the inputs in `in/`
+/// as the working directory.
 #[derive(FromArgs, Debug, Clone, PartialEq, Eq)]
 #[argh(subcommand, name = "exec")]
 pub struct ExecArgs {
@@ -58,6 +61,15 @@ pub struct ExecArgs {
     /// hard RLIMIT_NOFILE (at least 16)
     #[argh(option)]
     pub nofile: u64,
+    /// hard RLIMIT_NPROC: the most tasks (processes and threads) of the run, at least 1
+    #[argh(option)]
+    pub nproc: u64,
+    /// size of the plugin's working directory (a private tmpfs), bytes, at least 1 MiB
+    #[argh(option)]
+    pub stage_bytes: u64,
+    /// inodes (files and directories) of the plugin's working directory, at least 8
+    #[argh(option)]
+    pub stage_inodes: u64,
     /// the plugin: must be exactly /proc/self/fd/4
     #[argh(positional)]
     pub plugin: String,

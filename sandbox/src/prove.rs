@@ -50,6 +50,10 @@ pub struct ProbeSpec {
 const OK: &[&str] = &["ok"];
 const EPERM: &[&str] = &["errno:EPERM"];
 const EACCES: &[&str] = &["errno:EACCES"];
+/// Writing the running plugin's own image: `ETXTBSY` (it is being executed), or `EACCES` first when
+/// the plugin's uid has no write permission on it (a sealed copy is mode 0555; a per-run uid owns
+/// nothing).
+const OWN_BINARY: &[&str] = &["errno:ETXTBSY", "errno:EACCES"];
 
 const fn p(
     name: &'static str,
@@ -84,7 +88,7 @@ pub const PROBES: &[ProbeSpec] = &[
     landlock("create-outside"),
     landlock("rename-outside"),
     landlock("unlink-outside"),
-    p("link-outside", Layer::Landlock, &["errno:EXDEV"], Some(OK)),
+    landlock("link-outside"),
     landlock("truncate-outside"),
     landlock("symlink-in-stage"),
     // mknod is also refused by the filter, which answers before Landlock (no make_fifo right).
@@ -98,13 +102,8 @@ pub const PROBES: &[ProbeSpec] = &[
     // The plugin's own binary: while it runs the kernel refuses writes to it (ETXTBSY) before
     // Landlock (read+execute only on that inode) is consulted, confined or not; so these show the
     // refusal, not which layer gives it, and have no unconfined counterpart.
-    p("write-own-binary", Layer::Kernel, &["errno:ETXTBSY"], None),
-    p(
-        "truncate-own-binary",
-        Layer::Kernel,
-        &["errno:ETXTBSY"],
-        None,
-    ),
+    p("write-own-binary", Layer::Kernel, OWN_BINARY, None),
+    p("truncate-own-binary", Layer::Kernel, OWN_BINARY, None),
     // Metadata.
     seccomp("chmod"),
     seccomp("chown"),
@@ -220,6 +219,9 @@ pub struct Limits {
     pub cpu_seconds: u64,
     pub fsize_bytes: u64,
     pub nofile: u64,
+    pub nproc: u64,
+    pub stage_bytes: u64,
+    pub stage_inodes: u64,
 }
 
 /// The limits `--prove` runs the canary with.
@@ -228,6 +230,9 @@ pub const PROVE_LIMITS: Limits = Limits {
     cpu_seconds: 1,
     fsize_bytes: 1 << 20,
     nofile: 64,
+    nproc: 64,
+    stage_bytes: 16 << 20,
+    stage_inodes: 256,
 };
 
 /// One probe's verdict.
@@ -312,6 +317,8 @@ pub struct RunOutput {
     pub stderr: Vec<u8>,
     /// The runner's report line(s), for a confined launch.
     pub report: Vec<u8>,
+    /// The plugin's stage (the runner's private tmpfs), for a confined launch that got that far.
+    pub stage: Option<OwnedFd>,
 }
 
 impl RunOutput {
@@ -353,10 +360,13 @@ impl Launch<'_> {
             .args(["--cpu-seconds", &l.cpu_seconds.to_string()])
             .args(["--fsize-bytes", &l.fsize_bytes.to_string()])
             .args(["--nofile", &l.nofile.to_string()])
+            .args(["--nproc", &l.nproc.to_string()])
+            .args(["--stage-bytes", &l.stage_bytes.to_string()])
+            .args(["--stage-inodes", &l.stage_inodes.to_string()])
             .arg(self.plugin_arg)
             .process_group(0);
         let moves = [(runner.as_fd(), 3), (self.plugin.as_fd(), 4)];
-        self.spawn(cmd, &moves, Some(io::pipe()?), true)
+        self.spawn(cmd, &moves, Some(report_socket()?), true)
     }
 
     /// Runs the plugin directly (`/proc/self/fd/9`), unconfined, in the caller's process group.
@@ -371,7 +381,7 @@ impl Launch<'_> {
         &self,
         mut cmd: Command,
         moves: &[(std::os::fd::BorrowedFd<'_>, i32)],
-        report: Option<(io::PipeReader, io::PipeWriter)>,
+        report: Option<(OwnedFd, OwnedFd)>,
         group: bool,
     ) -> io::Result<RunOutput> {
         cmd.env_clear()
@@ -418,10 +428,10 @@ impl Launch<'_> {
                 }
             })
         };
-        let mut report_bytes = Vec::new();
-        if let Some(mut rx) = report_rx {
-            rx.read_to_end(&mut report_bytes)?;
-        }
+        let (report_bytes, stage) = match report_rx {
+            Some(rx) => read_report(&rx)?,
+            None => (Vec::new(), None),
+        };
         let mut line = self.request.to_vec();
         line.push(b'\n');
         let mut stdin_pipe = child.stdin.take();
@@ -451,7 +461,38 @@ impl Launch<'_> {
             stdout,
             stderr,
             report: report_bytes,
+            stage,
         })
+    }
+}
+
+/// The report channel as `dot-launch` makes it: a `SOCK_SEQPACKET` pair, close-on-exec.
+fn report_socket() -> io::Result<(OwnedFd, OwnedFd)> {
+    use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
+    socketpair(
+        AddressFamily::Unix,
+        SockType::SeqPacket,
+        None,
+        SockFlag::SOCK_CLOEXEC,
+    )
+    .map_err(io::Error::from)
+}
+
+/// Reads the report channel to its end: the stage message (one NUL byte carrying the stage's
+/// descriptor) and the report bytes.
+fn read_report(rx: &OwnedFd) -> io::Result<(Vec<u8>, Option<OwnedFd>)> {
+    let (mut report, mut stage) = (Vec::new(), None);
+    let mut buf = [0u8; 64 * 1024];
+    loop {
+        match sys::process::recv_with_fds(rx.as_fd(), &mut buf) {
+            Ok((0, _)) => return Ok((report, stage)),
+            Ok((1, fds)) if !fds.is_empty() && buf[0] == 0 && stage.is_none() => {
+                stage = fds.into_iter().next();
+            }
+            Ok((n, _)) => report.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
     }
 }
 
@@ -490,8 +531,11 @@ fn open_pty() -> io::Result<(OwnedFd, OwnedFd)> {
     Ok((master, slave.into()))
 }
 
-/// A private scratch directory for one probe run: `DIR/victim` (a file outside the stage),
-/// `DIR/stage/` (the working directory) with `out/` and `sub/` inside. Removed on drop.
+/// A scratch directory for one probe run: `DIR/victim` (a file outside the stage) and
+/// `DIR/stage/` (the runner's working directory, where a launcher would have placed the inputs) with
+/// `out/` inside. `DIR` is writable by everyone and `victim` readable and writable by everyone, so
+/// whatever uid the plugin runs as, only the confinement can stop a probe: never file permissions.
+/// Removed on drop.
 #[derive(Debug)]
 pub struct Scratch {
     pub dir: PathBuf,
@@ -500,6 +544,7 @@ pub struct Scratch {
 
 impl Scratch {
     pub fn new(tag: &str) -> io::Result<Scratch> {
+        use std::os::unix::fs::PermissionsExt;
         static N: AtomicU64 = AtomicU64::new(0);
         let n = N.fetch_add(1, Ordering::Relaxed);
         let dir = std::env::temp_dir().join(format!("dot-prove-{}-{n}-{tag}", std::process::id()));
@@ -510,8 +555,16 @@ impl Scratch {
         b.create(&stage)?;
         b.create(stage.join("out"))?;
         b.create(stage.join("sub"))?;
-        std::fs::write(dir.join("victim"), b"victim\n")?;
+        let victim = dir.join("victim");
+        std::fs::write(&victim, b"victim\n")?;
+        std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o666))?;
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o1777))?;
         Ok(Scratch { dir, stage })
+    }
+
+    /// The file outside the stage the probes aim at.
+    pub fn victim(&self) -> PathBuf {
+        self.dir.join("victim")
     }
 }
 
@@ -554,13 +607,36 @@ impl Targets {
     }
 }
 
+/// The request the canary reads for `probe`, aiming at `victim` outside the stage.
+pub fn canary_request_at(
+    probe: &str,
+    targets: &Targets,
+    limits: Limits,
+    victim: &Path,
+) -> io::Result<Vec<u8>> {
+    canary_request_with(probe, targets, limits, Some(victim))
+}
+
 /// The request the canary reads for `probe`.
 pub fn canary_request(probe: &str, targets: &Targets, limits: Limits) -> io::Result<Vec<u8>> {
+    canary_request_with(probe, targets, limits, None)
+}
+
+fn canary_request_with(
+    probe: &str,
+    targets: &Targets,
+    limits: Limits,
+    victim: Option<&Path>,
+) -> io::Result<Vec<u8>> {
     let mut inputs = std::collections::BTreeMap::new();
+    if let Some(v) = victim {
+        inputs.insert("victim".to_owned(), v.display().to_string());
+    }
     inputs.insert("probe".to_owned(), probe.to_owned());
     inputs.insert("port".to_owned(), targets.port().to_string());
     inputs.insert("abstract".to_owned(), targets.abstract_name.clone());
     inputs.insert("nofile".to_owned(), limits.nofile.to_string());
+    inputs.insert("nproc".to_owned(), limits.nproc.to_string());
     inputs.insert("fsize".to_owned(), limits.fsize_bytes.to_string());
     inputs.insert("as".to_owned(), limits.as_bytes.to_string());
     inputs.insert("cpu".to_owned(), limits.cpu_seconds.to_string());
@@ -580,6 +656,21 @@ pub struct CanaryResult {
     pub outcome: String,
 }
 
+/// A file the plugin wrote in its stage: through the descriptor the runner handed over (confined),
+/// else in the on-disk stage (unconfined).
+pub fn read_stage_file(run: &RunOutput, stage: &Path, rel: &str) -> io::Result<Vec<u8>> {
+    match &run.stage {
+        Some(fd) => {
+            let (mut f, _) = sys::fs::open_regular_at(fd.as_fd(), Path::new(rel))
+                .map_err(|e| io::Error::other(e.to_string()))?;
+            let mut bytes = Vec::new();
+            f.read_to_end(&mut bytes)?;
+            Ok(bytes)
+        }
+        None => std::fs::read(stage.join(rel)),
+    }
+}
+
 /// The outcome of a finished run: `signal:NAME` if a signal ended it, else the canary's reported
 /// outcome, else a description of what went wrong.
 pub fn outcome(run: &RunOutput, stage: &Path, probe: &str) -> String {
@@ -589,7 +680,7 @@ pub fn outcome(run: &RunOutput, stage: &Path, probe: &str) -> String {
             .unwrap_or_else(|_| sig.to_string());
         return format!("signal:{name}");
     }
-    let result = std::fs::read(stage.join("out/result.json"))
+    let result = read_stage_file(run, stage, "out/result.json")
         .ok()
         .and_then(|b| serde_json::from_slice::<CanaryResult>(&b).ok());
     match result {
@@ -620,7 +711,7 @@ pub fn run_probe(
 ) -> io::Result<(String, RunOutput)> {
     let scratch = Scratch::new(probe.name)?;
     let targets = Targets::new()?;
-    let request = canary_request(probe.name, &targets, limits)?;
+    let request = canary_request_at(probe.name, &targets, limits, &scratch.victim())?;
     let launch = Launch {
         stage: &scratch.stage,
         plugin: canary,
@@ -646,6 +737,19 @@ pub fn prove(runner: &File, canary: &File, only: &[String]) -> Result<ProveRepor
             .map(|n| spec(n).ok_or_else(|| ProveError::UnknownProbe(n.clone())))
             .collect::<Result<_, _>>()?
     };
+    // Handed over exactly as dot-launch hands a plugin: a sealed private copy.
+    let len = canary
+        .metadata()
+        .map_err(|e| ProveError::Canary {
+            path: PathBuf::from("dot-canary"),
+            reason: e.to_string(),
+        })?
+        .len();
+    let canary =
+        &sys::fs::sealed_copy(canary, len, c"dot-canary").map_err(|e| ProveError::Canary {
+            path: PathBuf::from("dot-canary"),
+            reason: e.to_string(),
+        })?;
     let mut probes = Vec::with_capacity(specs.len());
     for s in specs {
         let (observed, _) =

@@ -43,13 +43,19 @@ fn exec_without_plugin(dir: &std::path::Path, limits: &[&str]) -> (std::process:
     (out, std::fs::read_to_string(report).unwrap_or_default())
 }
 
-const LIMITS: [&str; 8] = [
+const LIMITS: [&str; 14] = [
     "--as-bytes",
     "268435456",
     "--cpu-seconds",
     "1",
     "--fsize-bytes",
     "1048576",
+    "--nproc",
+    "64",
+    "--stage-bytes",
+    "16777216",
+    "--stage-inodes",
+    "256",
     "--nofile",
     "64",
 ];
@@ -58,7 +64,7 @@ const LIMITS: [&str; 8] = [
 fn a_limit_below_its_minimum_is_bad_limit_exit_2() {
     let dir = sandbox::prove::Scratch::new("bad-limit").expect("scratch");
     let mut limits = LIMITS;
-    limits[7] = "15";
+    limits[13] = "15";
     let (out, report) = exec_without_plugin(&dir.dir, &limits);
     let e = stderr_error(&out, 2);
     assert_eq!(e.error, "bad-limit");
@@ -184,11 +190,24 @@ fn kernel_refusals_of_a_confinement_step_map_to_their_kinds() {
             None,
         ),
         (
-            ExecError::Stage(eperm()),
+            ExecError::Stage {
+                step: "creating the tmpfs",
+                source: eperm(),
+            },
             "stage",
             ExitCode::System,
-            None,
-            None,
+            Some("stage"),
+            Some("creating the tmpfs"),
+        ),
+        (
+            ExecError::Identity {
+                step: "unshare(CLONE_NEWUSER|CLONE_NEWNS)",
+                source: eperm(),
+            },
+            "identity",
+            ExitCode::Refused,
+            Some("identity"),
+            Some("unshare(CLONE_NEWUSER|CLONE_NEWNS)"),
         ),
         (
             ExecError::LandlockNotEnforced {

@@ -35,9 +35,10 @@ fn refused(plugin: &File, plugin_arg: &str, kind: &str) {
     assert_eq!(stderr.error, kind);
     assert!(run.stdout.is_empty(), "the plugin ran");
     assert!(
-        !scratch.stage.join("out/written.txt").exists(),
+        sandbox::prove::read_stage_file(&run, &scratch.stage, "out/written.txt").is_err(),
         "the plugin ran"
     );
+    assert!(run.stage.is_none(), "refused before a stage was made");
     assert!(!scratch.stage.join("ran").exists(), "the plugin ran");
 }
 
@@ -86,8 +87,12 @@ fn reports_what_it_enforced_then_runs_the_plugin() {
     let response = proto::protocol::Response::parse(&run.stdout, 4096).expect("one response");
     assert_eq!(response.outputs, ["result.json"]);
     assert_eq!(
-        std::fs::read(scratch.stage.join("out/written.txt")).expect("output"),
+        sandbox::prove::read_stage_file(&run, &scratch.stage, "out/written.txt").expect("output"),
         b"written\n"
+    );
+    assert!(
+        !scratch.stage.join("out/written.txt").exists(),
+        "the plugin wrote its private stage, not the on-disk one"
     );
 }
 
@@ -145,6 +150,12 @@ fn fails_closed_without_a_report_descriptor() {
         "1048576",
         "--nofile",
         "64",
+        "--nproc",
+        "64",
+        "--stage-bytes",
+        "16777216",
+        "--stage-inodes",
+        "256",
         "/proc/self/fd/4",
     ])
     .env_clear()
@@ -174,7 +185,7 @@ fn multi_threaded_rust_plugin_runs() {
     );
     assert!(run.status.success());
     let result: sandbox::prove::CanaryResult = serde_json::from_slice(
-        &std::fs::read(scratch.stage.join("out/result.json")).expect("result"),
+        &sandbox::prove::read_stage_file(&run, &scratch.stage, "out/result.json").expect("result"),
     )
     .expect("result json");
     assert_eq!(result.outcome, "ok");

@@ -81,7 +81,7 @@ fn go_plugin_with_goroutines_and_gc_runs() {
     let response = proto::protocol::Response::parse(&run.stdout, 4096).expect("response");
     assert_eq!(response.outputs, ["go.txt"]);
     assert_eq!(
-        std::fs::read(scratch.stage.join("out/go.txt")).expect("out"),
+        sandbox::prove::read_stage_file(&run, &scratch.stage, "out/go.txt").expect("out"),
         b"goroutines done\n"
     );
 }

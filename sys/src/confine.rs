@@ -6,7 +6,7 @@
 
 use std::ffi::CStr;
 use std::io;
-use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
@@ -329,6 +329,62 @@ pub fn execve_with_cookie(path: &CStr, argv: &[&CStr], cookie: u64) -> io::Error
         )
     };
     io::Error::last_os_error()
+}
+
+/// Mount attributes for [`detached_tmpfs`] (`MOUNT_ATTR_*`).
+pub const MOUNT_ATTR_NOSUID: u64 = 0x0000_0002;
+pub const MOUNT_ATTR_NODEV: u64 = 0x0000_0004;
+pub const MOUNT_ATTR_NOEXEC: u64 = 0x0000_0008;
+
+const FSOPEN_CLOEXEC: libc::c_uint = 1;
+const FSMOUNT_CLOEXEC: libc::c_uint = 1;
+const FSCONFIG_SET_STRING: libc::c_uint = 1;
+const FSCONFIG_CMD_CREATE: libc::c_uint = 6;
+
+fn owned_fd(ret: libc::c_long) -> io::Result<OwnedFd> {
+    let fd = check_long(ret)?;
+    let fd = RawFd::try_from(fd).map_err(|_| io::Error::from_raw_os_error(libc::EBADF))?;
+    // SAFETY: the kernel just returned `fd` as a fresh descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// A new tmpfs that is mounted nowhere (the new mount API): `fsopen("tmpfs")`, one
+/// `fsconfig(FSCONFIG_SET_STRING)` per option (`size`, `nr_inodes`, `mode`, `uid`, …), create, then
+/// `fsmount` with `attrs` (`MOUNT_ATTR_*`). Only the returned descriptor of its root reaches it, and
+/// it is gone once the last descriptor or working directory on it is. Needs `CAP_SYS_ADMIN` in the
+/// user namespace that owns the caller's mount namespace.
+pub fn detached_tmpfs(options: &[(&CStr, &CStr)], attrs: u64) -> io::Result<OwnedFd> {
+    // SAFETY: the filesystem name is a NUL-terminated literal; flags are integers.
+    let fs =
+        owned_fd(unsafe { libc::syscall(libc::SYS_fsopen, c"tmpfs".as_ptr(), FSOPEN_CLOEXEC) })?;
+    for (key, value) in options {
+        // SAFETY: `key` and `value` are NUL-terminated and alive for the call; the kernel copies
+        // them; `fs` is open.
+        check_long(unsafe {
+            libc::syscall(
+                libc::SYS_fsconfig,
+                fs.as_raw_fd(),
+                FSCONFIG_SET_STRING,
+                key.as_ptr(),
+                value.as_ptr(),
+                0,
+            )
+        })?;
+    }
+    // SAFETY: FSCONFIG_CMD_CREATE takes no pointers (both NULL); `fs` is open.
+    check_long(unsafe {
+        libc::syscall(
+            libc::SYS_fsconfig,
+            fs.as_raw_fd(),
+            FSCONFIG_CMD_CREATE,
+            std::ptr::null::<libc::c_char>(),
+            std::ptr::null::<libc::c_void>(),
+            0,
+        )
+    })?;
+    // SAFETY: fsmount takes the open filesystem context and integer flags; it returns a new
+    // descriptor or -1.
+    owned_fd(unsafe { libc::syscall(libc::SYS_fsmount, fs.as_raw_fd(), FSMOUNT_CLOEXEC, attrs) })
 }
 
 #[cfg(test)]

@@ -45,6 +45,32 @@ pub fn open_regular(path: &Path) -> Result<(File, Metadata), OpenError> {
             Some(libc::ELOOP) => OpenError::Symlink,
             _ => OpenError::Io(e),
         })?;
+    checked_regular(file)
+}
+
+/// [`open_regular`] of `name` relative to the open directory `dir` (`openat`, same flags and
+/// checks): the name is resolved in that directory, whatever happened to its path since.
+pub fn open_regular_at(
+    dir: std::os::fd::BorrowedFd<'_>,
+    name: &Path,
+) -> Result<(File, Metadata), OpenError> {
+    use nix::fcntl::OFlag;
+    let flags = OFlag::O_RDONLY
+        | OFlag::O_NOFOLLOW
+        | OFlag::O_CLOEXEC
+        | OFlag::O_NONBLOCK
+        | OFlag::O_NOCTTY;
+    let fd =
+        nix::fcntl::openat(dir, name, flags, nix::sys::stat::Mode::empty()).map_err(
+            |e| match e {
+                nix::errno::Errno::ELOOP => OpenError::Symlink,
+                e => OpenError::Io(e.into()),
+            },
+        )?;
+    checked_regular(File::from(fd))
+}
+
+fn checked_regular(file: File) -> Result<(File, Metadata), OpenError> {
     let meta = file.metadata().map_err(OpenError::Io)?;
     check_regular(&meta)?;
     // The descriptor stays O_NONBLOCK; for a regular file that changes nothing.
@@ -233,8 +259,8 @@ impl std::error::Error for SealError {}
 
 /// A private, executable copy of the first `len` bytes of `src`, sealed so that no descriptor
 /// anywhere can change it any more: a memfd (`MFD_CLOEXEC|MFD_ALLOW_SEALING|MFD_EXEC`) filled with
-/// `sendfile`, then sealed with `F_SEAL_WRITE|F_SEAL_SHRINK|F_SEAL_GROW|F_SEAL_SEAL`, its offset
-/// back at 0.
+/// `sendfile`, given mode 0555, then sealed with `F_SEAL_WRITE|F_SEAL_SHRINK|F_SEAL_GROW|
+/// F_SEAL_SEAL`, its offset back at 0.
 ///
 /// Whatever happens to `src` afterwards (rewritten in place, truncated, replaced), the copy keeps
 /// the bytes it was sealed with; a caller that digests the returned file executes exactly what it
@@ -242,6 +268,9 @@ impl std::error::Error for SealError {}
 pub fn sealed_copy(src: &File, len: u64, name: &CStr) -> Result<File, SealError> {
     let memfd = memfd_create_exec(name).map_err(SealError::Create)?;
     copy_exactly(src, &memfd, len).map_err(SealError::Copy)?;
+    // Readable and executable by everyone (a per-run uid runs it), writable by no one.
+    nix::sys::stat::fchmod(&memfd, nix::sys::stat::Mode::from_bits_truncate(0o555))
+        .map_err(|e| SealError::Seal(e.into()))?;
     add_seals(&memfd, FROZEN).map_err(SealError::Seal)?;
     let mut file = File::from(memfd);
     io::Seek::rewind(&mut file).map_err(SealError::Seal)?;

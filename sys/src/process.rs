@@ -104,3 +104,40 @@ pub fn pidfd_open(pid: u32) -> io::Result<OwnedFd> {
     // SAFETY: the kernel just returned `fd` as a fresh close-on-exec descriptor nobody else owns.
     Ok(unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) })
 }
+
+/// Sends `data` on the unix socket `sock` with `fd` attached (`SCM_RIGHTS`), in one `sendmsg`.
+pub fn send_with_fd(sock: BorrowedFd<'_>, data: &[u8], fd: BorrowedFd<'_>) -> io::Result<usize> {
+    use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags};
+    let fds = [fd.as_raw_fd()];
+    let cmsg = [ControlMessage::ScmRights(&fds)];
+    let iov = [std::io::IoSlice::new(data)];
+    sendmsg::<()>(sock.as_raw_fd(), &iov, &cmsg, MsgFlags::MSG_NOSIGNAL, None)
+        .map_err(io::Error::from)
+}
+
+/// Receives up to `buf.len()` bytes from the unix socket `sock` (`recvmsg`, `MSG_CMSG_CLOEXEC`),
+/// with the descriptors attached to them (`SCM_RIGHTS`), each owned from here on.
+/// `Ok((0, _))` at end of stream; `WouldBlock` when a non-blocking socket has nothing yet.
+pub fn recv_with_fds(sock: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<(usize, Vec<OwnedFd>)> {
+    use nix::sys::socket::{recvmsg, ControlMessageOwned, MsgFlags};
+    let mut space = nix::cmsg_space!([RawFd; 4]);
+    let mut iov = [std::io::IoSliceMut::new(buf)];
+    let msg = recvmsg::<()>(
+        sock.as_raw_fd(),
+        &mut iov,
+        Some(&mut space),
+        MsgFlags::MSG_CMSG_CLOEXEC,
+    )
+    .map_err(io::Error::from)?;
+    let mut fds = Vec::new();
+    for cmsg in msg.cmsgs().map_err(io::Error::from)? {
+        if let ControlMessageOwned::ScmRights(raw) = cmsg {
+            for fd in raw {
+                // SAFETY: the kernel installed `fd` in this process for this message; nothing
+                // else knows the number, so this is its only owner.
+                fds.push(unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) });
+            }
+        }
+    }
+    Ok((msg.bytes, fds))
+}

@@ -124,3 +124,24 @@ fn rewriting_the_pinned_copy_in_place_never_runs_unverified_bytes() {
         .expect("dot-verify");
     common::ok(out, "dot-verify entry");
 }
+
+/// A host that forbids executable memfds (`vm.memfd_noexec = 2`, set here in a pid namespace of the
+/// test's own, where the setting is private) gets a refusal, never an exec of the store file.
+#[test]
+fn without_executable_memfds_every_launch_refuses() {
+    common::require_program("unshare", "util-linux");
+    let env = Env::new();
+    let launch = env.launch("hello", &["--allow-audit-plugin"]);
+    let script = "echo 2 > /proc/sys/vm/memfd_noexec && exec \"$0\" \"$@\"";
+    let out = std::process::Command::new("unshare")
+        .args(["--pid", "--fork", "--mount-proc", "sh", "-c", script])
+        .arg(launch.get_program())
+        .args(launch.get_args())
+        .output()
+        .expect("unshare");
+    let err = common::failure(&out, 1);
+    assert_eq!(err.error, "exec-seal-unavailable", "{}", err.message);
+    assert!(err.message.contains("vm.memfd_noexec"), "{}", err.message);
+    assert_eq!(env.runs(), Vec::<String>::new(), "nothing was started");
+    assert_eq!(env.target_files(), Vec::<String>::new());
+}

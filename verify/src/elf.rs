@@ -281,8 +281,9 @@ mod tests {
     use std::io::Write;
 
     fn check_bytes(bytes: &[u8]) -> Result<ElfFacts, ElfError> {
-        let path =
-            std::env::temp_dir().join(format!("elf-test-{}-{}", std::process::id(), bytes.len()));
+        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!("elf-test-{}-{n}", std::process::id()));
         let mut f = File::create(&path).expect("create");
         f.write_all(bytes).expect("write");
         let f = File::open(&path).expect("open");

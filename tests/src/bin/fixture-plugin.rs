@@ -51,15 +51,13 @@ fn child(args: &[String]) -> ExitCode {
                 .cloned()
                 .unwrap_or_default();
             let report = r#"{"error":{"error":"landlock-not-enforced","message":"a stand-in runner refused"}}"#;
-            match std::fs::OpenOptions::new()
-                .write(true)
-                .open(format!("/proc/self/fd/{fd}"))
-            {
-                Ok(mut f) => {
-                    let _ = writeln!(f, "{report}");
+            // The report descriptor is a socket: claimed as inherited, not reopened through /proc.
+            match fd.parse().map(sys::confine::claim_inherited_fd) {
+                Ok(Ok(fd)) => {
+                    let _ = writeln!(std::fs::File::from(fd), "{report}");
                     ExitCode::from(1)
                 }
-                Err(_) => ExitCode::from(2),
+                _ => ExitCode::from(2),
             }
         }
         _ => ExitCode::SUCCESS,
@@ -229,6 +227,38 @@ fn main() -> ExitCode {
             let response = serde_json::json!({"protocol":"1.0","status":"ok","outputs":[name]});
             println!("{response}");
             ExitCode::SUCCESS
+        }
+        // Starts threads (each parks) until the kernel refuses one or `size` (default 100000)
+        // are running; writes `threads N STOPPED` (STOPPED: the errno name, or `none`). With
+        // `then` = `hold`, keeps them alive until killed before answering.
+        "thread-bomb" => {
+            let max: usize = input(&req, "size")
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(100_000);
+            let mut started = 0usize;
+            let mut stopped = "none".to_owned();
+            while started < max {
+                match std::thread::Builder::new()
+                    .stack_size(64 * 1024)
+                    .spawn(|| loop {
+                        std::thread::park();
+                    }) {
+                    Ok(_) => started += 1,
+                    Err(e) => {
+                        stopped = match e.raw_os_error() {
+                            Some(11) => "EAGAIN".to_owned(),
+                            _ => e.to_string(),
+                        };
+                        break;
+                    }
+                }
+            }
+            if input(&req, "then") == Some("hold") {
+                loop {
+                    std::thread::sleep(Duration::from_secs(3600));
+                }
+            }
+            respond_ok(&format!("threads {started} {stopped}\n"))
         }
         "two-outputs" => {
             let _ = std::fs::write("out/a.txt", input(&req, "a").unwrap_or("A\n"));
