@@ -260,6 +260,68 @@ fn main() -> ExitCode {
             }
             respond_ok(&format!("threads {started} {stopped}\n"))
         }
+        // Fills the stage: 16 MiB files until a write fails (they are then removed), then
+        // directories nested one in the other until a mkdir fails; writes
+        // `bytes B ERR depth D ERR` (ERR: the errno name, or the signal-free `none`).
+        "fill-stage" => {
+            let errno = |e: &std::io::Error| match e.raw_os_error() {
+                Some(28) => "ENOSPC".to_owned(),
+                Some(27) => "EFBIG".to_owned(),
+                _ => e.to_string(),
+            };
+            let chunk = vec![0x5au8; 1 << 20];
+            let (mut bytes, mut stopped) = (0u64, "none".to_owned());
+            'files: for i in 0..100_000 {
+                let Ok(mut f) = std::fs::File::create(format!("fill-{i}")) else {
+                    break;
+                };
+                for _ in 0..16 {
+                    match f.write(&chunk) {
+                        Ok(n) if n == chunk.len() => bytes += n as u64,
+                        Ok(n) => {
+                            bytes += n as u64;
+                            stopped = "short".into();
+                            break 'files;
+                        }
+                        Err(e) => {
+                            stopped = errno(&e);
+                            break 'files;
+                        }
+                    }
+                }
+            }
+            for i in 0..100_000 {
+                if std::fs::remove_file(format!("fill-{i}")).is_err() {
+                    break;
+                }
+            }
+            let Ok(top) = std::fs::File::open(".") else {
+                return ExitCode::from(9);
+            };
+            let (mut depth, mut why) = (0u64, "none".to_owned());
+            while depth < 1_000_000 {
+                if let Err(e) =
+                    std::fs::create_dir("d").and_then(|()| std::env::set_current_dir("d"))
+                {
+                    why = errno(&e);
+                    break;
+                }
+                depth += 1;
+            }
+            // Climb back out, removing each level, so the answer has an inode to go in.
+            for _ in 0..depth {
+                if std::env::set_current_dir("..")
+                    .and_then(|()| std::fs::remove_dir("d"))
+                    .is_err()
+                {
+                    return ExitCode::from(9);
+                }
+            }
+            if nix::unistd::fchdir(&top).is_err() {
+                return ExitCode::from(9);
+            }
+            respond_ok(&format!("bytes {bytes} {stopped} depth {depth} {why}\n"))
+        }
         "two-outputs" => {
             let _ = std::fs::write("out/a.txt", input(&req, "a").unwrap_or("A\n"));
             let _ = std::fs::write("out/b.txt", input(&req, "b").unwrap_or("B\n"));
