@@ -56,6 +56,16 @@ pub struct Observed {
 
 const MAX_REPORT: usize = 64 * 1024;
 
+/// Where an `audit` script plugin finds its own (sealed) script.
+pub const SCRIPT_FD: i32 = 3;
+
+/// Whether the executable starts with `#!`.
+fn is_script(exe: &File) -> bool {
+    use std::os::unix::fs::FileExt;
+    let mut magic = [0u8; 2];
+    exe.read_exact_at(&mut magic, 0).is_ok() && magic == *b"#!"
+}
+
 /// Spawns the plugin and supervises it to the end, group reaped. `inputs` is the total size and
 /// count of the file inputs in the stage (a `process` stage is made that much larger).
 pub fn run(
@@ -73,6 +83,14 @@ pub fn run(
     let mut moves = Vec::new();
     let report_write: Option<OwnedFd>;
     match runner {
+        None if is_script(exe) => {
+            // The interpreter reopens the path it is given, so a script's descriptor stays open
+            // in the plugin (as descriptor 3, `audit` only: `process` runs static ELF only).
+            cmd = Command::new(format!("/proc/self/fd/{SCRIPT_FD}"));
+            cmd.arg0(argv0);
+            moves.push((exe.as_fd(), SCRIPT_FD));
+            report_write = None;
+        }
         None => {
             cmd = Command::new(format!("/proc/self/fd/{}", exe.as_raw_fd()));
             cmd.arg0(argv0);
