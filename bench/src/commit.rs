@@ -75,6 +75,7 @@ fn libc_flags() -> i32 {
 
 fn limits(files: usize) -> Limits {
     Limits {
+        stderr: launch::exec::StderrMode::Discard,
         deadline: Duration::from_secs(30),
         max_stdout: 1 << 20,
         max_stderr: 64 << 10,

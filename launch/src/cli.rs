@@ -1,6 +1,6 @@
 //! Command line of `dot-launch`.
 
-use crate::exec::Limits;
+use crate::exec::{Limits, StderrMode};
 use crate::inputs::{GivenInputs, RequestSource};
 use crate::{LaunchError, Options};
 use argh::FromArgs;
@@ -43,6 +43,11 @@ pub struct Args {
     /// stderr limit in bytes; stderr is read and discarded (default 64 KiB)
     #[argh(option, default = "64 << 10")]
     pub max_stderr: usize,
+    /// the plugin's stderr, always bounded by --max-stderr and never written to disk: discard
+    /// (default), pass (forwarded live to this stderr) or tail (its last 4 KiB in a failure's
+    /// run.stderr_tail)
+    #[argh(option, default = "StderrMode::Discard")]
+    pub stderr: StderrMode,
     /// process: the most tasks (processes and threads) the plugin may have at once (default 256)
     #[argh(option, default = "MAX_TASKS")]
     pub max_tasks: u64,
@@ -110,6 +115,7 @@ pub fn run(args: Args) -> Result<Output, LaunchError> {
         },
         target: args.target,
         limits: Limits {
+            stderr: args.stderr,
             deadline: Duration::from_millis(args.deadline_ms),
             max_stdout: args.max_stdout,
             max_stderr: args.max_stderr,

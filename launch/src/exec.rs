@@ -12,9 +12,41 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// What happens to the plugin's stderr: it is always read and bounded by `max_stderr`, and never
+/// written to disk.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum StderrMode {
+    /// Read and thrown away (the default).
+    #[default]
+    Discard,
+    /// Forwarded live to dot-launch's own stderr, up to `max_stderr` bytes.
+    Pass,
+    /// The last `STDERR_TAIL` bytes kept for the failure object (`run.stderr_tail`).
+    Tail,
+}
+
+impl std::str::FromStr for StderrMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "discard" => Ok(StderrMode::Discard),
+            "pass" => Ok(StderrMode::Pass),
+            "tail" => Ok(StderrMode::Tail),
+            other => Err(format!(
+                "unknown --stderr {other:?}; expected discard, pass or tail"
+            )),
+        }
+    }
+}
+
+/// How many of stderr's last bytes `--stderr tail` keeps.
+pub const STDERR_TAIL: usize = 4096;
+
 /// Limits for one run.
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
+    /// What happens to the plugin's stderr.
+    pub stderr: StderrMode,
     pub deadline: Duration,
     pub max_stdout: usize,
     pub max_stderr: usize,
@@ -48,6 +80,12 @@ pub struct Observed {
     pub deadline_hit: bool,
     /// What `dot-sandbox` wrote on its report descriptor (empty at `audit`).
     pub report: Vec<u8>,
+    /// With `--stderr tail`: the last `STDERR_TAIL` bytes of stderr.
+    pub stderr_tail: Vec<u8>,
+    /// With `--stderr pass`: how many bytes were forwarded to dot-launch's stderr, and whether
+    /// the last of them ended a line.
+    pub stderr_passed: u64,
+    pub stderr_passed_ends_line: bool,
     /// The root of a `process` plugin's stage (its private tmpfs), sent with the report.
     pub stage: Option<OwnedFd>,
     pub status: std::process::ExitStatus,
@@ -143,6 +181,10 @@ pub fn run(
     let (mut observed, mut streams) = supervised?;
     reaped?;
     streams.drain_to_eof(&mut observed, limits);
+    if !observed.stderr_passed_ends_line {
+        // dot-launch's own last line (a result or an error) starts on a line of its own.
+        let _ = std::io::stderr().write_all(b"\n");
+    }
     observed.status = child
         .wait()
         .map_err(|e| LaunchError::io("waiting for the plugin", stage, e))?;
@@ -198,18 +240,14 @@ fn set_nonblocking(fd: impl AsFd) -> Result<(), LaunchError> {
 
 /// Reads what is available now. Returns `false` at EOF (or on error), `true` when the stream is
 /// still open.
-fn read_some(r: &mut impl Read, keep: Option<(&mut Vec<u8>, usize)>, count: &mut u64) -> bool {
+fn read_some(r: &mut impl Read, count: &mut u64, mut sink: impl FnMut(&[u8])) -> bool {
     let mut buf = [0u8; 16 * 1024];
-    let mut keep = keep;
     loop {
         match r.read(&mut buf) {
             Ok(0) => return false,
             Ok(n) => {
                 *count += n as u64;
-                if let Some((v, cap)) = keep.as_mut() {
-                    let room = (*cap + 1).saturating_sub(v.len());
-                    v.extend_from_slice(&buf[..n.min(room)]);
-                }
+                sink(&buf[..n]);
             }
             Err(e) if e.kind() == ErrorKind::WouldBlock => return true,
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
@@ -260,16 +298,39 @@ impl Streams {
 
     fn pump(&mut self, o: &mut Observed, limits: &Limits) {
         if let Some(s) = self.stdout.as_mut() {
-            if !read_some(
-                s,
-                Some((&mut o.stdout, limits.max_stdout)),
-                &mut o.stdout_bytes,
-            ) {
+            let keep = &mut o.stdout;
+            let open = read_some(s, &mut o.stdout_bytes, |b| {
+                let room = (limits.max_stdout + 1).saturating_sub(keep.len());
+                keep.extend_from_slice(&b[..b.len().min(room)]);
+            });
+            if !open {
                 self.stdout = None;
             }
         }
         if let Some(s) = self.stderr.as_mut() {
-            if !read_some(s, None, &mut o.stderr_bytes) {
+            let (tail, passed, ends_line) = (
+                &mut o.stderr_tail,
+                &mut o.stderr_passed,
+                &mut o.stderr_passed_ends_line,
+            );
+            let open = read_some(s, &mut o.stderr_bytes, |b| match limits.stderr {
+                StderrMode::Discard => {}
+                StderrMode::Tail => {
+                    tail.extend_from_slice(b);
+                    let extra = tail.len().saturating_sub(STDERR_TAIL);
+                    tail.drain(..extra);
+                }
+                StderrMode::Pass => {
+                    // Forwarded as it comes, never past the limit (the run fails beyond it).
+                    let room = (limits.max_stderr as u64).saturating_sub(*passed);
+                    let n = b.len().min(usize::try_from(room).unwrap_or(usize::MAX));
+                    if n > 0 && std::io::stderr().write_all(&b[..n]).is_ok() {
+                        *passed += n as u64;
+                        *ends_line = b[n - 1] == b'\n';
+                    }
+                }
+            });
+            if !open {
                 self.stderr = None;
             }
         }
@@ -324,6 +385,9 @@ fn supervise(
         over_limit: None,
         deadline_hit: false,
         report: Vec::new(),
+        stderr_tail: Vec::new(),
+        stderr_passed: 0,
+        stderr_passed_ends_line: true,
         stage: None,
         status: std::os::unix::process::ExitStatusExt::from_raw(0),
         duration: Duration::ZERO,

@@ -371,6 +371,8 @@ pub fn launch(opts: &Options) -> Result<RunResult, LaunchError> {
         response: None,
         failure: None,
         enforced: None,
+        stderr_tail: (opts.limits.stderr == exec::StderrMode::Tail)
+            .then(|| String::from_utf8_lossy(&observed.stderr_tail).into_owned()),
     };
     if let Err(e) = judge(&observed, &mut result) {
         let _ = run.remove();
@@ -386,6 +388,7 @@ pub fn launch(opts: &Options) -> Result<RunResult, LaunchError> {
         // no COMMITTED. The journal holds BEGIN only; a crash from here on leaves an ABANDONED
         // run, exactly as before the plugin ran.
         result.status = RunStatus::Committed;
+        result.stderr_tail = None;
         run.remove_with(false)?;
         return Ok(result);
     }
@@ -400,6 +403,7 @@ pub fn launch(opts: &Options) -> Result<RunResult, LaunchError> {
         Ok(outputs) => {
             result.outputs = outputs;
             result.status = RunStatus::Committed;
+            result.stderr_tail = None;
             run.remove()?;
             Ok(result)
         }
@@ -533,6 +537,21 @@ fn judge(o: &exec::Observed, result: &mut RunResult) -> Result<(), LaunchError> 
         ));
     }
     if let Some(code) = o.status.code().filter(|c| *c != 0) {
+        // A plugin that explains itself (`status: "error"`) keeps its message, whatever its exit
+        // status.
+        if let Ok(response) = Response::parse(&o.stdout, o.stdout.len().max(1)) {
+            if response.protocol == PROTOCOL_VERSION && response.status == ResponseStatus::Error {
+                let msg = format!(
+                    "{} (exit status {code})",
+                    response
+                        .message
+                        .as_deref()
+                        .unwrap_or("the plugin reported an error")
+                );
+                result.response = Some(response);
+                return Err(plugin_failure(result.clone(), "plugin-error", msg));
+            }
+        }
         return Err(plugin_failure(
             r,
             "plugin-exit",

@@ -35,6 +35,10 @@ pub struct RunResult {
     /// For `process`: the containment the runner reported as enforced.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enforced: Option<Enforced>,
+    /// With `--stderr tail`, for a failed run: the last 4 KiB of the plugin's stderr (invalid
+    /// UTF-8 replaced).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stderr_tail: Option<String>,
 }
 
 /// The outcome of a run.

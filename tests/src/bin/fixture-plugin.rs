@@ -152,6 +152,20 @@ fn main() -> ExitCode {
             eprintln!("a warning the launcher counts and discards");
             respond_ok("x")
         }
+        // Explains its failure: numbered debug lines on stderr (`size` of them, default 3), then
+        // `status: "error"` with a message, then exit status 4.
+        "explain-fail" => {
+            let n: usize = input(&req, "size")
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(3);
+            for i in 0..n {
+                eprintln!("debug line {i}");
+            }
+            println!(
+                r#"{{"protocol":"1.0","status":"error","message":"the input was not a poem"}}"#
+            );
+            ExitCode::from(4)
+        }
         "exit-3" => {
             let _ = std::fs::write("out/result.txt", "x");
             println!("{OK}");
