@@ -233,6 +233,28 @@ const MFD_EXEC: libc::c_uint = 0x0010;
 const FROZEN: libc::c_int =
     libc::F_SEAL_WRITE | libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
 
+/// A new, empty memfd for an executable copy (`MFD_CLOEXEC|MFD_ALLOW_SEALING|MFD_EXEC`), to be
+/// filled by the caller and then [`freeze`]d. Until it is frozen only this process must be able to
+/// write it, so the process is first made non-dumpable (`PR_SET_DUMPABLE` 0): its descriptors
+/// (`/proc/PID/fd/N`, `pidfd_getfd`) are then out of reach of anything without `CAP_SYS_PTRACE`,
+/// same-user processes included. `EACCES` means the host forbids executable memfds
+/// (`vm.memfd_noexec = 2`).
+pub fn exec_memfd(name: &CStr) -> io::Result<File> {
+    nix::sys::prctl::set_dumpable(false).map_err(io::Error::from)?;
+    memfd_create_exec(name).map(File::from)
+}
+
+/// Freezes a memfd made by [`exec_memfd`]: mode 0555 (readable and executable by everyone, a
+/// per-run uid runs it; writable by no one), sealed with `F_SEAL_WRITE|F_SEAL_SHRINK|F_SEAL_GROW|
+/// F_SEAL_SEAL` so that no descriptor anywhere can change it any more, offset back at 0.
+pub fn freeze(file: &mut File) -> io::Result<()> {
+    nix::sys::stat::fchmod(&*file, nix::sys::stat::Mode::from_bits_truncate(0o555))?;
+    let fd = OwnedFd::from(file.try_clone()?);
+    add_seals(&fd, FROZEN)?;
+    io::Seek::rewind(file)?;
+    Ok(())
+}
+
 /// Which step of [`sealed_copy`] failed.
 #[derive(Debug)]
 pub enum SealError {
@@ -257,28 +279,18 @@ impl std::fmt::Display for SealError {
 
 impl std::error::Error for SealError {}
 
-/// A private, executable copy of the first `len` bytes of `src`, sealed so that no descriptor
-/// anywhere can change it any more: a memfd (`MFD_CLOEXEC|MFD_ALLOW_SEALING|MFD_EXEC`) filled with
-/// `sendfile`, given mode 0555, then sealed with `F_SEAL_WRITE|F_SEAL_SHRINK|F_SEAL_GROW|
-/// F_SEAL_SEAL`, its offset back at 0.
-///
-/// Whatever happens to `src` afterwards (rewritten in place, truncated, replaced), the copy keeps
-/// the bytes it was sealed with; a caller that digests the returned file executes exactly what it
-/// digested.
+/// A private, executable, frozen copy of the first `len` bytes of `src` ([`exec_memfd`] filled
+/// with `sendfile`, then [`freeze`]). Whatever happens to `src` afterwards (rewritten in place,
+/// truncated, replaced), the copy keeps the bytes it was frozen with.
 pub fn sealed_copy(src: &File, len: u64, name: &CStr) -> Result<File, SealError> {
-    let memfd = memfd_create_exec(name).map_err(SealError::Create)?;
+    let mut memfd = exec_memfd(name).map_err(SealError::Create)?;
     copy_exactly(src, &memfd, len).map_err(SealError::Copy)?;
-    // Readable and executable by everyone (a per-run uid runs it), writable by no one.
-    nix::sys::stat::fchmod(&memfd, nix::sys::stat::Mode::from_bits_truncate(0o555))
-        .map_err(|e| SealError::Seal(e.into()))?;
-    add_seals(&memfd, FROZEN).map_err(SealError::Seal)?;
-    let mut file = File::from(memfd);
-    io::Seek::rewind(&mut file).map_err(SealError::Seal)?;
-    Ok(file)
+    freeze(&mut memfd).map_err(SealError::Seal)?;
+    Ok(memfd)
 }
 
 /// `sendfile` the first `len` bytes of `src` (from offset 0, not moving its offset) into `dst`.
-fn copy_exactly(src: &File, dst: &OwnedFd, len: u64) -> io::Result<()> {
+fn copy_exactly(src: &File, dst: &File, len: u64) -> io::Result<()> {
     let mut offset: libc::off_t = 0;
     let total =
         libc::off_t::try_from(len).map_err(|_| io::Error::from_raw_os_error(libc::EFBIG))?;

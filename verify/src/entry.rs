@@ -133,34 +133,24 @@ pub fn verify_entry(root: &Root, name: &Name) -> Result<Verified, VerifyError> {
     }
     // What is digested below is a sealed private copy, and that copy is what runs: rewriting the
     // pinned file in place after this point changes nothing that is executed.
-    let exe = sys::fs::sealed_copy(&exe, entry.size, c"dot-pinned").map_err(|e| {
-        use sys::fs::SealError;
-        match e {
-            SealError::Copy(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
-                tampered(format!("it shrank while it was copied: {e}"))
-            }
-            SealError::Create(source) | SealError::Seal(source) => {
-                VerifyError::ExecSealUnavailable {
-                    path: exe_path.clone(),
-                    source,
-                }
-            }
-            SealError::Copy(e) => VerifyError::io(&exe_path, e),
-        }
+    let (exe, meta, digested) = sealed_copy(&exe, &exe_path)?;
+    let elf = check_digested(
+        &exe,
+        &meta,
+        digested,
+        &entry.sha256,
+        entry.size,
+        entry.containment,
+    )
+    .map_err(|e| match e {
+        VerifyError::SizeMismatch {
+            expected, found, ..
+        } => tampered(format!("it is {found} bytes, the entry says {expected}")),
+        VerifyError::DigestMismatch {
+            expected, found, ..
+        } => tampered(format!("its sha256 is {found}, the entry says {expected}")),
+        other => other.with_path(&exe_path),
     })?;
-    let meta = exe.metadata().map_err(|e| VerifyError::io(&exe_path, e))?;
-    let elf =
-        check_exe_file(&exe, &meta, &entry.sha256, entry.size, entry.containment).map_err(|e| {
-            match e {
-                VerifyError::SizeMismatch {
-                    expected, found, ..
-                } => tampered(format!("it is {found} bytes, the entry says {expected}")),
-                VerifyError::DigestMismatch {
-                    expected, found, ..
-                } => tampered(format!("its sha256 is {found}, the entry says {expected}")),
-                other => other.with_path(&exe_path),
-            }
-        })?;
     let (elf, dependencies) = match elf {
         Some(facts) => (Some(facts), Dependencies::Pinned),
         None => match elf::check_static_elf(&exe) {
@@ -195,6 +185,23 @@ pub fn verify_entry(root: &Root, name: &Name) -> Result<Verified, VerifyError> {
     })
 }
 
+/// The pinned copy `store` copied into a sealed private memfd (`sys::fs::exec_memfd`, `freeze`),
+/// the copy's metadata, and the SHA-256 and length of exactly the bytes written into it (taken in
+/// the same pass; nothing else can write the memfd before it is frozen). The copy is what runs.
+fn sealed_copy(store: &File, path: &Path) -> Result<(File, Metadata, (Sha256, u64)), VerifyError> {
+    let unavailable = |source| VerifyError::ExecSealUnavailable {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut copy = sys::fs::exec_memfd(c"dot-pinned").map_err(unavailable)?;
+    // One pass: each chunk hashed, then written to the copy on a second thread.
+    let digested =
+        crate::digest::digest_into(store, &copy).map_err(|e| VerifyError::io(path, e))?;
+    sys::fs::freeze(&mut copy).map_err(unavailable)?;
+    let meta = copy.metadata().map_err(|e| VerifyError::io(path, e))?;
+    Ok((copy, meta, digested))
+}
+
 /// The checks on an open executable: regular file without setuid/setgid, size (from `meta`, before
 /// reading anything), digest (one streaming pass over the descriptor), and for `process` the
 /// static-ELF rule. Errors carry no path; the caller adds it with `VerifyError::with_path`.
@@ -209,8 +216,24 @@ pub fn check_exe_file(
     if meta.len() != expect_size {
         return Err(size_mismatch(expect_size, meta.len()));
     }
-    let (found, len) =
+    let digested =
         crate::digest::digest_file(file).map_err(|e| VerifyError::io(Path::new(""), e))?;
+    check_digested(file, meta, digested, expect_sha, expect_size, containment)
+}
+
+/// `check_exe_file` for a file whose digest and length were already taken (`digested`).
+fn check_digested(
+    file: &File,
+    meta: &Metadata,
+    (found, len): (Sha256, u64),
+    expect_sha: &Sha256,
+    expect_size: u64,
+    containment: Containment,
+) -> Result<Option<ElfFacts>, VerifyError> {
+    sys::fs::check_regular(meta).map_err(|e| VerifyError::from_open(Path::new(""), e))?;
+    if meta.len() != expect_size {
+        return Err(size_mismatch(expect_size, meta.len()));
+    }
     if len != expect_size {
         return Err(size_mismatch(expect_size, len));
     }
