@@ -86,8 +86,13 @@ pub fn run(
                 limits.max_output_bytes.to_string(),
                 "--nofile".to_owned(),
                 limits.max_files.to_string(),
-                "/proc/self/fd/4".to_owned(),
             ]);
+            // Test builds only: a pretended Landlock ABI reaches the runner, which builds its
+            // ruleset as on that kernel.
+            if let Some(abi) = crate::hooks::pretend_landlock_abi() {
+                cmd.args(["--landlock-abi".to_owned(), abi.to_string()]);
+            }
+            cmd.arg("/proc/self/fd/4");
             moves.push((r.file.as_fd(), 3));
             moves.push((exe.as_fd(), 4));
             report_write = Some(wr);

@@ -58,6 +58,11 @@ pub struct ExecArgs {
     /// hard RLIMIT_NOFILE (at least 16)
     #[argh(option)]
     pub nofile: u64,
+    /// test and diagnostic knob: build the Landlock ruleset as on a kernel with ABI
+    /// min(N, this kernel's); it can only leave out the best-effort parts (TCP rules below 4,
+    /// scopes below 6); below 3 is refused like such a kernel
+    #[argh(option)]
+    pub landlock_abi: Option<u32>,
     /// the plugin: must be exactly /proc/self/fd/4
     #[argh(positional)]
     pub plugin: String,
@@ -74,6 +79,10 @@ pub struct ProbeArgs {
     /// run only this probe (repeatable; default: all)
     #[argh(option)]
     pub only: Vec<String>,
+    /// test and diagnostic knob: report, and with --prove confine the canary, as on a kernel with
+    /// Landlock ABI min(N, this kernel's) (passed to every exec as --landlock-abi)
+    #[argh(option)]
+    pub landlock_abi: Option<u32>,
 }
 
 /// Every failure of `dot-sandbox`.
@@ -117,7 +126,7 @@ pub fn run(args: Args) -> Result<Output, Error> {
             Ok(never) => match never {},
         },
         Command::Probe(a) if a.prove => {
-            let report = prove::prove_sibling(&a.only)?;
+            let report = prove::prove_sibling(&a.only, a.landlock_abi)?;
             let code = if report.ok {
                 ExitCode::Success
             } else {
@@ -125,6 +134,6 @@ pub fn run(args: Args) -> Result<Output, Error> {
             };
             Ok(Output::json(&report).with_code(code))
         }
-        Command::Probe(_) => Ok(Output::json(&probe())),
+        Command::Probe(a) => Ok(Output::json(&probe::probe_capped(a.landlock_abi))),
     }
 }
