@@ -863,7 +863,7 @@ fn sigio_sigkill(victim: Option<&str>) -> io::Result<()> {
 fn wait_until_stdout_drained() {
     for _ in 0..5000 {
         let mut queued = 0;
-        if ioctl_int(1, libc::FIONREAD as u64, &mut queued).is_err() || queued == 0 {
+        if ioctl_int(1, libc::FIONREAD, &mut queued).is_err() || queued == 0 {
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(1));

@@ -110,3 +110,32 @@ fn the_runner_refuses_a_writable_and_executable_segment_before_the_plugin_runs()
         "the plugin ran"
     );
 }
+
+/// Registration applies the same rule (through `verify::elf`): the copy cannot become a
+/// `process` entry.
+#[test]
+fn registration_refuses_a_writable_and_executable_segment_for_process() {
+    let dir = Scratch::new("wx-register").expect("scratch");
+    let path = canary_with_executable_data(&dir.dir);
+    let register = common::runner_path().with_file_name("dot-register");
+    let root = dir.dir.join("root");
+    let init = std::process::Command::new(&register)
+        .args(["init", "--dev", "--root"])
+        .arg(&root)
+        .output()
+        .expect("dot-register init");
+    assert!(init.status.success());
+    let out = std::process::Command::new(&register)
+        .args(["dev", "--root"])
+        .arg(&root)
+        .args(["--name", "wx", "--containment", "process", "--exe"])
+        .arg(&path)
+        .output()
+        .expect("dot-register dev");
+    assert_eq!(out.status.code(), Some(1));
+    let err: ErrorObject =
+        serde_json::from_slice(out.stderr.trim_ascii_end()).expect("stderr error object");
+    assert_eq!(err.error, "exe-wx-segment");
+    assert!(err.message.contains("writable and executable"), "{err:?}");
+    assert!(!root.join("plugins.d/wx.json").exists(), "registered");
+}
