@@ -868,7 +868,7 @@ fn wait_until_stdout_drained() {
         }
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
-    std::thread::sleep(std::time::Duration::from_millis(50));
+    std::thread::sleep(std::time::Duration::from_millis(200));
 }
 
 /// `FS_IOC_SETFLAGS` with the flags the file already has (no change, but the call is made).
