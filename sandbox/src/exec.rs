@@ -16,10 +16,10 @@
 //!    read/write/create/remove/truncate without execute beneath the stage); best effort above
 //!    (ABI 4 TCP bind/connect denied, ABI 6 signal and abstract-unix scopes), for the kernel's ABI
 //!    or the lower one `--landlock-abi` names; refused unless enforced
-//! 8. seccomp (see `policy`), the last restriction because it denies what steps 3–7 use
-//! 9. every signal's disposition back to default and an empty signal mask (this runner, a Rust
-//!    program, ignores SIGPIPE, and an ignore survives `execve`); `rt_sigaction` and
-//!    `rt_sigprocmask` stay allowed, so this comes as late as it can
+//! 8. every signal's disposition back to default and an empty signal mask (this runner, a Rust
+//!    program, ignores SIGPIPE, and an ignore survives `execve`); nothing after this changes a
+//!    disposition, and before the filter its 63 syscalls do not each run the filter
+//! 9. seccomp (see `policy`), the last restriction because it denies what steps 3–7 use
 //! 10. every descriptor ≥ 3 close-on-exec, so the plugin holds exactly 0, 1 and 2
 //! 11. the report line, then `execve("/proc/self/fd/4")` carrying the seccomp cookie.
 
@@ -467,6 +467,8 @@ fn confine_and_exec(
     t.no_new_privs_us = laps.lap();
     let landlock = apply_landlock(&plugin, args.landlock_abi)?;
     t.landlock_us = laps.lap();
+    default_signals()?;
+    t.signals_us = laps.lap();
     let params = crate::policy::Params {
         pid: std::process::id(),
         cookie: sys::confine::random_u64().map_err(|e| ExecError::SeccompPolicy(e.to_string()))?,
@@ -475,8 +477,6 @@ fn confine_and_exec(
     t.seccomp_build_us = laps.lap();
     install_seccomp(&program)?;
     t.seccomp_install_us = laps.lap();
-    // Counted in `cloexec_us`: both make what the exec hands over exactly what was meant.
-    default_signals()?;
     cloexec_inherited()?;
     t.cloexec_us = laps.lap();
     t.peak_rss_kib = peak_rss_kib();

@@ -14,7 +14,8 @@
 //! 3. that code, once per distinct action (allow, `EPERM`, `ENOSYS`, each distinct rule chain):
 //!    the five signal calls share one chain, `mmap`/`mprotect`/`pkey_mprotect` another. A set of
 //!    values denied for one argument (the `ioctl` requests, the `fcntl` commands, the `prctl`
-//!    options) is one load and one comparison per value, not one seccompiler rule per value.
+//!    options) is one load and one comparison per value, and a set of flags (`clone`'s
+//!    namespace flags) one load and one bit test, not one seccompiler rule per value or flag.
 //!
 //! Denials are `EPERM`, never a signal: runtimes probe some of these calls and must see an errno.
 //! Only the two prefix checks kill.
@@ -36,6 +37,9 @@ pub enum Deny {
     /// Denied when the low 32 bits of argument `arg` equal one of `values` (what a seccompiler
     /// `Dword` `Eq` rule per value would say, compiled as one load and one comparison per value).
     OneOf { arg: u8, values: Vec<u32> },
+    /// Denied when the low 32 bits of argument `arg` have any bit of `mask` set (what a
+    /// seccompiler `Dword` `MaskedEq` rule per bit would say, compiled as one load and one test).
+    AnyBit { arg: u8, mask: u32 },
 }
 
 /// The deny rules: for each syscall number the ways it is denied (OR'ed; an empty list denies it
@@ -320,10 +324,13 @@ fn denied_by_argument(p: Params) -> Result<Vec<(i64, Vec<Deny>)>, BackendError> 
         CLONE_NEWPID,
         CLONE_NEWNET,
     ];
-    let mut clone = vec![rule(vec![dword(0, Op::MaskedEq(CLONE_THREAD as u64), 0)?])?];
-    for f in clone_new {
-        clone.push(flag_set(0, f as u64)?);
-    }
+    let clone = vec![
+        rule(vec![dword(0, Op::MaskedEq(CLONE_THREAD as u64), 0)?])?,
+        Deny::AnyBit {
+            arg: 0,
+            mask: clone_new.iter().fold(0, |m, f| m | *f as u32),
+        },
+    ];
     let exec = |arg| flag_set(arg, PROT_EXEC as u64);
     // The pid comes first: no chain built with a pid can then equal a chain of constants (the
     // personality rule below is `!= 0 && != 0xffffffff`), whatever the pid, so the program's
@@ -432,6 +439,7 @@ const ARGS_OFFSET: u32 = 16;
 const JA: u16 = 0x05;
 const JEQ_K: u16 = 0x15;
 const JGE_K: u16 = 0x35;
+const JSET_K: u16 = 0x45;
 const RET_K: u16 = 0x06;
 
 /// The hand-written prefix: architecture check, x32 kill, `clone3` → `ENOSYS`. Leaves the syscall
@@ -497,6 +505,10 @@ fn leaf_code(leaf: &Leaf) -> Vec<sock_filter> {
                     // own filter uses.
                     Deny::Rule(r) => code.extend(rule_body(Vec::<sock_filter>::from(r.clone()))),
                     Deny::OneOf { arg, values } => code.extend(one_of(*arg, values)),
+                    Deny::AnyBit { arg, mask } => {
+                        code.push(stmt(LD_W_ABS, ARGS_OFFSET + 8 * u32::from(*arg)));
+                        code.push(jump(JSET_K, *mask, 0, 1));
+                    }
                 }
                 code.push(deny.clone());
             }
@@ -659,7 +671,8 @@ pub fn program_bytes(code: &[sock_filter]) -> Vec<u8> {
     out
 }
 
-/// The same rules as seccompiler rules only: each value of a `OneOf` becomes a `Dword` `Eq` rule.
+/// The same rules as seccompiler rules only: each value of a `OneOf` becomes a `Dword` `Eq` rule,
+/// each bit of an `AnyBit` a `Dword` `MaskedEq` rule.
 pub fn seccompiler_rules(rules: &Rules) -> Result<BTreeMap<i64, Vec<SeccompRule>>, BackendError> {
     let mut out = BTreeMap::new();
     for (&nr, chain) in rules {
@@ -670,6 +683,18 @@ pub fn seccompiler_rules(rules: &Rules) -> Result<BTreeMap<i64, Vec<SeccompRule>
                 Deny::OneOf { arg, values } => {
                     for &v in values {
                         expanded.push(SeccompRule::new(vec![dword(*arg, Op::Eq, u64::from(v))?])?);
+                    }
+                }
+                Deny::AnyBit { arg, mask } => {
+                    for bit in (0..32)
+                        .map(|b| 1u64 << b)
+                        .filter(|b| u64::from(*mask) & b != 0)
+                    {
+                        expanded.push(SeccompRule::new(vec![dword(
+                            *arg,
+                            Op::MaskedEq(bit),
+                            bit,
+                        )?])?);
                     }
                 }
             }
@@ -1079,6 +1104,9 @@ mod tests {
             u64::from(u32::MAX),
             (libc::CLONE_THREAD | libc::CLONE_VM | libc::CLONE_SIGHAND) as u64,
             (libc::CLONE_THREAD | libc::CLONE_NEWUSER) as u64,
+            (libc::CLONE_THREAD | libc::CLONE_VM | libc::CLONE_NEWCGROUP) as u64,
+            (libc::CLONE_THREAD | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS) as u64 | (1 << 35),
+            libc::CLONE_NEWNS as u64,
             libc::PROT_EXEC as u64,
             (libc::PROT_READ | libc::PROT_WRITE) as u64,
             TIOCSTI,
