@@ -111,7 +111,7 @@ pub struct Timings {
     pub runner_peak_rss_kib: u64,
 }
 
-fn steps_of(t: &ConfineTimings) -> [(&'static str, u64); 9] {
+fn steps_of(t: &ConfineTimings) -> [(&'static str, u64); 10] {
     [
         ("elf", t.elf_us),
         ("parent_death", t.parent_death_us),
@@ -119,6 +119,7 @@ fn steps_of(t: &ConfineTimings) -> [(&'static str, u64); 9] {
         ("capabilities", t.capabilities_us),
         ("no_new_privs", t.no_new_privs_us),
         ("landlock", t.landlock_us),
+        ("signals", t.signals_us),
         ("seccomp_build", t.seccomp_build_us),
         ("seccomp_install", t.seccomp_install_us),
         ("cloexec", t.cloexec_us),
@@ -134,7 +135,7 @@ pub fn timings(argv: &[String], runs: usize) -> Result<Timings, BenchError> {
         });
     };
     let mut confine = Vec::with_capacity(runs);
-    let mut steps: Vec<Vec<f64>> = (0..9).map(|_| Vec::with_capacity(runs)).collect();
+    let mut steps: Vec<Vec<f64>> = (0..10).map(|_| Vec::with_capacity(runs)).collect();
     let mut rss = 0u64;
     for _ in 0..runs {
         let out = Command::new(program)

@@ -6,7 +6,13 @@
 //! `errno:NAME` (the kernel refused). A denial by signal kills it; the caller sees the signal.
 //!
 //! `dot-canary --proof NAME` is what the exec probes execute when an exec succeeds: it records
-//! `ok` for NAME.
+//! `ok` for NAME. `dot-canary --reexec` executes itself again at once, without arguments, with
+//! every signal at its default but SIGPIPE ignored: what a Rust runner hands a plugin unless it
+//! resets them (Rust ignores SIGPIPE at start, and an ignored signal stays ignored across
+//! `execve`). The harness runs it unconfined to show the `signal-dispositions` probe detects it.
+//!
+//! The signal dispositions and mask this program was executed with are recorded before Rust's
+//! runtime starts (a function in `.init_array`), since that runtime changes SIGPIPE's.
 //!
 //! This is the one crate besides `sys` with `unsafe`: its job is raw syscalls. Every block carries
 //! a `// SAFETY:` comment; nix's safe wrappers are used where they exist.
@@ -20,12 +26,53 @@ use std::io::{self, BufRead, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Signals ignored (`SIG_IGN`) when this program was executed: bit `n - 1` for signal `n`.
+static IGNORED_AT_EXEC: AtomicU64 = AtomicU64::new(0);
+/// Signals blocked when this program was executed, likewise.
+static BLOCKED_AT_EXEC: AtomicU64 = AtomicU64::new(0);
+
+/// Runs before Rust's runtime (which sets SIGPIPE to `SIG_IGN`): C runtime start-up calls every
+/// function in `.init_array` before `main`. Only raw syscalls, no allocation.
+extern "C" fn record_signals_at_exec() {
+    let mut ignored = 0u64;
+    for sig in 1..=sys::confine::MAX_SIGNAL {
+        if sys::confine::signal_ignored(sig).unwrap_or(false) {
+            ignored |= 1 << (sig - 1);
+        }
+    }
+    IGNORED_AT_EXEC.store(ignored, Ordering::SeqCst);
+    BLOCKED_AT_EXEC.store(
+        sys::confine::signal_mask().unwrap_or(u64::MAX),
+        Ordering::SeqCst,
+    );
+}
+
+// A pointer to a function taking and returning nothing, placed where the C runtime expects its
+// start-up functions; the function only reads signal state and stores two integers.
+#[used]
+#[link_section = ".init_array"]
+static RECORD_SIGNALS_AT_EXEC: extern "C" fn() = record_signals_at_exec;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).map(String::as_str) == Some("--proof") {
         let name = args.get(2).cloned().unwrap_or_default();
         return finish(&name, "ok");
+    }
+    if args.get(1).map(String::as_str) == Some("--reexec") {
+        // Exactly what a Rust runner that resets nothing hands over, whatever this process
+        // inherited: every signal at its default but SIGPIPE, which Rust's runtime ignores.
+        use nix::sys::signal::{signal, SigHandler, Signal};
+        let _ = sys::confine::default_signals();
+        // SAFETY: ignoring a signal installs no handler code.
+        let _ = unsafe { signal(Signal::SIGPIPE, SigHandler::SigIgn) };
+        let argv = cstrings(&["dot-canary"]);
+        let env: [&CStr; 0] = [];
+        let err = nix::unistd::execve(c"/proc/self/exe", &argv, &env);
+        let _ = writeln!(io::stderr(), "canary: re-executing itself: {err:?}");
+        return ExitCode::from(2);
     }
     let mut line = String::new();
     if io::stdin().lock().take_line(&mut line).is_err() {
@@ -41,7 +88,12 @@ fn main() -> ExitCode {
     let inputs = request.inputs;
     let name = inputs.get("probe").cloned().unwrap_or_default();
     let outcome = run(&name, &inputs);
-    finish(&name, &outcome)
+    let code = finish(&name, &outcome);
+    if name == "sigio-sigkill" && outcome == "ok" {
+        // The signal goes out when the reader drains the pipe: stay until it has.
+        wait_until_stdout_drained();
+    }
+    code
 }
 
 trait TakeLine {
@@ -110,11 +162,11 @@ fn ppid() -> Pid {
     nix::unistd::getppid()
 }
 
-/// The file outside the stage the harness set up (input `victim`, an absolute path; its directory
+/// The file outside the stage the harness set up (input `outside`, an absolute path; its directory
 /// is writable by everyone, so only the confinement stands in the way).
 fn victim(inputs: &BTreeMap<String, String>) -> std::path::PathBuf {
     inputs
-        .get("victim")
+        .get("outside")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| "../victim".into())
 }
@@ -241,6 +293,24 @@ fn run(name: &str, inputs: &BTreeMap<String, String>) -> String {
         "perf-event-open" => res(perf_event_open()),
         "userfaultfd" => res(userfaultfd()),
         "prctl-pdeathsig" => res(prctl_pdeathsig_zero()),
+        "fsetown-parent" => res(set_owner(1, ppid().as_raw())),
+        "fsetown-init" => res(set_owner(1, 1)),
+        "fsetown-ex-parent" => res(set_owner_ex(1, ppid().as_raw())),
+        "fsetsig" => res(fcntl_int(1, F_SETSIG, libc::SIGKILL)),
+        "o-async" => res(o_async(1)),
+        "fioasync" => res(fioasync(1)),
+        "fsetlease" => res(lease()),
+        "fnotify" => res(dnotify()),
+        "fiosetown" => res(socket_owner(FIOSETOWN)),
+        "siocspgrp" => res(socket_owner(SIOCSPGRP)),
+        "tiocsctty" => res(tiocsctty()),
+        "tiocspgrp" => res(tiocspgrp()),
+        "tiocsig" => res(tiocsig()),
+        "sigio-sigkill" => res(sigio_sigkill(inputs.get("victim").map(String::as_str))),
+        "fs-ioc-setflags" => res(stage_file().and_then(|()| setflags())),
+        "fs-ioc-fssetxattr" => res(stage_file().and_then(|()| fssetxattr())),
+        "signal-dispositions" => signal_dispositions(),
+        "write-exec-data" => res(write_exec_data()),
         "tiocsti" => res(tiocsti(libc::TIOCSTI)),
         "tiocsti-high-bits" => res(tiocsti(libc::TIOCSTI | (1 << 32))),
         "setrlimit-raise-hard" => res(raise_hard_nofile()),
@@ -670,6 +740,237 @@ fn tiocsti(request: u64) -> io::Result<()> {
     let c: u8 = b'\n';
     // SAFETY: TIOCSTI reads one byte from `c`, alive for the call.
     sys_res(unsafe { libc::syscall(libc::SYS_ioctl, 0, request, &c as *const u8) }).map(drop)
+}
+
+/// `fcntl` commands and `ioctl` requests the libc crate does not name (uapi fcntl.h, sockios.h,
+/// fs.h).
+const F_SETSIG: i32 = 10;
+const F_SETOWN_EX: i32 = 15;
+const F_OWNER_PID: i32 = 1;
+const FIOSETOWN: u64 = 0x8901;
+const SIOCSPGRP: u64 = 0x8902;
+const FS_IOC_FSGETXATTR: u64 = 0x801c_581f;
+const FS_IOC_FSSETXATTR: u64 = 0x401c_5820;
+const DN_CREATE: i32 = 4;
+
+/// `fcntl(fd, cmd, arg)` with an integer argument.
+fn fcntl_int(fd: i32, cmd: i32, arg: i32) -> io::Result<i32> {
+    // SAFETY: an integer argument only; the commands used here touch no memory of ours.
+    sys_res(unsafe { libc::fcntl(fd, cmd, arg) } as libc::c_long).map(|r| r as i32)
+}
+
+/// `ioctl(fd, request, &value)` with an `int` the kernel reads (or writes).
+fn ioctl_int(fd: i32, request: u64, value: &mut i32) -> io::Result<()> {
+    // SAFETY: the requests used here read or write one int at `value`, alive for the call.
+    sys_res(unsafe { libc::syscall(libc::SYS_ioctl, fd, request, value as *mut i32) }).map(drop)
+}
+
+/// `F_SETOWN`: signal-driven I/O on `fd` would signal `pid`. Without `O_ASYNC` on the
+/// descriptor nothing is ever sent.
+fn set_owner(fd: i32, pid: i32) -> io::Result<()> {
+    fcntl_int(fd, libc::F_SETOWN, pid).map(drop)
+}
+
+fn set_owner_ex(fd: i32, pid: i32) -> io::Result<()> {
+    // struct f_owner_ex { int type; pid_t pid; }
+    let owner: [i32; 2] = [F_OWNER_PID, pid];
+    // SAFETY: F_SETOWN_EX reads one struct f_owner_ex (two ints) from `owner`, alive.
+    sys_res(unsafe { libc::fcntl(fd, F_SETOWN_EX, owner.as_ptr()) } as libc::c_long).map(drop)
+}
+
+/// Sets `O_ASYNC` on `fd` and clears it again (no owner is set: nothing is signalled).
+fn o_async(fd: i32) -> io::Result<()> {
+    let flags = fcntl_int(fd, libc::F_GETFL, 0)?;
+    fcntl_int(fd, libc::F_SETFL, flags | libc::O_ASYNC)?;
+    fcntl_int(fd, libc::F_SETFL, flags).map(drop)
+}
+
+/// The `ioctl` form of `O_ASYNC`, on and off again.
+fn fioasync(fd: i32) -> io::Result<()> {
+    ioctl_int(fd, libc::FIOASYNC, &mut 1)?;
+    ioctl_int(fd, libc::FIOASYNC, &mut 0)
+}
+
+/// A read lease on a file of its own (its break would signal the lease holder), then released.
+fn lease() -> io::Result<()> {
+    stage_file()?;
+    let f = File::open("f")?;
+    fcntl_int(f.as_raw_fd(), libc::F_SETLEASE, libc::F_RDLCK)?;
+    fcntl_int(f.as_raw_fd(), libc::F_SETLEASE, libc::F_UNLCK).map(drop)
+}
+
+/// dnotify on the stage (an entry created there would signal the descriptor's owner), removed
+/// again before anything is created.
+fn dnotify() -> io::Result<()> {
+    let dir = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY)
+        .open(".")?;
+    fcntl_int(dir.as_raw_fd(), libc::F_NOTIFY, DN_CREATE)?;
+    fcntl_int(dir.as_raw_fd(), libc::F_NOTIFY, 0).map(drop)
+}
+
+/// The socket owner `ioctl`s, on a socket of a fresh pair, naming the parent (no `O_ASYNC`:
+/// nothing is sent). Where sockets are refused, on standard output instead, so the call is made.
+fn socket_owner(request: u64) -> io::Result<()> {
+    let mut parent = ppid().as_raw();
+    match std::os::unix::net::UnixStream::pair() {
+        Ok((a, _b)) => ioctl_int(a.as_raw_fd(), request, &mut parent),
+        Err(_) => ioctl_int(1, request, &mut parent),
+    }
+}
+
+/// Makes standard input (the harness's pseudo-terminal) the controlling terminal of a new
+/// session. Confined, `setsid` is refused too; the `ioctl` is made either way.
+fn tiocsctty() -> io::Result<()> {
+    let _ = nix::unistd::setsid();
+    // SAFETY: TIOCSCTTY takes an integer argument (0: do not steal).
+    sys_res(unsafe { libc::syscall(libc::SYS_ioctl, 0, libc::TIOCSCTTY, 0) }).map(drop)
+}
+
+/// Makes its own process group the foreground group of its controlling terminal (which decides
+/// who gets the terminal's SIGINT, SIGTSTP, SIGHUP, …).
+fn tiocspgrp() -> io::Result<()> {
+    let _ = tiocsctty();
+    let mut pgrp = nix::unistd::getpgrp().as_raw();
+    ioctl_int(0, libc::TIOCSPGRP, &mut pgrp)
+}
+
+/// `TIOCSIG` on a new pseudo-terminal master: SIGINT to the foreground group of its slave (which
+/// has none: nobody receives it). Confined, `/dev/ptmx` cannot be opened; the call is then made
+/// on standard input.
+fn tiocsig() -> io::Result<()> {
+    let fd = match OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NOCTTY)
+        .open("/dev/ptmx")
+    {
+        Ok(master) => OwnedFd::from(master),
+        Err(_) => {
+            // SAFETY: TIOCSIG takes an integer argument (the signal).
+            let r = unsafe { libc::syscall(libc::SYS_ioctl, 0, libc::TIOCSIG, libc::SIGINT) };
+            return sys_res(r).map(drop);
+        }
+    };
+    // SAFETY: as above, on the master just opened.
+    sys_res(unsafe { libc::syscall(libc::SYS_ioctl, fd.as_raw_fd(), libc::TIOCSIG, libc::SIGINT) })
+        .map(drop)
+}
+
+/// The whole signal-driven I/O route on standard output: owner `victim` (`parent`, a pid, or
+/// itself when absent), signal SIGKILL, `O_ASYNC`. The kernel then sends SIGKILL to the victim
+/// when the reader (the launcher) drains the pipe. Returns after setting it up.
+fn sigio_sigkill(victim: Option<&str>) -> io::Result<()> {
+    let pid = match victim {
+        Some("parent") => ppid().as_raw(),
+        Some(v) => v
+            .parse()
+            .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?,
+        None => nix::unistd::getpid().as_raw(),
+    };
+    set_owner(1, pid)?;
+    fcntl_int(1, F_SETSIG, libc::SIGKILL)?;
+    let flags = fcntl_int(1, libc::F_GETFL, 0)?;
+    fcntl_int(1, libc::F_SETFL, flags | libc::O_ASYNC).map(drop)
+}
+
+/// Waits (at most about 5 s) until what it wrote on standard output has been read, then a little
+/// longer for the reader's signal to be sent.
+fn wait_until_stdout_drained() {
+    for _ in 0..5000 {
+        let mut queued = 0;
+        if ioctl_int(1, libc::FIONREAD, &mut queued).is_err() || queued == 0 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+}
+
+/// `FS_IOC_SETFLAGS` with the flags the file already has (no change, but the call is made).
+fn setflags() -> io::Result<()> {
+    let f = File::open("f")?;
+    let mut flags = 0;
+    ioctl_int(f.as_raw_fd(), libc::FS_IOC_GETFLAGS, &mut flags)?;
+    ioctl_int(f.as_raw_fd(), libc::FS_IOC_SETFLAGS, &mut flags)
+}
+
+/// `FS_IOC_FSSETXATTR` with the attributes the file already has.
+fn fssetxattr() -> io::Result<()> {
+    let f = File::open("f")?;
+    let mut attr = [0u8; 28]; // struct fsxattr
+                              // SAFETY: FS_IOC_FSGETXATTR writes one 28-byte struct fsxattr into `attr`, alive.
+    sys_res(unsafe {
+        libc::syscall(
+            libc::SYS_ioctl,
+            f.as_raw_fd(),
+            FS_IOC_FSGETXATTR,
+            attr.as_mut_ptr(),
+        )
+    })?;
+    // SAFETY: FS_IOC_FSSETXATTR reads the same struct from `attr`, alive.
+    sys_res(unsafe {
+        libc::syscall(
+            libc::SYS_ioctl,
+            f.as_raw_fd(),
+            FS_IOC_FSSETXATTR,
+            attr.as_ptr(),
+        )
+    })
+    .map(drop)
+}
+
+/// `default` when every signal had its default disposition and none was blocked at exec; else
+/// `ignored:NAMES` and/or `blocked:NAMES`.
+fn signal_dispositions() -> String {
+    let names = |bits: u64| -> String {
+        (1..=sys::confine::MAX_SIGNAL)
+            .filter(|s| bits & (1 << (s - 1)) != 0)
+            .map(|s| {
+                nix::sys::signal::Signal::try_from(s)
+                    .map(|sig| sig.as_str().to_owned())
+                    .unwrap_or_else(|_| format!("SIG{s}"))
+            })
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let mut parts = Vec::new();
+    let ignored = IGNORED_AT_EXEC.load(Ordering::SeqCst);
+    if ignored != 0 {
+        parts.push(format!("ignored:{}", names(ignored)));
+    }
+    let blocked = BLOCKED_AT_EXEC.load(Ordering::SeqCst);
+    if blocked != 0 {
+        parts.push(format!("blocked:{}", names(blocked)));
+    }
+    if parts.is_empty() {
+        "default".to_owned()
+    } else {
+        parts.join(";")
+    }
+}
+
+/// A writable static array in the data segment; its bytes are machine code only when written.
+static mut CODE: [u8; 16] = [0xcc; 16];
+
+/// Writes `mov eax, 42; ret` into the data segment and calls it: `ok` only if that segment is
+/// executable (an ELF whose writable segment also has PF_X); otherwise the call faults (SIGSEGV).
+fn write_exec_data() -> io::Result<()> {
+    const RET_42: [u8; 6] = [0xb8, 0x2a, 0x00, 0x00, 0x00, 0xc3];
+    let code = std::ptr::addr_of_mut!(CODE).cast::<u8>();
+    for (i, b) in RET_42.iter().enumerate() {
+        // SAFETY: `code` points to the 16-byte static, i < 6; this single-threaded probe is its
+        // only user.
+        unsafe { code.add(i).write_volatile(*b) };
+    }
+    // SAFETY: the bytes just written are a complete function of the C ABI (no arguments, result
+    // in eax). If the page is not executable, the call faults and the kernel ends the process.
+    let f: extern "C" fn() -> i32 = unsafe { std::mem::transmute(code) };
+    match f() {
+        42 => Ok(()),
+        _ => Err(io::Error::from_raw_os_error(libc::EIO)),
+    }
 }
 
 fn raise_hard_nofile() -> io::Result<()> {

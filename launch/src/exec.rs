@@ -156,8 +156,13 @@ pub fn run(
                 limits.stage_bytes.saturating_add(inputs.0).to_string(),
                 "--stage-inodes".to_owned(),
                 limits.stage_inodes.saturating_add(inputs.1).to_string(),
-                "/proc/self/fd/4".to_owned(),
             ]);
+            // Test builds only: a pretended Landlock ABI reaches the runner, which builds its
+            // ruleset as on that kernel.
+            if let Some(abi) = crate::hooks::pretend_landlock_abi() {
+                cmd.args(["--landlock-abi".to_owned(), abi.to_string()]);
+            }
+            cmd.arg("/proc/self/fd/4");
             moves.push((r.file.as_fd(), 3));
             moves.push((exe.as_fd(), 4));
             report_write = Some(wr);

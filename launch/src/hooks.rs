@@ -3,7 +3,8 @@
 //! `after-begin`, `request-sent` (the plugin is running), `after-temp`, `after-prepared`,
 //! `between-renames`, `before-committed`), a pause after validation
 //! (`DOT_PAUSE_AFTER_VERIFY=PATH`: creates `PATH.ready`, waits for `PATH.go`), and a pretend
-//! Landlock ABI (`DOT_PRETEND_LANDLOCK_ABI=N`), and a report of the launcher's own open descriptors
+//! Landlock ABI (`DOT_PRETEND_LANDLOCK_ABI=N`: the launcher decides as on a kernel with ABI
+//! min(N, real) and passes `--landlock-abi N` to `dot-sandbox`, which builds its ruleset so), and a report of the launcher's own open descriptors
 //! and peak memory just before it exits (`DOT_REPORT_FDS=PATH`, one JSON line appended per run), for
 //! the soak tests.
 

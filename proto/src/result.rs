@@ -113,6 +113,9 @@ pub struct ConfineTimings {
     pub no_new_privs_us: u64,
     /// Ruleset built, rules added, `restrict_self`, status checked.
     pub landlock_us: u64,
+    /// Every signal's disposition back to default, the signal mask emptied.
+    #[serde(default)]
+    pub signals_us: u64,
     /// The seccomp program made ready for this launch (per-launch values filled in).
     pub seccomp_build_us: u64,
     /// `seccomp(SECCOMP_SET_MODE_FILTER)`: the kernel checks, translates and compiles the program.

@@ -21,10 +21,14 @@
 //! 10. Landlock: ABI 3 file rights as a hard requirement (read+execute on the plugin's inode
 //!     unless it is a sealed memfd, read/write/create/remove/truncate without execute beneath the
 //!     stage); best effort above (ABI 4 TCP bind/connect denied, ABI 6 signal and abstract-unix
-//!     scopes); refused unless enforced
-//! 11. seccomp (see `policy`), the last restriction because it denies what steps 3–10 use
-//! 12. every descriptor ≥ 3 close-on-exec, so the plugin holds exactly 0, 1 and 2
-//! 13. the report line, then `execve("/proc/self/fd/4")` carrying the seccomp cookie.
+//!     scopes), for the kernel's ABI or the lower one `--landlock-abi` names; refused unless
+//!     enforced
+//! 11. every signal's disposition back to default and an empty signal mask (this runner, a Rust
+//!     program, ignores SIGPIPE, and an ignore survives `execve`); nothing after this changes a
+//!     disposition, and before the filter its 63 syscalls do not each run the filter
+//! 12. seccomp (see `policy`), the last restriction because it denies what steps 3–11 use
+//! 13. every descriptor ≥ 3 close-on-exec, so the plugin holds exactly 0, 1 and 2
+//! 14. the report line, then `execve("/proc/self/fd/4")` carrying the seccomp cookie.
 //!
 //! The report descriptor is a unix `SOCK_SEQPACKET` socket: once the stage is made, a message of one
 //! NUL byte carries a descriptor of its root to the launcher (step 5); the report line (an error or
@@ -39,6 +43,7 @@ use std::convert::Infallible;
 use std::fs::File;
 use std::io::{self, Write};
 use std::time::Instant;
+use verify::elf::ElfError;
 
 /// The only plugin path `exec` accepts.
 pub const PLUGIN_PATH: &str = "/proc/self/fd/4";
@@ -59,7 +64,7 @@ pub enum ExecError {
     #[error("plugin descriptor {PLUGIN_FD} is not open: {0}")]
     PluginFd(io::Error),
     #[error("plugin {0}")]
-    NotStaticElf(#[from] verify::elf::ElfError),
+    NotStaticElf(#[from] ElfError),
     #[error("setting the parent-death signal failed: {0}")]
     ParentDeathSignal(io::Error),
     #[error("the parent is already gone (parent is now pid {ppid})")]
@@ -78,6 +83,8 @@ pub enum ExecError {
     NoNewPrivs(io::Error),
     #[error("Landlock ABI {abi} is below the required {}", REQUIRED_LANDLOCK_ABI)]
     LandlockUnsupported { abi: u32 },
+    #[error("resetting the signal dispositions and mask failed: {0}")]
+    Signals(io::Error),
     #[error("Landlock ruleset failed: {0}")]
     Landlock(#[from] landlock::RulesetError),
     #[error("the run's own identity failed at {step}: {source}")]
@@ -113,13 +120,14 @@ impl ToErrorObject for ExecError {
             ExecError::BadPluginPath { .. } => "bad-plugin-path",
             ExecError::BadLimit { .. } => "bad-limit",
             ExecError::PluginFd(_) => "bad-plugin-fd",
-            ExecError::NotStaticElf(_) => "not-static-elf",
+            ExecError::NotStaticElf(e) => e.kind(),
             ExecError::ParentDeathSignal(_) => "parent-death-signal",
             ExecError::ParentGone { .. } => "parent-gone",
             ExecError::Rlimit { .. } => "rlimit",
             ExecError::Capabilities { .. } => "capabilities",
             ExecError::NoNewPrivs(_) => "no-new-privs",
             ExecError::LandlockUnsupported { .. } => "landlock-unsupported",
+            ExecError::Signals(_) => "signals",
             ExecError::Landlock(_) => "landlock",
             ExecError::Identity { .. } => "identity",
             ExecError::Stage { .. } => "stage",
@@ -154,7 +162,8 @@ impl ToErrorObject for ExecError {
         match self {
             ExecError::BadPluginPath { path } => obj.field("plugin").value(path.clone()),
             ExecError::BadLimit { field, value } => obj.field(*field).value(value.to_string()),
-            ExecError::NotStaticElf(_) | ExecError::PluginFd(_) => obj.path(PLUGIN_PATH),
+            ExecError::NotStaticElf(e) => e.to_error_object().path(PLUGIN_PATH),
+            ExecError::PluginFd(_) => obj.path(PLUGIN_PATH),
             ExecError::ReportFd { fd, .. } => obj.field("report-fd").value(fd.to_string()),
             ExecError::LandlockUnsupported { abi } => obj
                 .field("landlock_abi")
@@ -338,17 +347,26 @@ pub struct LandlockApplied {
     pub scopes: bool,
 }
 
-fn apply_landlock(plugin: &File) -> Result<LandlockApplied, ExecError> {
+/// The Landlock ABI the ruleset is built for: the kernel's, or `cap` when that is lower.
+pub fn target_abi(kernel_abi: u32, cap: Option<u32>) -> Result<u32, ExecError> {
+    let abi = cap.map_or(kernel_abi, |c| c.min(kernel_abi));
+    if abi < REQUIRED_LANDLOCK_ABI {
+        return Err(ExecError::LandlockUnsupported { abi });
+    }
+    Ok(abi)
+}
+
+/// Applies the ruleset as a kernel with Landlock ABI `min(cap, kernel)` would get it: the ABI 3
+/// file rights always (hard requirement), TCP bind/connect from ABI 4 and the scopes from ABI 6
+/// (best effort).
+fn apply_landlock(plugin: &File, cap: Option<u32>) -> Result<LandlockApplied, ExecError> {
     use landlock::{
         Access, AccessFs, AccessNet, CompatLevel, Compatible, LandlockStatus, PathBeneath, Ruleset,
         RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope, ABI,
     };
     use std::os::unix::fs::OpenOptionsExt;
 
-    let kernel_abi = sys::confine::landlock_abi_version().unwrap_or(0);
-    if kernel_abi < REQUIRED_LANDLOCK_ABI {
-        return Err(ExecError::LandlockUnsupported { abi: kernel_abi });
-    }
+    let target = target_abi(sys::confine::landlock_abi_version().unwrap_or(0), cap)?;
     let stage = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC)
@@ -365,12 +383,17 @@ fn apply_landlock(plugin: &File) -> Result<LandlockApplied, ExecError> {
         | AccessFs::RemoveFile
         | AccessFs::RemoveDir
         | AccessFs::Truncate;
-    let ruleset = Ruleset::default()
+    let mut ruleset = Ruleset::default()
         .set_compatibility(CompatLevel::HardRequirement)
         .handle_access(AccessFs::from_all(ABI::V3))?
-        .set_compatibility(CompatLevel::BestEffort)
-        .handle_access(AccessNet::from_all(ABI::V4))?
-        .scope(Scope::from_all(ABI::V6))?
+        .set_compatibility(CompatLevel::BestEffort);
+    if target >= 4 {
+        ruleset = ruleset.handle_access(AccessNet::from_all(ABI::V4))?;
+    }
+    if target >= 6 {
+        ruleset = ruleset.scope(Scope::from_all(ABI::V6))?;
+    }
+    let ruleset = ruleset
         .create()?
         .set_compatibility(CompatLevel::HardRequirement);
     // A sealed memfd (what dot-launch hands over) lives on an internal mount that Landlock neither
@@ -388,7 +411,7 @@ fn apply_landlock(plugin: &File) -> Result<LandlockApplied, ExecError> {
         .add_rule(PathBeneath::new(&stage, stage_rights))?
         .restrict_self()?;
     let abi = match status.landlock {
-        LandlockStatus::Available { effective_abi, .. } => abi_number(effective_abi),
+        LandlockStatus::Available { effective_abi, .. } => abi_number(effective_abi).min(target),
         _ => 0,
     };
     let status_word = match status.ruleset {
@@ -450,6 +473,10 @@ fn peak_rss_kib() -> u64 {
     getrusage(UsageWho::RUSAGE_SELF)
         .map(|u| u.max_rss().max(0) as u64)
         .unwrap_or(0)
+}
+
+fn default_signals() -> Result<(), ExecError> {
+    sys::confine::default_signals().map_err(ExecError::Signals)
 }
 
 fn cloexec_inherited() -> Result<(), ExecError> {
@@ -535,8 +562,10 @@ fn confine_and_exec(
     t.capabilities_us += laps.lap();
     set_no_new_privs()?;
     t.no_new_privs_us = laps.lap();
-    let landlock = apply_landlock(&plugin)?;
+    let landlock = apply_landlock(&plugin, args.landlock_abi)?;
     t.landlock_us = laps.lap();
+    default_signals()?;
+    t.signals_us = laps.lap();
     let params = crate::policy::Params {
         pid: std::process::id(),
         cookie: sys::confine::random_u64().map_err(|e| ExecError::SeccompPolicy(e.to_string()))?,
@@ -601,6 +630,21 @@ mod tests {
     }
 
     #[test]
+    fn the_landlock_abi_can_only_be_lowered_and_never_below_3() {
+        assert_eq!(target_abi(7, None).ok(), Some(7));
+        assert_eq!(target_abi(7, Some(4)).ok(), Some(4));
+        assert_eq!(target_abi(5, Some(7)).ok(), Some(5));
+        assert_eq!(target_abi(3, Some(9)).ok(), Some(3));
+        for (kernel, cap) in [(7, Some(2)), (7, Some(0)), (2, None), (2, Some(7))] {
+            let err = target_abi(kernel, cap).expect_err("below 3");
+            assert_eq!(
+                (err.kind(), err.exit_code()),
+                ("landlock-unsupported", ExitCode::Refused)
+            );
+        }
+    }
+
+    #[test]
     fn tiny_limits_are_usage_errors() {
         let good = ExecArgs {
             report_fd: 5,
@@ -611,6 +655,7 @@ mod tests {
             nproc: 64,
             stage_bytes: 16 << 20,
             stage_inodes: 256,
+            landlock_abi: None,
             plugin: PLUGIN_PATH.into(),
         };
         assert!(check_limits(&good).is_ok());

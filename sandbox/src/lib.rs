@@ -70,6 +70,11 @@ pub struct ExecArgs {
     /// inodes (files and directories) of the plugin's working directory, at least 8
     #[argh(option)]
     pub stage_inodes: u64,
+    /// test and diagnostic knob: build the Landlock ruleset as on a kernel with ABI
+    /// min(N, this kernel's); it can only leave out the best-effort parts (TCP rules below 4,
+    /// scopes below 6); below 3 is refused like such a kernel
+    #[argh(option)]
+    pub landlock_abi: Option<u32>,
     /// the plugin: must be exactly /proc/self/fd/4
     #[argh(positional)]
     pub plugin: String,
@@ -86,6 +91,10 @@ pub struct ProbeArgs {
     /// run only this probe (repeatable; default: all)
     #[argh(option)]
     pub only: Vec<String>,
+    /// test and diagnostic knob: report, and with --prove confine the canary, as on a kernel with
+    /// Landlock ABI min(N, this kernel's) (passed to every exec as --landlock-abi)
+    #[argh(option)]
+    pub landlock_abi: Option<u32>,
 }
 
 /// Every failure of `dot-sandbox`.
@@ -129,7 +138,7 @@ pub fn run(args: Args) -> Result<Output, Error> {
             Ok(never) => match never {},
         },
         Command::Probe(a) if a.prove => {
-            let report = prove::prove_sibling(&a.only)?;
+            let report = prove::prove_sibling(&a.only, a.landlock_abi)?;
             let code = if report.ok {
                 ExitCode::Success
             } else {
@@ -137,6 +146,6 @@ pub fn run(args: Args) -> Result<Output, Error> {
             };
             Ok(Output::json(&report).with_code(code))
         }
-        Command::Probe(_) => Ok(Output::json(&probe())),
+        Command::Probe(a) => Ok(Output::json(&probe::probe_capped(a.landlock_abi))),
     }
 }

@@ -12,7 +12,10 @@
 //!    by a later kernel is refused, not allowed). The search is made of comparisons only: each
 //!    one jumps straight to the code of the segment it settles on.
 //! 3. that code, once per distinct action (allow, `EPERM`, `ENOSYS`, each distinct rule chain):
-//!    the five signal calls share one chain, `mmap`/`mprotect`/`pkey_mprotect` another.
+//!    the five signal calls share one chain, `mmap`/`mprotect`/`pkey_mprotect` another. A set of
+//!    values denied for one argument (the `ioctl` requests, the `fcntl` commands, the `prctl`
+//!    options) is one load and one comparison per value, and a set of flags (`clone`'s
+//!    namespace flags) one load and one bit test, not one seccompiler rule per value or flag.
 //!
 //! Denials are `EPERM`, never a signal: runtimes probe some of these calls and must see an errno.
 //! Only the two prefix checks kill.
@@ -26,9 +29,22 @@ use seccompiler::{
 };
 use std::collections::BTreeMap;
 
-/// The deny rules: for each syscall number the rules that deny it (OR'ed; an empty list denies it
+/// One way a syscall is denied by its arguments.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Deny {
+    /// A seccompiler rule: denied when all its conditions hold.
+    Rule(SeccompRule),
+    /// Denied when the low 32 bits of argument `arg` equal one of `values` (what a seccompiler
+    /// `Dword` `Eq` rule per value would say, compiled as one load and one comparison per value).
+    OneOf { arg: u8, values: Vec<u32> },
+    /// Denied when the low 32 bits of argument `arg` have any bit of `mask` set (what a
+    /// seccompiler `Dword` `MaskedEq` rule per bit would say, compiled as one load and one test).
+    AnyBit { arg: u8, mask: u32 },
+}
+
+/// The deny rules: for each syscall number the ways it is denied (OR'ed; an empty list denies it
 /// unconditionally).
-pub type Rules = BTreeMap<i64, Vec<SeccompRule>>;
+pub type Rules = BTreeMap<i64, Vec<Deny>>;
 
 /// `AUDIT_ARCH_X86_64`.
 pub const AUDIT_ARCH_X86_64: u32 = 62 | 0x8000_0000 | 0x4000_0000;
@@ -41,6 +57,54 @@ pub const MAX_KNOWN_NR: u32 = 469;
 pub const RET_KILL_PROCESS: u32 = 0x8000_0000;
 pub const RET_ERRNO: u32 = 0x0005_0000;
 pub const RET_ALLOW: u32 = 0x7fff_0000;
+
+/// `fcntl` commands (include/uapi/asm-generic/fcntl.h) the libc crate does not name.
+pub const F_SETSIG: u32 = 10;
+pub const F_SETOWN_EX: u32 = 15;
+/// Socket `ioctl`s that set the owner of a descriptor's signals (include/uapi/linux/sockios.h,
+/// asm-generic/sockios.h).
+pub const FIOSETOWN: u32 = 0x8901;
+pub const SIOCSPGRP: u32 = 0x8902;
+/// `_IOW('X', 32, struct fsxattr)` (include/uapi/linux/fs.h; struct fsxattr is 28 bytes).
+pub const FS_IOC_FSSETXATTR: u32 = 0x401c_5820;
+
+/// The `fcntl` commands denied whatever their argument: the ones that choose whom the kernel
+/// signals for a descriptor (`F_SETOWN`, `F_SETOWN_EX`) or with what (`F_SETSIG`), and the two
+/// that make the kernel signal on an event (`F_SETLEASE`: a lease break; `F_NOTIFY`: dnotify).
+pub fn denied_fcntl_commands() -> [u32; 5] {
+    [
+        libc::F_SETOWN as u32,
+        F_SETSIG,
+        F_SETOWN_EX,
+        libc::F_SETLEASE as u32,
+        libc::F_NOTIFY as u32,
+    ]
+}
+
+/// The `ioctl` requests denied, matched on the low 32 bits (the kernel ignores the rest):
+/// terminal input injection (`TIOCSTI`, `TIOCLINUX`); terminal job control, which signals process
+/// groups (`TIOCSCTTY`, `TIOCSPGRP`, `TIOCNOTTY`, `TIOCSIG`); signal-driven I/O (`FIOASYNC`, the
+/// ioctl form of `O_ASYNC`, and the socket owner calls `FIOSETOWN`, `SIOCSPGRP`); inode attribute
+/// changes, like `file_setattr` (`FS_IOC_SETFLAGS`, `FS_IOC_FSSETXATTR`, `FS_IOC_SETVERSION`, and
+/// the 32-bit forms of the first and last, which have numbers of their own).
+pub fn denied_ioctl_requests() -> [u32; 14] {
+    [
+        libc::TIOCSTI as u32,
+        libc::TIOCLINUX as u32,
+        libc::TIOCSCTTY as u32,
+        libc::TIOCSPGRP as u32,
+        libc::TIOCNOTTY as u32,
+        libc::TIOCSIG as u32,
+        libc::FIOASYNC as u32,
+        FIOSETOWN,
+        SIOCSPGRP,
+        libc::FS_IOC_SETFLAGS as u32,
+        libc::FS_IOC32_SETFLAGS as u32,
+        FS_IOC_FSSETXATTR,
+        libc::FS_IOC_SETVERSION as u32,
+        libc::FS_IOC32_SETVERSION as u32,
+    ]
+}
 
 /// The per-launch values a policy is built with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -234,22 +298,22 @@ fn dword(arg: u8, op: Op, value: u64) -> Result<Cond, BackendError> {
     Cond::new(arg, Len::Dword, op, value)
 }
 
-fn rule(conds: Vec<Cond>) -> Result<SeccompRule, BackendError> {
-    SeccompRule::new(conds)
+fn rule(conds: Vec<Cond>) -> Result<Deny, BackendError> {
+    SeccompRule::new(conds).map(Deny::Rule)
 }
 
 /// A flag set in argument `arg` (low 32 bits).
-fn flag_set(arg: u8, flag: u64) -> Result<SeccompRule, BackendError> {
+fn flag_set(arg: u8, flag: u64) -> Result<Deny, BackendError> {
     rule(vec![dword(arg, Op::MaskedEq(flag), flag)?])
 }
 
 /// Argument `arg` (as a pid, low 32 bits) is not the plugin itself.
-fn not_self(arg: u8, p: Params) -> Result<SeccompRule, BackendError> {
+fn not_self(arg: u8, p: Params) -> Result<Deny, BackendError> {
     rule(vec![dword(arg, Op::Ne, u64::from(p.pid))?])
 }
 
 /// Syscalls denied by argument: each entry's rules are OR'ed, a rule's conditions AND'ed.
-fn denied_by_argument(p: Params) -> Result<Vec<(i64, Vec<SeccompRule>)>, BackendError> {
+fn denied_by_argument(p: Params) -> Result<Vec<(i64, Vec<Deny>)>, BackendError> {
     use libc::*;
     let clone_new = [
         CLONE_NEWNS,
@@ -260,29 +324,32 @@ fn denied_by_argument(p: Params) -> Result<Vec<(i64, Vec<SeccompRule>)>, Backend
         CLONE_NEWPID,
         CLONE_NEWNET,
     ];
-    let mut clone = vec![rule(vec![dword(0, Op::MaskedEq(CLONE_THREAD as u64), 0)?])?];
-    for f in clone_new {
-        clone.push(flag_set(0, f as u64)?);
-    }
+    let clone = vec![
+        rule(vec![dword(0, Op::MaskedEq(CLONE_THREAD as u64), 0)?])?,
+        Deny::AnyBit {
+            arg: 0,
+            mask: clone_new.iter().fold(0, |m, f| m | *f as u32),
+        },
+    ];
     let exec = |arg| flag_set(arg, PROT_EXEC as u64);
     // The pid comes first: no chain built with a pid can then equal a chain of constants (the
     // personality rule below is `!= 0 && != 0xffffffff`), whatever the pid, so the program's
     // layout (which shares equal chains) never depends on the pid (seccomp::tests check it).
-    let pid_other = || -> Result<Vec<SeccompRule>, BackendError> {
+    let pid_other = || -> Result<Vec<Deny>, BackendError> {
         Ok(vec![rule(vec![
             dword(0, Op::Ne, u64::from(p.pid))?,
             dword(0, Op::Ne, 0)?,
         ])?])
     };
-    let prctl = [
-        PR_SET_PDEATHSIG as u64,
-        PR_SET_DUMPABLE as u64,
-        PR_SET_PTRACER as u64,
-        PR_SET_MM as u64,
-    ]
-    .into_iter()
-    .map(|opt| rule(vec![dword(0, Op::Eq, opt)?]))
-    .collect::<Result<Vec<_>, _>>()?;
+    let prctl = Deny::OneOf {
+        arg: 0,
+        values: vec![
+            PR_SET_PDEATHSIG as u32,
+            PR_SET_DUMPABLE as u32,
+            PR_SET_PTRACER as u32,
+            PR_SET_MM as u32,
+        ],
+    };
     Ok(vec![
         (SYS_clone, clone),
         // Only the runner's own final exec carries the cookie.
@@ -309,13 +376,29 @@ fn denied_by_argument(p: Params) -> Result<Vec<(i64, Vec<SeccompRule>)>, Backend
                 dword(0, Op::Ne, 0xffff_ffff)?,
             ])?],
         ),
-        (SYS_prctl, prctl),
+        (SYS_prctl, vec![prctl]),
         // The request number is matched on its low 32 bits: the kernel ignores the rest.
         (
             SYS_ioctl,
+            vec![Deny::OneOf {
+                arg: 1,
+                values: denied_ioctl_requests().to_vec(),
+            }],
+        ),
+        // The command is an `unsigned int` to the kernel, as is `F_SETFL`'s flags argument.
+        // `O_ASYNC` turns on signal-driven I/O, whose signal goes to the descriptor's owner: on
+        // a terminal the kernel makes that the terminal's foreground process group.
+        (
+            SYS_fcntl,
             vec![
-                rule(vec![dword(1, Op::Eq, TIOCSTI)?])?,
-                rule(vec![dword(1, Op::Eq, TIOCLINUX)?])?,
+                Deny::OneOf {
+                    arg: 1,
+                    values: denied_fcntl_commands().to_vec(),
+                },
+                rule(vec![
+                    dword(1, Op::Eq, F_SETFL as u64)?,
+                    dword(2, Op::MaskedEq(O_ASYNC as u64), O_ASYNC as u64)?,
+                ])?,
             ],
         ),
         // Unused by clone (CSIGNAL bits), listed with the namespace flags for unshare/clone3.
@@ -350,9 +433,13 @@ fn jump(code: u16, k: u32, jt: u8, jf: u8) -> sock_filter {
 }
 
 const LD_W_ABS: u16 = 0x20;
+/// `offsetof(struct seccomp_data, args)`: the low 32 bits of argument `n` are at `16 + 8 * n`
+/// (little endian).
+const ARGS_OFFSET: u32 = 16;
 const JA: u16 = 0x05;
 const JEQ_K: u16 = 0x15;
 const JGE_K: u16 = 0x35;
+const JSET_K: u16 = 0x45;
 const RET_K: u16 = 0x06;
 
 /// The hand-written prefix: architecture check, x32 kill, `clone3` → `ENOSYS`. Leaves the syscall
@@ -376,7 +463,7 @@ enum Leaf {
     Allow,
     Deny,
     Unknown,
-    ByArgument(Vec<SeccompRule>),
+    ByArgument(Vec<Deny>),
 }
 
 /// Cuts `0..X32_SYSCALL_BIT` into segments `(first nr, leaf)`, merging neighbours that act alike.
@@ -410,17 +497,38 @@ fn leaf_code(leaf: &Leaf) -> Vec<sock_filter> {
         Leaf::Deny => vec![deny],
         Leaf::Unknown => vec![stmt(RET_K, RET_ERRNO | libc::ENOSYS as u32)],
         Leaf::ByArgument(chain) => {
-            // seccompiler's rule code falls through when every condition matches and otherwise
-            // jumps past the instruction that follows it: the same layout its own filter uses.
             let mut code = Vec::new();
-            for r in chain {
-                code.extend(rule_body(Vec::<sock_filter>::from(r.clone())));
+            for d in chain {
+                match d {
+                    // seccompiler's rule code falls through when every condition matches and
+                    // otherwise jumps past the instruction that follows it: the same layout its
+                    // own filter uses.
+                    Deny::Rule(r) => code.extend(rule_body(Vec::<sock_filter>::from(r.clone()))),
+                    Deny::OneOf { arg, values } => code.extend(one_of(*arg, values)),
+                    Deny::AnyBit { arg, mask } => {
+                        code.push(stmt(LD_W_ABS, ARGS_OFFSET + 8 * u32::from(*arg)));
+                        code.push(jump(JSET_K, *mask, 0, 1));
+                    }
+                }
                 code.push(deny.clone());
             }
             code.push(stmt(RET_K, RET_ALLOW));
             code
         }
     }
+}
+
+/// Loads argument `arg`'s low 32 bits and compares it with each value: a match jumps to the
+/// instruction that follows the comparisons (the caller's deny), no match skips it.
+fn one_of(arg: u8, values: &[u32]) -> Vec<sock_filter> {
+    let mut code = vec![stmt(LD_W_ABS, ARGS_OFFSET + 8 * u32::from(arg))];
+    let n = values.len();
+    for (i, &v) in values.iter().enumerate() {
+        // At most a few dozen values: the remaining count fits a jump offset.
+        let to_deny = (n - 1 - i) as u8;
+        code.push(jump(JEQ_K, v, to_deny, u8::from(i + 1 == n)));
+    }
+    code
 }
 
 /// A seccompiler rule without the two jumps it opens with: `JA 1` (into the rule) and `JA n` (out
@@ -563,10 +671,43 @@ pub fn program_bytes(code: &[sock_filter]) -> Vec<u8> {
     out
 }
 
+/// The same rules as seccompiler rules only: each value of a `OneOf` becomes a `Dword` `Eq` rule,
+/// each bit of an `AnyBit` a `Dword` `MaskedEq` rule.
+pub fn seccompiler_rules(rules: &Rules) -> Result<BTreeMap<i64, Vec<SeccompRule>>, BackendError> {
+    let mut out = BTreeMap::new();
+    for (&nr, chain) in rules {
+        let mut expanded = Vec::new();
+        for d in chain {
+            match d {
+                Deny::Rule(r) => expanded.push(r.clone()),
+                Deny::OneOf { arg, values } => {
+                    for &v in values {
+                        expanded.push(SeccompRule::new(vec![dword(*arg, Op::Eq, u64::from(v))?])?);
+                    }
+                }
+                Deny::AnyBit { arg, mask } => {
+                    for bit in (0..32)
+                        .map(|b| 1u64 << b)
+                        .filter(|b| u64::from(*mask) & b != 0)
+                    {
+                        expanded.push(SeccompRule::new(vec![dword(
+                            *arg,
+                            Op::MaskedEq(bit),
+                            bit,
+                        )?])?);
+                    }
+                }
+            }
+        }
+        out.insert(nr, expanded);
+    }
+    Ok(out)
+}
+
 /// seccompiler's own linear compilation of the same rules (tests compare the two).
 pub fn linear_reference(rules: &Rules) -> Result<Vec<sock_filter>, BackendError> {
     let filter = seccompiler::SeccompFilter::new(
-        rules.clone(),
+        seccompiler_rules(rules)?,
         SeccompAction::Allow,
         SeccompAction::Errno(libc::EPERM as u32),
         seccompiler::TargetArch::x86_64,
@@ -846,6 +987,88 @@ mod tests {
         assert_eq!(call(libc::SYS_ioctl, [0, 0x5401, 0, 0, 0, 0]), RET_ALLOW);
     }
 
+    /// The `fcntl` commands and `ioctl` requests that set or use a signal target, and the inode
+    /// attribute `ioctl`s, are denied whatever the high 32 bits of the argument hold (the kernel
+    /// takes both as `unsigned int`); their read-only and everyday neighbours pass.
+    #[test]
+    fn signal_routes_and_inode_attributes_through_descriptors_are_denied() {
+        let high = [0u64, 1 << 32, 0xdead_0000_0000, 0xffff_ffff_0000_0000];
+        for cmd in denied_fcntl_commands() {
+            for h in high {
+                let args = [1, u64::from(cmd) | h, 4242, 0, 0, 0];
+                assert_eq!(call(libc::SYS_fcntl, args), EPERM, "fcntl {cmd} | {h:#x}");
+            }
+        }
+        for req in denied_ioctl_requests() {
+            for h in high {
+                let args = [1, u64::from(req) | h, 0, 0, 0, 0];
+                assert_eq!(
+                    call(libc::SYS_ioctl, args),
+                    EPERM,
+                    "ioctl {req:#x} | {h:#x}"
+                );
+            }
+        }
+        let o_async = libc::O_ASYNC as u64;
+        let setfl = libc::F_SETFL as u64;
+        for flags in [o_async, o_async | libc::O_NONBLOCK as u64, u64::MAX] {
+            let args = [1, setfl, flags, 0, 0, 0];
+            assert_eq!(call(libc::SYS_fcntl, args), EPERM, "F_SETFL {flags:#x}");
+            let args = [1, setfl | (1 << 40), flags, 0, 0, 0];
+            assert_eq!(
+                call(libc::SYS_fcntl, args),
+                EPERM,
+                "F_SETFL(high) {flags:#x}"
+            );
+        }
+        // What runtimes use: flags without O_ASYNC (high bits are dropped by the kernel), dup,
+        // descriptor flags, reading the owner, the signal, the lease, pipe sizes, seals.
+        let allowed_fcntl = [
+            (libc::F_GETFL as u64, 0),
+            (setfl, libc::O_NONBLOCK as u64),
+            (setfl, o_async << 32),
+            (setfl, 0),
+            (libc::F_DUPFD as u64, 3),
+            (libc::F_DUPFD_CLOEXEC as u64, 3),
+            (libc::F_GETFD as u64, 0),
+            (libc::F_SETFD as u64, libc::FD_CLOEXEC as u64),
+            (libc::F_GETOWN as u64, 0),
+            (16, 0), // F_GETOWN_EX
+            (11, 0), // F_GETSIG
+            (libc::F_GETLEASE as u64, 0),
+            (libc::F_SETLK as u64, 0),
+            (libc::F_OFD_SETLK as u64, 0),
+            (libc::F_SETPIPE_SZ as u64, 1 << 16),
+            (libc::F_GET_SEALS as u64, 0),
+            (o_async, 0),
+        ];
+        for (cmd, arg) in allowed_fcntl {
+            let args = [1, cmd, arg, 0, 0, 0];
+            assert_eq!(
+                call(libc::SYS_fcntl, args),
+                RET_ALLOW,
+                "fcntl {cmd} {arg:#x}"
+            );
+        }
+        let allowed_ioctl = [
+            libc::TCGETS,
+            libc::TIOCGWINSZ,
+            libc::TIOCGPGRP,
+            libc::FIONREAD,
+            libc::FIONBIO,
+            libc::FIOCLEX,
+            0x8903, // FIOGETOWN
+            0x8904, // SIOCGPGRP
+            libc::FS_IOC_GETFLAGS,
+            0x801c_581f, // FS_IOC_FSGETXATTR
+            libc::FS_IOC_GETVERSION,
+        ];
+        for req in allowed_ioctl {
+            let args = [1, req, 0, 0, 0, 0];
+            assert_eq!(call(libc::SYS_ioctl, args), RET_ALLOW, "ioctl {req:#x}");
+        }
+    }
+
     /// The tree gives the same answer as seccompiler's own linear program for every known
     /// syscall number and a spread of arguments.
     #[test]
@@ -881,6 +1104,9 @@ mod tests {
             u64::from(u32::MAX),
             (libc::CLONE_THREAD | libc::CLONE_VM | libc::CLONE_SIGHAND) as u64,
             (libc::CLONE_THREAD | libc::CLONE_NEWUSER) as u64,
+            (libc::CLONE_THREAD | libc::CLONE_VM | libc::CLONE_NEWCGROUP) as u64,
+            (libc::CLONE_THREAD | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS) as u64 | (1 << 35),
+            libc::CLONE_NEWNS as u64,
             libc::PROT_EXEC as u64,
             (libc::PROT_READ | libc::PROT_WRITE) as u64,
             TIOCSTI,
@@ -888,6 +1114,17 @@ mod tests {
             PR_SET_PTRACER,
             SHM_EXEC,
             CLONE_NEWTIME,
+            libc::F_SETOWN as u64,
+            u64::from(F_SETSIG) | (1 << 36),
+            u64::from(F_SETOWN_EX),
+            libc::F_NOTIFY as u64,
+            libc::F_SETFL as u64,
+            libc::F_GETOWN as u64,
+            libc::O_ASYNC as u64,
+            libc::FIOASYNC | (7 << 32),
+            u64::from(FIOSETOWN),
+            libc::FS_IOC_SETFLAGS,
+            u64::from(FS_IOC_FSSETXATTR),
         ];
         for nr in 0..=MAX_KNOWN_NR {
             if nr == libc::SYS_clone3 as u32 {
@@ -910,6 +1147,22 @@ mod tests {
                     run(tree, AUDIT_ARCH_X86_64, nr, all),
                     want,
                     "nr {nr} {all:?}"
+                );
+            }
+            // Two arguments together (`F_SETFL` with `O_ASYNC`).
+            let o_async = libc::O_ASYNC as u64;
+            for (a1, a2) in [
+                (libc::F_SETFL as u64, o_async),
+                (libc::F_SETFL as u64 | (1 << 33), o_async | 1),
+                (libc::F_SETFL as u64, o_async << 32),
+                (libc::F_GETFL as u64, o_async),
+            ] {
+                let args = [3, a1, a2, 0, 0, 0];
+                let want = run(&linear, AUDIT_ARCH_X86_64, nr, args);
+                assert_eq!(
+                    run(tree, AUDIT_ARCH_X86_64, nr, args),
+                    want,
+                    "nr {nr} {args:?}"
                 );
             }
         }

@@ -47,6 +47,18 @@ pub fn probe() -> Probe {
     p
 }
 
+/// [`probe`] as a kernel with Landlock ABI `min(cap, this kernel's)` would answer it
+/// (`dot-sandbox probe --landlock-abi N`, a test and diagnostic knob).
+pub fn probe_capped(cap: Option<u32>) -> Probe {
+    let mut p = probe();
+    if let Some(cap) = cap {
+        p.landlock_abi = p.landlock_abi.min(cap);
+        p.why_not = why_not(&p);
+        p.process_enforceable = p.why_not.is_none();
+    }
+    p
+}
+
 #[cfg(target_os = "linux")]
 fn kernel_facts() -> (u32, bool, bool) {
     use sys::confine as c;

@@ -31,6 +31,11 @@ pub enum Layer {
     Descriptors,
     /// The kernel refuses it whatever the confinement.
     Kernel,
+    /// The static-ELF rule, which the runner applies before anything else: no segment both
+    /// writable and executable, so the kernel maps data without execute.
+    Elf,
+    /// What the runner's exec hands over: default signal dispositions, no blocked signal.
+    Signals,
     /// A positive control: must succeed under containment.
     Control,
 }
@@ -45,6 +50,9 @@ pub struct ProbeSpec {
     pub unconfined: Option<&'static [&'static str]>,
     /// Standard input is a terminal (the TIOCSTI probes).
     pub pty: bool,
+    /// Unconfined, the canary first re-executes itself (`--reexec`), as a Rust runner that does
+    /// not reset its signal dispositions would execute a plugin.
+    pub reexec: bool,
 }
 
 const OK: &[&str] = &["ok"];
@@ -67,6 +75,7 @@ const fn p(
         confined,
         unconfined,
         pty: false,
+        reexec: false,
     }
 }
 
@@ -109,6 +118,8 @@ pub const PROBES: &[ProbeSpec] = &[
     seccomp("chown"),
     seccomp("utimensat"),
     seccomp("setxattr"),
+    seccomp("fs-ioc-setflags"),
+    seccomp("fs-ioc-fssetxattr"),
     // Executing anything else.
     seccomp("exec-bin-sh"),
     seccomp("exec-stage-file"),
@@ -153,6 +164,47 @@ pub const PROBES: &[ProbeSpec] = &[
     seccomp("tgkill-parent"),
     seccomp("tkill-parent"),
     seccomp("sigqueue-parent"),
+    // Signals sent by the kernel on the plugin's behalf, to whoever owns a descriptor: choosing
+    // the owner, the signal, turning signal-driven I/O on, leases and dnotify (whose events signal
+    // the owner). Landlock's ABI 6 signal scope blocks the delivery only; seccomp refuses the
+    // calls on every kernel. Unconfined, each sets its target and sends nothing, except
+    // sigio-sigkill, which aims SIGKILL at itself and is killed when the harness reads its output.
+    seccomp("fsetown-parent"),
+    seccomp("fsetown-init"),
+    seccomp("fsetown-ex-parent"),
+    seccomp("fsetsig"),
+    seccomp("o-async"),
+    seccomp("fioasync"),
+    seccomp("fsetlease"),
+    seccomp("fnotify"),
+    seccomp("fiosetown"),
+    seccomp("siocspgrp"),
+    p(
+        "sigio-sigkill",
+        Layer::Seccomp,
+        EPERM,
+        Some(&["signal:SIGKILL"]),
+    ),
+    ProbeSpec {
+        pty: true,
+        ..seccomp("tiocsctty")
+    },
+    ProbeSpec {
+        pty: true,
+        ..seccomp("tiocspgrp")
+    },
+    seccomp("tiocsig"),
+    // What the exec hands the plugin: every signal at its default, none blocked. Unconfined the
+    // canary is executed by itself, a Rust program, which leaves SIGPIPE ignored.
+    ProbeSpec {
+        reexec: true,
+        ..p(
+            "signal-dispositions",
+            Layer::Signals,
+            &["default"],
+            Some(&["ignored:SIGPIPE"]),
+        )
+    },
     seccomp("pidfd-open-parent"),
     seccomp("ptrace-attach-parent"),
     seccomp("ptrace-traceme"),
@@ -166,6 +218,10 @@ pub const PROBES: &[ProbeSpec] = &[
     seccomp("mprotect-exec"),
     seccomp("pkey-mprotect-exec"),
     seccomp("personality-read-implies-exec"),
+    // Machine code written into its own data and called: the data segment is not executable.
+    // Unconfined this is the same; the test suite shows the probe detects the escape with a copy
+    // of the canary whose data segment has PF_X, which the runner refuses to run.
+    p("write-exec-data", Layer::Elf, &["signal:SIGSEGV"], None),
     // Kernel attack surface.
     seccomp("io-uring-setup"),
     seccomp("bpf"),
@@ -344,13 +400,17 @@ pub struct Launch<'a> {
     pub limits: Limits,
     /// The plugin argument given to the runner (`/proc/self/fd/4` unless a test says otherwise).
     pub plugin_arg: &'a str,
+    /// `--landlock-abi` for the runner.
+    pub landlock_abi: Option<u32>,
+    /// Unconfined: the canary re-executes itself first (`--reexec`).
+    pub reexec: bool,
     /// The whole run is killed after this long.
     pub timeout: Duration,
 }
 
 impl Launch<'_> {
     /// Runs `runner exec … plugin_arg` with the runner on fd 3, the plugin on fd 4 and a report
-    /// pipe on fd 5, in a new process group, with an empty environment.
+    /// socket on fd 5, in a new process group, with an empty environment.
     pub fn confined(&self, runner: &File) -> io::Result<RunOutput> {
         let l = self.limits;
         let mut cmd = Command::new("/proc/self/fd/3");
@@ -362,9 +422,11 @@ impl Launch<'_> {
             .args(["--nofile", &l.nofile.to_string()])
             .args(["--nproc", &l.nproc.to_string()])
             .args(["--stage-bytes", &l.stage_bytes.to_string()])
-            .args(["--stage-inodes", &l.stage_inodes.to_string()])
-            .arg(self.plugin_arg)
-            .process_group(0);
+            .args(["--stage-inodes", &l.stage_inodes.to_string()]);
+        if let Some(abi) = self.landlock_abi {
+            cmd.args(["--landlock-abi", &abi.to_string()]);
+        }
+        cmd.arg(self.plugin_arg).process_group(0);
         let moves = [(runner.as_fd(), 3), (self.plugin.as_fd(), 4)];
         self.spawn(cmd, &moves, Some(report_socket()?), true)
     }
@@ -374,6 +436,9 @@ impl Launch<'_> {
     pub fn unconfined(&self) -> io::Result<RunOutput> {
         let mut cmd = Command::new("/proc/self/fd/9");
         cmd.arg0("plugin");
+        if self.reexec {
+            cmd.arg("--reexec");
+        }
         self.spawn(cmd, &[(self.plugin.as_fd(), 9)], None, false)
     }
 
@@ -630,7 +695,7 @@ fn canary_request_with(
 ) -> io::Result<Vec<u8>> {
     let mut inputs = std::collections::BTreeMap::new();
     if let Some(v) = victim {
-        inputs.insert("victim".to_owned(), v.display().to_string());
+        inputs.insert("outside".to_owned(), v.display().to_string());
     }
     inputs.insert("probe".to_owned(), probe.to_owned());
     inputs.insert("port".to_owned(), targets.port().to_string());
@@ -702,12 +767,14 @@ pub enum Mode {
 }
 
 /// Runs one probe and returns its observed outcome (and the run, for further checks).
+/// `landlock_abi` is the runner's `--landlock-abi` (confined runs only).
 pub fn run_probe(
     runner: &File,
     canary: &File,
     probe: &ProbeSpec,
     mode: Mode,
     limits: Limits,
+    landlock_abi: Option<u32>,
 ) -> io::Result<(String, RunOutput)> {
     let scratch = Scratch::new(probe.name)?;
     let targets = Targets::new()?;
@@ -719,6 +786,8 @@ pub fn run_probe(
         input: if probe.pty { Input::Pty } else { Input::Pipe },
         limits,
         plugin_arg: crate::exec::PLUGIN_PATH,
+        landlock_abi,
+        reexec: probe.reexec,
         timeout: Duration::from_secs(30),
     };
     let run = match mode {
@@ -728,8 +797,14 @@ pub fn run_probe(
     Ok((outcome(&run, &scratch.stage, probe.name), run))
 }
 
-/// Runs `only` (or every probe) confined and compares each outcome with the table.
-pub fn prove(runner: &File, canary: &File, only: &[String]) -> Result<ProveReport, ProveError> {
+/// Runs `only` (or every probe) confined and compares each outcome with the table; the runner
+/// gets `--landlock-abi` when `landlock_abi` is set.
+pub fn prove(
+    runner: &File,
+    canary: &File,
+    only: &[String],
+    landlock_abi: Option<u32>,
+) -> Result<ProveReport, ProveError> {
     let specs: Vec<&ProbeSpec> = if only.is_empty() {
         PROBES.iter().collect()
     } else {
@@ -752,13 +827,18 @@ pub fn prove(runner: &File, canary: &File, only: &[String]) -> Result<ProveRepor
         })?;
     let mut probes = Vec::with_capacity(specs.len());
     for s in specs {
-        let (observed, _) =
-            run_probe(runner, canary, s, Mode::Confined, PROVE_LIMITS).map_err(|source| {
-                ProveError::Harness {
-                    name: s.name.to_owned(),
-                    source,
-                }
-            })?;
+        let (observed, _) = run_probe(
+            runner,
+            canary,
+            s,
+            Mode::Confined,
+            PROVE_LIMITS,
+            landlock_abi,
+        )
+        .map_err(|source| ProveError::Harness {
+            name: s.name.to_owned(),
+            source,
+        })?;
         probes.push(ProbeResult {
             name: s.name.to_owned(),
             expected: s.confined.join("|"),
@@ -772,7 +852,10 @@ pub fn prove(runner: &File, canary: &File, only: &[String]) -> Result<ProveRepor
 
 /// `probe --prove`: the running dot-sandbox is the runner, `dot-canary` next to it the canary
 /// (opened without following a symlink, from the directory of `/proc/self/exe`, never `PATH`).
-pub fn prove_sibling(only: &[String]) -> Result<ProveReport, ProveError> {
+pub fn prove_sibling(
+    only: &[String],
+    landlock_abi: Option<u32>,
+) -> Result<ProveReport, ProveError> {
     let runner = File::open("/proc/self/exe").map_err(ProveError::Runner)?;
     let exe = std::fs::read_link("/proc/self/exe").map_err(ProveError::Runner)?;
     let path = exe
@@ -783,5 +866,5 @@ pub fn prove_sibling(only: &[String]) -> Result<ProveReport, ProveError> {
         path: path.clone(),
         reason: e.to_string(),
     })?;
-    prove(&runner, &canary, only)
+    prove(&runner, &canary, only, landlock_abi)
 }

@@ -37,6 +37,41 @@ fn prove_sees_every_expected_denial() {
 }
 
 #[test]
+fn probe_reports_a_lowered_landlock_abi() {
+    let kernel = sandbox::probe().landlock_abi;
+    let probe_at = |abi: &str| -> Probe {
+        let out = cargo_bin_cmd!("dot-sandbox")
+            .args(["probe", "--landlock-abi", abi])
+            .output()
+            .expect("run");
+        assert_eq!(out.status.code(), Some(0));
+        serde_json::from_slice(&out.stdout).expect("probe json")
+    };
+    let p = probe_at("4");
+    assert_eq!(p.landlock_abi, kernel.min(4));
+    assert_eq!(p.process_enforceable, kernel >= 3);
+    let p = probe_at("2");
+    assert_eq!(p.landlock_abi, kernel.min(2));
+    assert!(!p.process_enforceable);
+    assert!(p.why_not.is_some_and(|w| w.contains("Landlock ABI")));
+}
+
+#[test]
+fn prove_at_a_lowered_landlock_abi_still_sees_the_signal_route_denied() {
+    common::canary_path();
+    let out = cargo_bin_cmd!("dot-sandbox")
+        .args(["probe", "--prove", "--landlock-abi", "3"])
+        .args(["--only", "fsetown-parent", "--only", "sigio-sigkill"])
+        .output()
+        .expect("run");
+    let report: ProveReport = serde_json::from_slice(&out.stdout).expect("report json");
+    assert_eq!(report.probes.len(), 2);
+    assert!(report.ok, "{report:?}");
+    assert!(report.probes.iter().all(|p| p.observed == "errno:EPERM"));
+    assert_eq!(out.status.code(), Some(0));
+}
+
+#[test]
 fn prove_refuses_an_unknown_probe() {
     common::canary_path();
     let out = cargo_bin_cmd!("dot-sandbox")

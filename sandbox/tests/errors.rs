@@ -233,6 +233,13 @@ fn kernel_refusals_of_a_confinement_step_map_to_their_kinds() {
             None,
         ),
         (
+            ExecError::Signals(eperm()),
+            "signals",
+            ExitCode::System,
+            None,
+            None,
+        ),
+        (
             ExecError::Cloexec(eperm()),
             "cloexec",
             ExitCode::System,

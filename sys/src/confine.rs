@@ -1,8 +1,8 @@
 //! The kernel calls `dot-sandbox` makes to confine itself before it executes a plugin: inherited
 //! descriptors, parent-death signal, capabilities and securebits, `no_new_privs`, the Landlock ABI
-//! probe, seccomp installation, close-on-exec for every inherited descriptor, and the final `execve`
-//! that carries the seccomp cookie. One syscall per function, each converted at once to
-//! `io::Result`.
+//! probe, seccomp installation, default signal dispositions and an empty signal mask for the
+//! plugin, close-on-exec for every inherited descriptor, and the final `execve` that carries the
+//! seccomp cookie. One syscall per function, each converted at once to `io::Result`.
 
 use std::ffi::CStr;
 use std::io;
@@ -253,6 +253,101 @@ pub fn install_seccomp_filter(program: &[SockFilter]) -> io::Result<()> {
     .map(drop)
 }
 
+/// The highest signal number on Linux (`_NSIG - 1`): 1..=31 classic, 32..=64 real-time.
+pub const MAX_SIGNAL: i32 = 64;
+
+/// The kernel's `struct sigaction` on x86-64 (handler, flags, restorer, mask), not libc's, whose
+/// layout differs and whose wrapper refuses the signals libc keeps for itself.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct KernelSigaction {
+    handler: usize,
+    flags: u64,
+    restorer: usize,
+    mask: u64,
+}
+
+/// `rt_sigaction(sig, {SIG_DFL}, NULL)`: the default disposition for `sig`. `execve` resets
+/// caught signals to default by itself but keeps ignored ones ignored, so this is what undoes an
+/// ignore (Rust ignores SIGPIPE at start) before an exec. `Err(EINVAL)` for SIGKILL, SIGSTOP and
+/// numbers outside 1..=64.
+pub fn set_default_signal_action(sig: i32) -> io::Result<()> {
+    let act = KernelSigaction::default(); // handler 0 = SIG_DFL, no flags, empty mask
+                                          // SAFETY: the kernel reads one struct of the size given (8-byte mask) from `act`, alive for
+                                          // the call, and writes nothing back (old action NULL).
+    check_long(unsafe {
+        libc::syscall(
+            libc::SYS_rt_sigaction,
+            sig,
+            &act as *const KernelSigaction,
+            std::ptr::null_mut::<KernelSigaction>(),
+            8usize,
+        )
+    })
+    .map(drop)
+}
+
+/// Whether `sig` is ignored (`SIG_IGN`) in this process: `rt_sigaction(sig, NULL, &old)`.
+pub fn signal_ignored(sig: i32) -> io::Result<bool> {
+    let mut old = KernelSigaction::default();
+    // SAFETY: with a NULL new action the kernel only writes the current one into `old`, alive and
+    // sized as the call says (8-byte mask).
+    check_long(unsafe {
+        libc::syscall(
+            libc::SYS_rt_sigaction,
+            sig,
+            std::ptr::null::<KernelSigaction>(),
+            &mut old as *mut KernelSigaction,
+            8usize,
+        )
+    })?;
+    Ok(old.handler == libc::SIG_IGN)
+}
+
+/// `rt_sigprocmask(SIG_SETMASK, {}, NULL)`: block no signal. The mask survives `execve`.
+pub fn clear_signal_mask() -> io::Result<()> {
+    let empty: u64 = 0;
+    // SAFETY: the kernel reads the 8-byte set from `empty`, alive for the call; old set NULL.
+    check_long(unsafe {
+        libc::syscall(
+            libc::SYS_rt_sigprocmask,
+            libc::SIG_SETMASK,
+            &empty as *const u64,
+            std::ptr::null_mut::<u64>(),
+            8usize,
+        )
+    })
+    .map(drop)
+}
+
+/// The calling thread's blocked signals, one bit per signal (bit `n - 1` for signal `n`).
+pub fn signal_mask() -> io::Result<u64> {
+    let mut set: u64 = 0;
+    // SAFETY: with a NULL new set the kernel only writes the current mask (8 bytes) into `set`.
+    check_long(unsafe {
+        libc::syscall(
+            libc::SYS_rt_sigprocmask,
+            libc::SIG_BLOCK,
+            std::ptr::null::<u64>(),
+            &mut set as *mut u64,
+            8usize,
+        )
+    })?;
+    Ok(set)
+}
+
+/// Every signal but SIGKILL and SIGSTOP back to its default disposition, and an empty mask: what
+/// a process started from a fresh shell would get at exec.
+pub fn default_signals() -> io::Result<()> {
+    for sig in 1..=MAX_SIGNAL {
+        if sig == libc::SIGKILL || sig == libc::SIGSTOP {
+            continue;
+        }
+        set_default_signal_action(sig)?;
+    }
+    clear_signal_mask()
+}
+
 /// A random 64-bit value from the kernel (`getrandom`, blocking until the pool is ready).
 pub fn random_u64() -> io::Result<u64> {
     let mut buf = [0u8; 8];
@@ -401,6 +496,56 @@ mod tests {
                 .map_err(|e| e.raw_os_error()),
             Err(Some(libc::EBADF))
         );
+    }
+
+    /// In a child (the test harness's threads keep their own masks and dispositions): ignore and
+    /// block a few signals, reset, and read every one back.
+    #[test]
+    fn default_signals_undoes_ignores_and_blocks() {
+        use nix::sys::signal::{sigprocmask, SigSet, SigmaskHow, Signal};
+        use nix::sys::wait::{waitpid, WaitStatus};
+        // SAFETY: fork; the child only makes raw syscalls (async-signal-safe) and then _exit.
+        match unsafe { nix::unistd::fork() }.expect("fork") {
+            nix::unistd::ForkResult::Child => {
+                let mut set = SigSet::empty();
+                set.add(Signal::SIGUSR1);
+                set.add(Signal::SIGTERM);
+                let before = sigprocmask(SigmaskHow::SIG_BLOCK, Some(&set), None).is_ok()
+                    && [libc::SIGPIPE, libc::SIGHUP, 40]
+                        .iter()
+                        .all(|&s| ignore(s) && signal_ignored(s).unwrap_or(false))
+                    && signal_mask().unwrap_or(0) != 0;
+                let after = default_signals().is_ok()
+                    && (1..=MAX_SIGNAL).all(|s| !signal_ignored(s).unwrap_or(true))
+                    && signal_mask().ok() == Some(0);
+                // SAFETY: _exit ends the child at once.
+                unsafe { libc::_exit(if before && after { 0 } else { 1 }) }
+            }
+            nix::unistd::ForkResult::Parent { child } => {
+                assert_eq!(
+                    waitpid(child, None).ok(),
+                    Some(WaitStatus::Exited(child, 0))
+                );
+            }
+        }
+    }
+
+    fn ignore(sig: i32) -> bool {
+        let act = KernelSigaction {
+            handler: libc::SIG_IGN,
+            ..KernelSigaction::default()
+        };
+        // SAFETY: as in set_default_signal_action, with SIG_IGN as the handler.
+        let ret = unsafe {
+            libc::syscall(
+                libc::SYS_rt_sigaction,
+                sig,
+                &act as *const KernelSigaction,
+                std::ptr::null_mut::<KernelSigaction>(),
+                8usize,
+            )
+        };
+        ret == 0
     }
 
     #[test]

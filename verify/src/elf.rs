@@ -2,11 +2,17 @@
 //!
 //! Accept iff: ELF64 little-endian for this build's machine; no `PT_INTERP`; no `DT_NEEDED`, no text
 //! relocations; `ET_EXEC`, or `ET_DYN` whose `DT_FLAGS_1` has `DF_1_PIE` (static-pie — this is what
-//! rejects a plain shared object); `PT_GNU_STACK` present without execute; nonzero entry point.
+//! rejects a plain shared object); `PT_GNU_STACK` present without execute; no `PT_LOAD` segment both
+//! writable and executable (the kernel would map it so, and the plugin could write code and run it
+//! without any syscall a filter could refuse); nonzero entry point.
+//!
+//! A refusal is `not-static-elf`, except the writable-and-executable segment: `exe-wx-segment`
+//! (the fix is a different link, not a static build).
 //!
 //! Only the ELF header, the program headers and the dynamic segment are read (positioned reads on
 //! the open descriptor), never the whole file.
 
+use proto::{ExitCode, ToErrorObject};
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
@@ -19,10 +25,12 @@ const MAX_DYNAMIC: u64 = 64 * 1024;
 
 const ET_EXEC: u16 = 2;
 const ET_DYN: u16 = 3;
+const PT_LOAD: u32 = 1;
 const PT_DYNAMIC: u32 = 2;
 const PT_INTERP: u32 = 3;
 const PT_GNU_STACK: u32 = 0x6474_e551;
 const PF_X: u32 = 1;
+const PF_W: u32 = 2;
 const DT_NULL: u64 = 0;
 const DT_NEEDED: u64 = 1;
 const DT_TEXTREL: u64 = 22;
@@ -75,10 +83,28 @@ pub enum ElfError {
     NoStackHeader,
     #[error("asks for an executable stack")]
     ExecStack,
+    #[error("has a PT_LOAD segment that is both writable and executable (program header {index}, flags {flags:#x})")]
+    WritableExecutable { index: usize, flags: u32 },
     #[error("has no entry point")]
     NoEntry,
     #[error("could not be read: {0}")]
     Io(#[from] io::Error),
+}
+
+impl ToErrorObject for ElfError {
+    fn kind(&self) -> &'static str {
+        match self {
+            ElfError::WritableExecutable { .. } => "exe-wx-segment",
+            _ => "not-static-elf",
+        }
+    }
+
+    fn exit_code(&self) -> ExitCode {
+        match self {
+            ElfError::WritableExecutable { .. } => ExitCode::Refused,
+            _ => ExitCode::Refused,
+        }
+    }
 }
 
 /// Checks that the open `file` is a static ELF executable for this machine.
@@ -202,11 +228,17 @@ fn check_program_headers(
     }
     let mut dynamic = None;
     let mut stack = None;
-    for ph in table.chunks_exact(PHDR_LEN) {
+    for (index, ph) in table.chunks_exact(PHDR_LEN).enumerate() {
         let (p_type, p_flags) = (u32_at(ph, 0), u32_at(ph, 4));
         let (p_offset, p_filesz) = (u64_at(ph, 8), u64_at(ph, 32));
         match p_type {
             PT_INTERP => return Err(ElfError::Interpreter),
+            PT_LOAD if p_flags & (PF_W | PF_X) == PF_W | PF_X => {
+                return Err(ElfError::WritableExecutable {
+                    index,
+                    flags: p_flags,
+                })
+            }
             PT_GNU_STACK => stack = Some(p_flags),
             PT_DYNAMIC => {
                 if p_offset.checked_add(p_filesz).is_none_or(|end| end > size) {
@@ -400,6 +432,53 @@ mod tests {
         let mut class32 = image(ET_EXEC, HOST_MACHINE, &[STACK], &[]);
         class32[4] = 1;
         assert!(matches!(r(class32), ElfError::WrongClass));
+    }
+
+    #[test]
+    fn refuses_a_writable_and_executable_load_segment() {
+        // Text (R+X) and data (R+W) apart are fine; one segment with both is not, whatever else
+        // it has (read or not), and in an ET_EXEC as in a static-pie.
+        let ok = image(
+            ET_EXEC,
+            HOST_MACHINE,
+            &[(PT_LOAD, 5), (PT_LOAD, 6), STACK],
+            &[],
+        );
+        assert!(check_bytes(&ok).is_ok());
+        for flags in [3, 7, 0xf000_0007] {
+            let wx = image(
+                ET_EXEC,
+                HOST_MACHINE,
+                &[(PT_LOAD, 5), (PT_LOAD, flags), STACK],
+                &[],
+            );
+            let err = check_bytes(&wx).expect_err("W+X");
+            assert!(
+                matches!(err, ElfError::WritableExecutable { index: 1, flags: f } if f == flags),
+                "{err:?}"
+            );
+            assert_eq!(
+                (err.kind(), err.exit_code()),
+                ("exe-wx-segment", ExitCode::Refused)
+            );
+            assert!(err.to_string().contains("writable and executable"));
+        }
+        let pie = image(
+            ET_DYN,
+            HOST_MACHINE,
+            &[(PT_LOAD, 7), (PT_DYNAMIC, 6), STACK],
+            &[(DT_FLAGS_1, DF_1_PIE), (0, 0)],
+        );
+        assert!(matches!(
+            check_bytes(&pie),
+            Err(ElfError::WritableExecutable { index: 0, .. })
+        ));
+        // Only loaded segments count: a note or the GNU_RELRO header with odd flags does not.
+        let note = image(ET_EXEC, HOST_MACHINE, &[(PT_LOAD, 5), (4, 7), STACK], &[]);
+        assert!(check_bytes(&note).is_ok());
+        // Every other refusal keeps its kind.
+        let err = check_bytes(&image(ET_EXEC, HOST_MACHINE, &[(1, 5)], &[])).expect_err("stack");
+        assert_eq!(err.kind(), "not-static-elf");
     }
 
     #[test]

@@ -307,7 +307,7 @@ impl ToErrorObject for VerifyError {
             E::SizeMismatch { .. } => "size-mismatch",
             E::DigestMismatch { .. } => "digest-mismatch",
             E::StoreTampered { .. } => "store-tampered",
-            E::NotStaticElf { .. } => "not-static-elf",
+            E::NotStaticElf { source, .. } => source.kind(),
             E::ExecSealUnavailable { .. } => "exec-seal-unavailable",
             E::PubkeyMalformed { .. } => "pubkey-malformed",
             E::Denied { .. } => "denied",

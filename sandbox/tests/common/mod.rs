@@ -40,6 +40,17 @@ pub fn launch(
     plugin_arg: &str,
     limits: Limits,
 ) -> (RunOutput, Scratch) {
+    launch_at_abi(plugin, request, plugin_arg, limits, None)
+}
+
+/// [`launch`], the runner given `--landlock-abi` when `landlock_abi` is set.
+pub fn launch_at_abi(
+    plugin: &File,
+    request: &[u8],
+    plugin_arg: &str,
+    limits: Limits,
+    landlock_abi: Option<u32>,
+) -> (RunOutput, Scratch) {
     let scratch = Scratch::new("test").expect("scratch");
     let launch = Launch {
         stage: &scratch.stage,
@@ -48,6 +59,8 @@ pub fn launch(
         input: Input::Pipe,
         limits,
         plugin_arg,
+        landlock_abi,
+        reexec: false,
         timeout: Duration::from_secs(60),
     };
     let run = launch.confined(&runner()).expect("launch");
