@@ -85,6 +85,8 @@ pub enum LaunchError {
     Reap(#[from] reap::ReapError),
     #[error("run {txid} was not found under {path}")]
     NoSuchRun { txid: String, path: PathBuf },
+    #[error("the plugin's executable was read-leased for {held_ms} ms before it was executed, not less than the kernel's lease break time of {break_ms} ms: that the bytes executed were the bytes digested cannot be confirmed")]
+    ExecUnconfirmed { held_ms: u64, break_ms: u64 },
 }
 
 impl LaunchError {
@@ -120,6 +122,7 @@ impl ToErrorObject for LaunchError {
             LaunchError::Plugin { kind, .. } => kind,
             LaunchError::SandboxRefused { .. } => "sandbox-refused",
             LaunchError::NoSuchRun { .. } => "no-such-run",
+            LaunchError::ExecUnconfirmed { .. } => "exec-unconfirmed",
             LaunchError::Retained { .. } => "run-retained",
             LaunchError::Reap(e) => e.kind(),
         }
@@ -148,7 +151,7 @@ impl ToErrorObject for LaunchError {
             LaunchError::Plugin { .. } => ExitCode::PluginFailed,
             LaunchError::Retained { .. } => ExitCode::Retained,
             LaunchError::Reap(e) => e.exit_code(),
-            LaunchError::Io { .. } => ExitCode::System,
+            LaunchError::Io { .. } | LaunchError::ExecUnconfirmed { .. } => ExitCode::System,
         }
     }
 

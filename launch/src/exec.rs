@@ -88,6 +88,8 @@ pub struct Observed {
     pub stderr_passed_ends_line: bool,
     /// The root of a `process` plugin's stage (its private tmpfs), sent with the report.
     pub stage: Option<OwnedFd>,
+    /// When the report socket closed (the runner's exec of the plugin, or its end).
+    pub report_closed_at: Option<Instant>,
     pub status: std::process::ExitStatus,
     pub duration: Duration,
 }
@@ -104,17 +106,41 @@ fn is_script(exe: &File) -> bool {
     exe.read_exact_at(&mut magic, 0).is_ok() && magic == *b"#!"
 }
 
+/// A read lease that keeps the executable from changing until it is executed
+/// (`verify::entry::Pinned::Leased`): taken at `since`, broken by the kernel `break_time` after a
+/// would-be writer started waiting.
+#[derive(Clone, Copy, Debug)]
+pub struct Lease {
+    pub since: Instant,
+    pub break_time: Duration,
+}
+
+/// How a run went: observed to the end, or never started because a would-be writer of the leased
+/// executable was waiting for the lease (it holds write access while it waits, so the kernel
+/// refuses to execute the file: `ETXTBSY`). The caller then seals a private copy, the lease still
+/// held, and runs again.
+#[derive(Debug)]
+pub enum Ran {
+    Observed(Box<Observed>),
+    WriterWaiting,
+}
+
 /// Spawns the plugin and supervises it to the end, group reaped. `inputs` is the total size and
-/// count of the file inputs in the stage (a `process` stage is made that much larger).
+/// count of the file inputs in the stage (a `process` stage is made that much larger). With a
+/// `lease` on `exe`, the lease is released once the plugin is executed (`audit`: when the spawn
+/// returns; `process`: when the runner's report socket closes at its exec), and the run fails
+/// (`exec-unconfirmed`) if that was not before the kernel could have broken it.
+#[allow(clippy::too_many_arguments)]
 pub fn run(
     exe: &File,
+    lease: Option<Lease>,
     runner: Option<&Runner>,
     stage: &Path,
     argv0: &str,
     request: &[u8],
     limits: &Limits,
     inputs: (u64, u64),
-) -> Result<Observed, LaunchError> {
+) -> Result<Ran, LaunchError> {
     let started = Instant::now();
     let mut report_read: Option<OwnedFd> = None;
     let mut cmd;
@@ -177,14 +203,44 @@ pub fn run(
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let mut child = sys::process::spawn_with_fds(&mut cmd, &moves)
-        .map_err(|e| LaunchError::io("spawning the plugin", stage, e))?;
+    crate::hooks::sleep_before_spawn();
+    let mut child = match sys::process::spawn_with_fds(&mut cmd, &moves) {
+        Err(e) if lease.is_some() && e.raw_os_error() == Some(nix::libc::ETXTBSY) => {
+            return Ok(Ran::WriterWaiting)
+        }
+        other => other.map_err(|e| LaunchError::io("spawning the plugin", stage, e))?,
+    };
     drop(report_write);
-    let supervised = supervise(&mut child, report_read, request, limits, started);
+    // At `audit` the spawn returned after the plugin's own execve: it is pinned by the kernel now.
+    let mut leased = lease.map(|l| (exe, l));
+    let mut executed_at = None;
+    if runner.is_none() {
+        executed_at = Some(Instant::now());
+        if let Some((file, _)) = leased.take() {
+            let _ = sys::fs::release_lease(file);
+        }
+    }
+    let supervised = supervise(&mut child, report_read, request, limits, started, leased);
     // Whatever happened, the group is terminated and reaped before anything is decided.
     let reaped = terminate(&mut child);
     let (mut observed, mut streams) = supervised?;
     reaped?;
+    if let Some(l) = lease {
+        if runner.is_some() && runner_exec_busy(&observed.report) {
+            return Ok(Ran::WriterWaiting);
+        }
+        let _ = sys::fs::release_lease(exe);
+        let at = executed_at
+            .or(observed.report_closed_at)
+            .unwrap_or_else(Instant::now);
+        let held = at.saturating_duration_since(l.since);
+        if held >= l.break_time {
+            return Err(LaunchError::ExecUnconfirmed {
+                held_ms: held.as_millis() as u64,
+                break_ms: l.break_time.as_millis() as u64,
+            });
+        }
+    }
     streams.drain_to_eof(&mut observed, limits);
     if !observed.stderr_passed_ends_line {
         // dot-launch's own last line (a result or an error) starts on a line of its own.
@@ -194,7 +250,22 @@ pub fn run(
         .wait()
         .map_err(|e| LaunchError::io("waiting for the plugin", stage, e))?;
     observed.duration = started.elapsed();
-    Ok(observed)
+    Ok(Ran::Observed(Box::new(observed)))
+}
+
+/// Whether the runner reported that executing the plugin failed with `ETXTBSY` (after its line
+/// of what it enforced: it confined itself, then its `execve` was refused).
+fn runner_exec_busy(report: &[u8]) -> bool {
+    use proto::result::SandboxReport;
+    report
+        .split(|&b| b == b'\n')
+        .filter_map(|line| serde_json::from_slice::<SandboxReport>(line).ok())
+        .any(|r| match r {
+            SandboxReport::Error(e) => {
+                e.error == "exec" && e.value.as_deref() == Some(&nix::libc::ETXTBSY.to_string())
+            }
+            SandboxReport::Enforced(_) => false,
+        })
 }
 
 /// The report channel: a unix `SOCK_SEQPACKET` pair (close-on-exec), so the runner can hand over the
@@ -341,6 +412,7 @@ impl Streams {
         }
         if let Some(s) = self.report.as_ref() {
             if !read_report(s, o) {
+                o.report_closed_at = Some(Instant::now());
                 self.report = None;
             }
         }
@@ -363,6 +435,7 @@ fn supervise(
     request: &[u8],
     limits: &Limits,
     started: Instant,
+    mut leased: Option<(&File, Lease)>,
 ) -> Result<(Observed, Streams), LaunchError> {
     let mut s = Streams {
         stdin: child.stdin.take(),
@@ -394,6 +467,7 @@ fn supervise(
         stderr_passed: 0,
         stderr_passed_ends_line: true,
         stage: None,
+        report_closed_at: None,
         status: std::os::unix::process::ExitStatusExt::from_raw(0),
         duration: Duration::ZERO,
     };
@@ -447,6 +521,13 @@ fn supervise(
         }
         s.pump(&mut o, limits);
         s.check_limits(&mut o, limits);
+        // The report socket closes at the runner's exec of the plugin: pinned by the kernel now
+        // (unless the exec was refused because a writer is waiting: the lease stays, for sealing).
+        if o.report_closed_at.is_some() && !runner_exec_busy(&o.report) {
+            if let Some((file, _)) = leased.take() {
+                let _ = sys::fs::release_lease(file);
+            }
+        }
         if o.over_limit.is_some() {
             break;
         }

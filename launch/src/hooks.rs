@@ -4,8 +4,10 @@
 //! `between-renames`, `before-committed`), a pause after validation
 //! (`DOT_PAUSE_AFTER_VERIFY=PATH`: creates `PATH.ready`, waits for `PATH.go`), and a pretend
 //! Landlock ABI (`DOT_PRETEND_LANDLOCK_ABI=N`: the launcher decides as on a kernel with ABI
-//! min(N, real) and passes `--landlock-abi N` to `dot-sandbox`, which builds its ruleset so), and a report of the launcher's own open descriptors
-//! and peak memory just before it exits (`DOT_REPORT_FDS=PATH`, one JSON line appended per run), for
+//! min(N, real) and passes `--landlock-abi N` to `dot-sandbox`, which builds its ruleset so), a
+//! pretended lease break time (`DOT_LEASE_BREAK_MS=N`), a pause just before the spawn
+//! (`DOT_SLEEP_BEFORE_SPAWN_MS=N`), and a report of the launcher's own open descriptors and peak
+//! memory just before it exits (`DOT_REPORT_FDS=PATH`, one JSON line appended per run), for
 //! the soak tests.
 
 /// Kills the launcher with SIGKILL when `DOT_FAILPOINT` names this point.
@@ -132,3 +134,34 @@ pub fn report_process(fds_at_start: Vec<i32>) {
 #[cfg(not(feature = "test-hooks"))]
 #[inline(always)]
 pub fn report_process(_fds_at_start: Vec<i32>) {}
+
+/// A lease break time to pretend the kernel has (`DOT_LEASE_BREAK_MS`), so a test can make the
+/// launcher seal its copy, or find the lease too old at the exec.
+#[cfg(feature = "test-hooks")]
+pub fn lease_break_time() -> Option<std::time::Duration> {
+    std::env::var("DOT_LEASE_BREAK_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map(std::time::Duration::from_millis)
+}
+
+#[cfg(not(feature = "test-hooks"))]
+#[inline(always)]
+pub fn lease_break_time() -> Option<std::time::Duration> {
+    None
+}
+
+/// Sleeps `DOT_SLEEP_BEFORE_SPAWN_MS` milliseconds just before the plugin is spawned.
+#[cfg(feature = "test-hooks")]
+pub fn sleep_before_spawn() {
+    if let Some(ms) = std::env::var("DOT_SLEEP_BEFORE_SPAWN_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+    }
+}
+
+#[cfg(not(feature = "test-hooks"))]
+#[inline(always)]
+pub fn sleep_before_spawn() {}

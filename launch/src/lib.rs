@@ -292,17 +292,21 @@ impl Drop for AuditSync {
 
 /// Runs one plugin to the end. `Ok` is a committed run; every failure is an `Err`.
 pub fn launch(opts: &Options) -> Result<RunResult, LaunchError> {
+    // Nothing of the same user (an `audit` plugin of another run included) may open this process's
+    // descriptors or trace it: only a holder of CAP_SYS_PTRACE can.
+    nix::sys::prctl::set_dumpable(false)
+        .map_err(|e| LaunchError::io("making dot-launch non-dumpable", "prctl", e.into()))?;
     let root = Root::new(&opts.root);
     let name = Name::new(&opts.name)?;
     let decision = decide(&root, &name, opts);
     let mut audit = record_decision(&root, &name, &decision)?;
     let Decided {
-        verified,
+        mut verified,
         inputs,
         target,
         runner,
     } = decision?;
-    let entry = &verified.entry;
+    let entry = &verified.entry.clone();
     hooks::pause_after_verify();
 
     sys::process::set_child_subreaper()
@@ -330,14 +334,13 @@ pub fn launch(opts: &Options) -> Result<RunResult, LaunchError> {
         return Err(e);
     }
     let request = serde_json::to_vec(&inputs.request(entry)).unwrap_or_default();
-    let observed = match exec::run(
-        &verified.exe,
+    let observed = match run_pinned(
+        &mut verified,
         runner.as_ref(),
-        &run.stage(),
-        entry.name.as_str(),
+        &run,
         &request,
-        &opts.limits,
-        inputs.totals(),
+        opts,
+        &inputs,
     ) {
         Ok(o) => o,
         Err(e) => {
@@ -454,6 +457,64 @@ fn prepare_stage(run: &RunDir, inputs: &inputs::Inputs) -> Result<(), LaunchErro
             .map_err(|e| LaunchError::io("copying a file input", &f.path, e))?;
     }
     Ok(())
+}
+
+/// Runs the plugin (`exec::run`) with what pins its executable. A leased executable whose
+/// exec was refused because a would-be writer was waiting for the lease is sealed into a private
+/// copy (the lease still held, the writer still waiting) and run again, once.
+fn run_pinned(
+    verified: &mut verify::entry::Verified,
+    runner: Option<&exec::Runner>,
+    run: &RunDir,
+    request: &[u8],
+    opts: &Options,
+    inputs: &inputs::Inputs,
+) -> Result<exec::Observed, LaunchError> {
+    let name = verified.entry.name.clone();
+    let go = |verified: &mut verify::entry::Verified| {
+        let lease = pinned_lease(verified)?;
+        exec::run(
+            &verified.exe,
+            lease,
+            runner,
+            &run.stage(),
+            name.as_str(),
+            request,
+            &opts.limits,
+            inputs.totals(),
+        )
+    };
+    match go(verified)? {
+        exec::Ran::Observed(o) => Ok(*o),
+        exec::Ran::WriterWaiting => {
+            verified.seal_now()?;
+            match go(verified)? {
+                exec::Ran::Observed(o) => Ok(*o),
+                exec::Ran::WriterWaiting => Err(LaunchError::io(
+                    "executing the sealed copy",
+                    &verified.exe_path,
+                    std::io::Error::from_raw_os_error(nix::libc::ETXTBSY),
+                )),
+            }
+        }
+    }
+}
+
+/// The lease that keeps a leased executable from changing until it is executed, if it still has
+/// at least half the kernel's lease break time to go; an older one is exchanged for a sealed
+/// private copy (checked against the entry's digest) first.
+fn pinned_lease(
+    verified: &mut verify::entry::Verified,
+) -> Result<Option<exec::Lease>, LaunchError> {
+    let verify::entry::Pinned::Leased { since } = verified.pinned else {
+        return Ok(None);
+    };
+    let break_time = hooks::lease_break_time().unwrap_or_else(sys::fs::lease_break_time);
+    if since.elapsed() >= break_time / 2 {
+        verified.seal_now()?;
+        return Ok(None);
+    }
+    Ok(Some(exec::Lease { since, break_time }))
 }
 
 /// The stage's `out/`, opened: in the private tmpfs the runner handed over (`process`), or in the

@@ -13,7 +13,7 @@
 //!    than the name's high-water version needs `--allow-downgrade` or `--reset-high-water`; a
 //!    replacement that widens containment, inputs or protocol needs `--accept-changes`
 //! 6. pin: copy the bytes read from that same descriptor into `store/sha256/HEX` (digesting them as
-//!    they are copied; the copy is kept only if that digest is the entry's), mode 0500
+//!    they are copied; the copy is kept only if that digest is the entry's), mode 0555
 //! 7. write the grant (if any), `NAME.json.minisig`, then `NAME.json`, each atomically (mode
 //!    0600); then `trust/high-water.json`; then one line in `audit.log`
 
@@ -388,7 +388,7 @@ fn check_existing(
         .and_then(|b| Entry::parse(&b).ok()))
 }
 
-/// Pins the executable: `store/sha256/HEX` with mode 0500. An existing pinned copy is never
+/// Pins the executable: `store/sha256/HEX` with mode 0555. An existing pinned copy is never
 /// rewritten: it is checked instead (a differing copy is `store-tampered`). A new copy is made from
 /// the already-open, already-checked descriptor, digesting exactly the bytes written; it is renamed
 /// into place only if they are the entry's bytes.
@@ -426,7 +426,7 @@ fn pin(root: &Root, exe: &File, entry: &Entry) -> Result<PathBuf, RegisterError>
 }
 
 /// Copies `exe` (from offset 0, positioned reads) into a new file `tmp`, digesting what it copies;
-/// fsync and mode 0500 only if the digest and size are the expected ones.
+/// fsync and mode 0555 only if the digest and size are the expected ones.
 fn copy_verified(exe: &File, tmp: &Path, sha: &Sha256, size: u64) -> Result<(), VerifyError> {
     let io = |e| VerifyError::io(tmp, e);
     let mut out = OpenOptions::new()
@@ -451,7 +451,7 @@ fn copy_verified(exe: &File, tmp: &Path, sha: &Sha256, size: u64) -> Result<(), 
             found,
         });
     }
-    out.set_permissions(std::fs::Permissions::from_mode(0o500))
+    out.set_permissions(std::fs::Permissions::from_mode(0o555))
         .map_err(io)?;
     out.sync_all().map_err(io)
 }

@@ -4,7 +4,7 @@
 //! Every writing command checks everything first and writes only then; writers of one root are
 //! serialized by an exclusive `flock` on its `plugins.d` directory. Registry and trust files are
 //! written atomically (temp file, fsync, rename, fsync directory); an executable is pinned by
-//! copying exactly the bytes that were digested into `store/sha256/HEX`, mode 0500, never rewritten.
+//! copying exactly the bytes that were digested into `store/sha256/HEX`, mode 0555, never rewritten.
 #![forbid(unsafe_code)]
 
 pub mod args;

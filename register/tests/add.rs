@@ -135,7 +135,7 @@ fn registers(prehashed: bool) {
     let store = fx.root.store_file(&Sha256::of(EXE));
     assert_eq!(report.store, store.display().to_string());
     assert_eq!(fs::read(&store).unwrap(), EXE);
-    assert_eq!(fs::metadata(&store).unwrap().mode() & 0o7777, 0o500);
+    assert_eq!(fs::metadata(&store).unwrap().mode() & 0o7777, 0o555);
     assert_eq!(fs::read(fx.root.entry(&hello())).unwrap(), bytes);
     assert_eq!(fs::read(fx.root.entry_sig(&hello())).unwrap(), sig);
     assert_eq!(

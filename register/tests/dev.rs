@@ -96,7 +96,7 @@ fn registers_a_local_entry_with_its_options() {
             ("doc", InputKind::File, false)
         ]
     );
-    assert_eq!(fs::metadata(&v.exe_path).unwrap().mode() & 0o7777, 0o500);
+    assert_eq!(fs::metadata(&v.exe_path).unwrap().mode() & 0o7777, 0o555);
     assert!(v.dev_root);
 }
 

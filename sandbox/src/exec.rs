@@ -177,6 +177,10 @@ impl ToErrorObject for ExecError {
             ExecError::ParentGone { ppid } => obj.field("ppid").value(ppid.to_string()),
             ExecError::Rlimit { resource, .. } => obj.field("rlimits").value(*resource),
             ExecError::Capabilities { step, .. } => obj.field("capabilities").value(*step),
+            ExecError::Exec(e) => match e.raw_os_error() {
+                Some(errno) => obj.field("errno").value(errno.to_string()),
+                None => obj,
+            },
             ExecError::Identity { step, .. } => obj.field("identity").value(*step),
             ExecError::Stage { step, .. } => obj.field("stage").value(*step),
             _ => obj,

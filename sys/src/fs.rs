@@ -255,6 +255,63 @@ pub fn freeze(file: &mut File) -> io::Result<()> {
     Ok(())
 }
 
+/// `F_SETSIG` (not in every libc's headers).
+const F_SETSIG: libc::c_int = 10;
+
+/// Takes a read lease on `file` (opened read-only): until [`release_lease`], an `open` of the file
+/// for writing and a `truncate` by anyone block (for at most [`lease_break_time`], after which the
+/// kernel breaks the lease), and the lease is refused (`EAGAIN`) while anyone has the file open for
+/// writing, mapped writable included. Together with the kernel's refusal to write a file that is
+/// being executed (`ETXTBSY`), a lease held from the digest until the `execve` has happened means
+/// the bytes executed are the bytes digested. Only the file's owner (or a holder of `CAP_LEASE`)
+/// can take one; `EINVAL` where the filesystem or `fs.leases-enable` says no.
+///
+/// The break notice goes out as `SIGURG` (ignored by default) and to no one: the signal is set
+/// before the lease, the owner cleared after it, so an opener can never kill the holder.
+pub fn read_lease(file: &File) -> io::Result<()> {
+    let fd = file.as_raw_fd();
+    // SAFETY: F_SETSIG takes only integer arguments on a descriptor the borrow keeps open.
+    if unsafe { libc::fcntl(fd, F_SETSIG, libc::SIGURG) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: F_SETLEASE takes only integer arguments on a descriptor the borrow keeps open.
+    if unsafe { libc::fcntl(fd, libc::F_SETLEASE, libc::F_RDLCK) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: F_SETOWN takes only integer arguments; owner 0 means no signal is sent.
+    if unsafe { libc::fcntl(fd, libc::F_SETOWN, 0) } < 0 {
+        let e = io::Error::last_os_error();
+        let _ = release_lease(file);
+        return Err(e);
+    }
+    Ok(())
+}
+
+/// Gives up the lease [`read_lease`] took (`F_SETLEASE F_UNLCK`).
+pub fn release_lease(file: &File) -> io::Result<()> {
+    // SAFETY: F_SETLEASE takes only integer arguments on a descriptor the borrow keeps open.
+    if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLEASE, libc::F_UNLCK) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Whether the read lease on `file` is held with no break pending (`F_GETLEASE` is `F_RDLCK`).
+pub fn lease_held(file: &File) -> bool {
+    // SAFETY: F_GETLEASE takes only integer arguments on a descriptor the borrow keeps open.
+    (unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETLEASE) }) == libc::F_RDLCK
+}
+
+/// How long the kernel lets a lease holder keep a would-be writer waiting before it breaks the
+/// lease by force (`/proc/sys/fs/lease-break-time`, 45 s by default).
+pub fn lease_break_time() -> std::time::Duration {
+    let secs = std::fs::read_to_string("/proc/sys/fs/lease-break-time")
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .unwrap_or(45);
+    std::time::Duration::from_secs(secs)
+}
+
 /// Which step of [`sealed_copy`] failed.
 #[derive(Debug)]
 pub enum SealError {
@@ -460,6 +517,33 @@ mod tests {
             matches!(&short, SealError::Copy(e) if e.kind() == io::ErrorKind::UnexpectedEof),
             "{short}"
         );
+        std::fs::remove_dir_all(&d).expect("cleanup");
+    }
+
+    #[test]
+    fn a_read_lease_keeps_writers_out_until_released() {
+        let d = tempdir();
+        let path = d.join("leased");
+        std::fs::write(&path, b"pinned").expect("write");
+        let file = File::open(&path).expect("open");
+        read_lease(&file).expect("lease");
+        assert!(lease_held(&file));
+        let writer = OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&path);
+        assert_eq!(
+            writer.map(drop).map_err(|e| e.raw_os_error()),
+            Err(Some(libc::EAGAIN)),
+            "a writer is kept out while the lease is held"
+        );
+        release_lease(&file).expect("release");
+        let w = OpenOptions::new().write(true).open(&path).expect("writer");
+        // With a writer open the lease is refused.
+        let again = read_lease(&file).map_err(|e| e.raw_os_error());
+        assert_eq!(again, Err(Some(libc::EAGAIN)));
+        drop(w);
+        assert!(lease_break_time() > std::time::Duration::ZERO);
         std::fs::remove_dir_all(&d).expect("cleanup");
     }
 }

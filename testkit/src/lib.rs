@@ -519,7 +519,7 @@ pub fn install_entry(
     let store = root.store_file(&entry.sha256);
     if !store.exists() {
         fs::write(&store, exe_bytes).unwrap();
-        fs::set_permissions(&store, fs::Permissions::from_mode(0o500)).unwrap();
+        fs::set_permissions(&store, fs::Permissions::from_mode(0o555)).unwrap();
     }
 }
 

@@ -27,8 +27,29 @@ fn only_offset(hay: &[u8], needle: &[u8]) -> u64 {
     hits[0] as u64
 }
 
+/// How the rewriting process holds the pinned copy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Writer {
+    /// Opens it for every rewrite, as an attacker racing the launcher would: each launch meets
+    /// either a file it can lease (no writer at that moment; openers then wait until the plugin is
+    /// executed) or a writer (no lease: a sealed copy is made instead).
+    Reopening,
+    /// Keeps one descriptor open for writing: no lease can ever be taken, every launch seals a copy
+    /// (on the previous design every exec failed with ETXTBSY).
+    HoldingOpen,
+}
+
 #[test]
 fn rewriting_the_pinned_copy_in_place_never_runs_unverified_bytes() {
+    race(Writer::Reopening);
+}
+
+#[test]
+fn a_writer_holding_the_pinned_copy_open_never_gets_its_bytes_run() {
+    race(Writer::HoldingOpen);
+}
+
+fn race(how: Writer) {
     let env = Env::new();
     let hello = std::fs::read(workspace_bin("hello")).expect("hello");
     env.register("hello-p", &workspace_bin("hello"), "process", &["name"]);
@@ -39,16 +60,19 @@ fn rewriting_the_pinned_copy_in_place_never_runs_unverified_bytes() {
         .join(Sha256::of(&hello).to_hex());
     assert!(store.is_file(), "{} is the pinned copy", store.display());
 
-    // The writer reopens the file for every rewrite, as an attacker racing the launcher would:
-    // a descriptor held open for writing would only make every exec fail with ETXTBSY.
     let stop = Arc::new(AtomicBool::new(false));
     let flips = Arc::new(AtomicU64::new(0));
     let writer = {
         let (stop, flips, store) = (Arc::clone(&stop), Arc::clone(&flips), store.clone());
+        let open = move || std::fs::OpenOptions::new().write(true).open(&store);
         std::thread::spawn(move || {
+            let held = (how == Writer::HoldingOpen).then(|| open().expect("open for writing"));
             while !stop.load(Ordering::SeqCst) {
                 for bytes in [FORGED, PINNED] {
-                    let f = std::fs::OpenOptions::new().write(true).open(&store);
+                    let f = match &held {
+                        Some(f) => f.try_clone(),
+                        None => open(),
+                    };
                     if let Ok(f) = f {
                         if f.write_all_at(bytes, at).is_ok() {
                             flips.fetch_add(1, Ordering::SeqCst);
@@ -98,7 +122,7 @@ fn rewriting_the_pinned_copy_in_place_never_runs_unverified_bytes() {
 
     let flips = flips.load(Ordering::SeqCst);
     let summary = format!(
-        "audit ran {}, process ran {}, refused {refused}, forged {}, unexpected {}, rewrites {flips}",
+        "{how:?}: audit ran {}, process ran {}, refused {refused}, forged {}, unexpected {}, rewrites {flips}",
         ran[0],
         ran[1],
         forged.len(),
@@ -131,6 +155,16 @@ fn rewriting_the_pinned_copy_in_place_never_runs_unverified_bytes() {
 fn without_executable_memfds_every_launch_refuses() {
     common::require_program("unshare", "util-linux");
     let env = Env::new();
+    // A writer holding the pinned copy open rules out a lease: the launch must seal a copy.
+    let hello = std::fs::read(workspace_bin("hello")).expect("hello");
+    let store = env
+        .root
+        .join("store/sha256")
+        .join(Sha256::of(&hello).to_hex());
+    let _writer = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&store)
+        .expect("open for writing");
     let launch = env.launch("hello", &["--allow-audit-plugin"]);
     let script = "echo 2 > /proc/sys/vm/memfd_noexec && exec \"$0\" \"$@\"";
     let out = std::process::Command::new("unshare")
@@ -144,4 +178,51 @@ fn without_executable_memfds_every_launch_refuses() {
     assert!(err.message.contains("vm.memfd_noexec"), "{}", err.message);
     assert_eq!(env.runs(), Vec::<String>::new(), "nothing was started");
     assert_eq!(env.target_files(), Vec::<String>::new());
+}
+
+/// A lease that might be broken by the time of the exec is never relied on: past half the
+/// kernel's lease break time (pretended here to be 0 ms) the launcher seals a private copy first,
+/// and the launch runs from that copy.
+#[test]
+fn an_old_lease_is_exchanged_for_a_sealed_copy_before_the_spawn() {
+    let env = Env::new();
+    env.register("hello-p", &workspace_bin("hello"), "process", &["name"]);
+    for (name, consent) in [
+        ("hello", "--allow-audit-plugin"),
+        ("hello-p", "--require-process-sandbox"),
+    ] {
+        let out = env
+            .launch(name, &[consent, "--input", "name=late"])
+            .env("DOT_LEASE_BREAK_MS", "0")
+            .output()
+            .expect("dot-launch");
+        common::result(&out);
+        assert_eq!(
+            std::fs::read(env.target.join("hello.txt")).expect("hello.txt"),
+            b"hello, late\n"
+        );
+    }
+}
+
+/// If the plugin was executed only after the lease could have been broken, the run fails closed
+/// (`exec-unconfirmed`, exit 5) and nothing is committed.
+#[test]
+fn an_exec_after_the_lease_break_time_fails_closed() {
+    let env = Env::new();
+    env.register("hello-p", &workspace_bin("hello"), "process", &["name"]);
+    for (name, consent) in [
+        ("hello", "--allow-audit-plugin"),
+        ("hello-p", "--require-process-sandbox"),
+    ] {
+        let out = env
+            .launch(name, &[consent])
+            .env("DOT_LEASE_BREAK_MS", "400")
+            .env("DOT_SLEEP_BEFORE_SPAWN_MS", "600")
+            .output()
+            .expect("dot-launch");
+        let err = common::failure(&out, 5);
+        assert_eq!(err.error, "exec-unconfirmed", "{name}: {}", err.message);
+        assert_eq!(env.target_files(), Vec::<String>::new(), "{name}");
+        assert_eq!(env.runs(), Vec::<String>::new(), "{name}");
+    }
 }

@@ -32,9 +32,11 @@ use std::path::{Path, PathBuf};
 #[derive(Debug)]
 pub struct Verified {
     pub entry: Entry,
-    /// A sealed private copy of the pinned executable (`F_SEAL_WRITE|F_SEAL_SHRINK|F_SEAL_GROW|
-    /// F_SEAL_SEAL` on a close-on-exec memfd), on which every check ran.
+    /// What runs, on which every check ran: the pinned copy under a read lease, or a sealed private
+    /// copy of it (see `pinned`).
     pub exe: File,
+    /// How `exe` is kept from changing until it is executed.
+    pub pinned: Pinned,
     pub exe_path: PathBuf,
     /// The key that signed the entry (`None` for a local entry).
     pub key_id: Option<String>,
@@ -48,6 +50,48 @@ pub struct Verified {
     pub key_not_after: Option<u64>,
     /// The root has the DEV marker.
     pub dev_root: bool,
+}
+
+/// How the bytes that will be executed are kept equal to the bytes digested, whoever else can write
+/// the store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pinned {
+    /// `exe` is the store file, read-leased since `since` (`sys::fs::read_lease`): nobody can
+    /// open it for writing until the lease is released, and nobody had it open for writing when
+    /// it was taken. The launcher must execute it, and so make the kernel refuse writers
+    /// (`ETXTBSY`), before the kernel may break the lease by force
+    /// (`sys::fs::lease_break_time`), and release the lease after the `execve`. No copy is made.
+    Leased { since: std::time::Instant },
+    /// `exe` is a sealed private copy (`sys::fs::exec_memfd`, `freeze`): nothing can change it.
+    /// Used for scripts (the interpreter reads them after its own `execve`) and wherever a lease
+    /// cannot be taken (not the file's owner, a writer has it open, no leases on that filesystem).
+    Sealed,
+}
+
+impl Verified {
+    /// Turns a leased executable into a sealed private copy (`Pinned::Sealed`), the lease still
+    /// held while the copy is made and checked against the entry's digest; then releases the
+    /// lease. For a launch that could not execute it before the lease might be broken.
+    pub fn seal_now(&mut self) -> Result<(), VerifyError> {
+        if self.pinned == Pinned::Sealed {
+            return Ok(());
+        }
+        let (copy, meta, (found, len)) = sealed_copy(&self.exe, &self.exe_path)?;
+        if len != self.entry.size || meta.len() != len {
+            return Err(size_mismatch(self.entry.size, len).with_path(&self.exe_path));
+        }
+        if found != self.entry.sha256 {
+            return Err(VerifyError::DigestMismatch {
+                path: self.exe_path.clone(),
+                expected: self.entry.sha256,
+                found,
+            });
+        }
+        let _ = sys::fs::release_lease(&self.exe);
+        self.exe = copy;
+        self.pinned = Pinned::Sealed;
+        Ok(())
+    }
 }
 
 /// Runs every check on the entry `name` of `root` (see the module documentation).
@@ -131,9 +175,9 @@ pub fn verify_entry(root: &Root, name: &Name) -> Result<Verified, VerifyError> {
             entry.size
         )));
     }
-    // What is digested below is a sealed private copy, and that copy is what runs: rewriting the
-    // pinned file in place after this point changes nothing that is executed.
-    let (exe, meta, digested) = sealed_copy(&exe, &exe_path)?;
+    // Pin what will run, then digest exactly that (see `Pinned`): the store file itself under a
+    // read lease, or a sealed private copy of it.
+    let (exe, meta, digested, pinned) = pin(exe, meta, &exe_path, entry.containment)?;
     let elf = check_digested(
         &exe,
         &meta,
@@ -175,6 +219,7 @@ pub fn verify_entry(root: &Root, name: &Name) -> Result<Verified, VerifyError> {
     Ok(Verified {
         entry,
         exe,
+        pinned,
         exe_path,
         key_id,
         signed_at,
@@ -183,6 +228,30 @@ pub fn verify_entry(root: &Root, name: &Name) -> Result<Verified, VerifyError> {
         key_not_after,
         dev_root: info.dev,
     })
+}
+
+/// Pins the opened store file `store` (see `Pinned`) and digests what was pinned, in one pass: a
+/// lease and the file itself where a lease can be taken and the file is not a script, else a sealed
+/// private copy. Returns what runs, its metadata, its SHA-256 and length, and how it is pinned.
+fn pin(
+    store: File,
+    meta: Metadata,
+    path: &Path,
+    containment: Containment,
+) -> Result<(File, Metadata, (Sha256, u64), Pinned), VerifyError> {
+    let mut magic = [0u8; 2];
+    let script =
+        std::os::unix::fs::FileExt::read_exact_at(&store, &mut magic, 0).is_ok() && magic == *b"#!";
+    // Under `process` the plugin runs as an identity of its own, which must be able to execute
+    // the store file itself (a copy registered before store copies were 0555 is sealed instead).
+    let executable = containment == Containment::Audit || meta.mode() & 0o111 == 0o111;
+    if !script && executable && sys::fs::read_lease(&store).is_ok() {
+        let since = std::time::Instant::now();
+        let digested = crate::digest::digest_file(&store).map_err(|e| VerifyError::io(path, e))?;
+        return Ok((store, meta, digested, Pinned::Leased { since }));
+    }
+    let (copy, meta, digested) = sealed_copy(&store, path)?;
+    Ok((copy, meta, digested, Pinned::Sealed))
 }
 
 /// The pinned copy `store` copied into a sealed private memfd (`sys::fs::exec_memfd`, `freeze`),
