@@ -1,5 +1,6 @@
 //! Every way a launch or a recover can fail, each mapped to one kind and one exit code.
 
+use crate::rundir::NotRemoved;
 use proto::result::RunResult;
 use proto::{Containment, ErrorObject, ExitCode, ToErrorObject};
 use std::path::PathBuf;
@@ -85,6 +86,21 @@ pub enum LaunchError {
     Reap(#[from] reap::ReapError),
     #[error("run {txid} was not found under {path}")]
     NoSuchRun { txid: String, path: PathBuf },
+    /// A run that ended (failed: `cause`; or committed, reported as a warning of the result) but
+    /// whose directory could not be removed: it stays for the operator.
+    #[error("{}{retained}", cause_prefix(.cause))]
+    CleanupRetained {
+        retained: NotRemoved,
+        cause: Option<Box<LaunchError>>,
+    },
+    /// `txn/` itself refused (missing, unsafe, unreadable), as `dot-discard` refuses it.
+    #[error(transparent)]
+    Txn(#[from] discard::DiscardError),
+}
+
+/// `CAUSE; ` before a retained run's message, when a failure ended the run.
+fn cause_prefix(cause: &Option<Box<LaunchError>>) -> String {
+    cause.as_ref().map(|c| format!("{c}; ")).unwrap_or_default()
 }
 
 impl LaunchError {
@@ -121,7 +137,9 @@ impl ToErrorObject for LaunchError {
             LaunchError::SandboxRefused { .. } => "sandbox-refused",
             LaunchError::NoSuchRun { .. } => "no-such-run",
             LaunchError::Retained { .. } => "run-retained",
+            LaunchError::CleanupRetained { .. } => "cleanup-retained",
             LaunchError::Reap(e) => e.kind(),
+            LaunchError::Txn(e) => e.kind(),
         }
     }
 
@@ -146,8 +164,11 @@ impl ToErrorObject for LaunchError {
             | LaunchError::ProtocolUnsupported { .. }
             | LaunchError::SandboxRefused { .. } => ExitCode::Refused,
             LaunchError::Plugin { .. } => ExitCode::PluginFailed,
-            LaunchError::Retained { .. } => ExitCode::Retained,
+            LaunchError::Retained { .. } | LaunchError::CleanupRetained { .. } => {
+                ExitCode::Retained
+            }
             LaunchError::Reap(e) => e.exit_code(),
+            LaunchError::Txn(e) => e.exit_code(),
             LaunchError::Io { .. } => ExitCode::System,
         }
     }
@@ -157,6 +178,21 @@ impl ToErrorObject for LaunchError {
         match self {
             LaunchError::Verify(e) => e.to_error_object(),
             LaunchError::Reap(e) => e.to_error_object(),
+            LaunchError::Txn(e) => e.to_error_object(),
+            LaunchError::CleanupRetained { retained, cause } => {
+                let base = base.path(&retained.path);
+                match cause {
+                    None => base,
+                    Some(c) => {
+                        let inner = c.to_error_object();
+                        ErrorObject {
+                            value: Some(inner.error),
+                            run: inner.run,
+                            ..base
+                        }
+                    }
+                }
+            }
             LaunchError::Retained { txid, next, .. } => base.value(txid.clone()).next(next.clone()),
             LaunchError::ConsentMissing { next, .. }
             | LaunchError::ConsentMismatch { next, .. } => {
