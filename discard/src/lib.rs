@@ -363,11 +363,8 @@ impl TargetTemps {
             self.check(name).map_err(Stop::Changed)?;
             hooks::failpoint("remove-temp");
             unlinkat(&self.dir, name.as_c_str(), UnlinkatFlags::NoRemoveDir).map_err(|e| {
-                Stop::Changed(format!(
-                    "could not remove {}/{}: {e}",
-                    self.target.display(),
-                    name.to_string_lossy()
-                ))
+                let path = self.target.join(name.to_string_lossy().as_ref());
+                Stop::errno(e, format!("could not remove {}", path.display()))
             })?;
         }
         if !self.names.is_empty() {

@@ -368,7 +368,7 @@ impl RunFiles<'_> {
 
     /// Opens `stage/` after checking it is our directory on the run's filesystem.
     fn open_stage(&self, rules: &Rules) -> Result<OwnedFd, Stop> {
-        let changed = |e: Errno| Stop::Changed(format!("{STAGE_DIR}: {e}"));
+        let changed = |e: Errno| Stop::errno(e, STAGE_DIR);
         let st = stat_at(self.dir, STAGE).map_err(changed)?;
         if check_entry(&st, STAGE_DIR, rules).map_err(Stop::Rule)? != Kind::Dir {
             return Err(Stop::Rule(format!("{STAGE_DIR} is not a directory")));
@@ -404,7 +404,7 @@ impl RunFiles<'_> {
                 Errno::ENOTEMPTY | Errno::EEXIST => changed(format!(
                     "a new entry appeared in {STAGE_DIR} during removal"
                 )),
-                e => changed(format!("could not remove {STAGE_DIR}: {e}")),
+                e => Stop::errno(e, format!("could not remove {STAGE_DIR}")),
             })?;
         }
         then()?;
@@ -418,7 +418,7 @@ impl RunFiles<'_> {
                 )));
             }
             unlinkat(self.dir, JOURNAL, UnlinkatFlags::NoRemoveDir)
-                .map_err(|e| changed(format!("could not remove {JOURNAL_FILE}: {e}")))?;
+                .map_err(|e| Stop::errno(e, format!("could not remove {JOURNAL_FILE}")))?;
         }
         crate::hooks::failpoint("before-rmdir");
         let held = fstat(self.dir).map_err(|e| changed(format!("the run directory: {e}")))?;
@@ -433,7 +433,7 @@ impl RunFiles<'_> {
             Errno::ENOTEMPTY | Errno::EEXIST => {
                 changed("a new entry appeared in the run directory during removal".into())
             }
-            e => changed(format!("could not remove the run directory: {e}")),
+            e => Stop::errno(e, "could not remove the run directory"),
         })
     }
 }

@@ -184,6 +184,18 @@ pub enum Stop {
     Changed(String),
 }
 
+impl Stop {
+    /// A failed call on `what`: permission (EACCES, EPERM) and a read-only filesystem (EROFS) are
+    /// the operator's to resolve, so another try would not help (a rule); anything else may pass.
+    pub fn errno(e: Errno, what: impl std::fmt::Display) -> Stop {
+        let why = format!("{what}: {e}");
+        match e {
+            Errno::EACCES | Errno::EPERM | Errno::EROFS => Stop::Rule(why),
+            _ => Stop::Changed(why),
+        }
+    }
+}
+
 impl std::fmt::Display for Stop {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -243,14 +255,14 @@ fn scan(
         let path = || path_of(rel, frames, Some(name));
         let st = match stat_at(dir, name) {
             Ok(st) => st,
-            Err(e) => return Err(Stop::Changed(format!("{}: {e}", path()))),
+            Err(e) => return Err(Stop::errno(e, path())),
         };
         match removable(&st, &path(), rules).map_err(Stop::Rule)? {
             Kind::Dir => subdirs.push(name.to_owned()),
             _ if pass == Pass::Remove => {
                 crate::hooks::failpoint("remove-entry");
                 unlinkat(dir, name, UnlinkatFlags::NoRemoveDir)
-                    .map_err(|e| Stop::Changed(format!("could not remove {}: {e}", path())))?;
+                    .map_err(|e| Stop::errno(e, format!("could not remove {}", path())))?;
             }
             _ => {}
         }
@@ -277,7 +289,7 @@ impl WalkError {
     fn into_stop(self, path: impl FnOnce() -> String) -> Stop {
         match self {
             WalkError::Stop(s) => s,
-            WalkError::Errno(e) => Stop::Changed(format!("{}: {e}", path())),
+            WalkError::Errno(e) => Stop::errno(e, path()),
         }
     }
 }
@@ -311,7 +323,7 @@ pub fn walk(top: &impl AsFd, rel: &str, rules: &Rules, pass: Pass) -> Result<u64
             if removable(&st, &path, rules).map_err(Stop::Rule)? != Kind::Dir {
                 return Err(changed(format!("{path} changed during the walk")));
             }
-            let fd = open_dir_at(&cur, &sub).map_err(|e| changed(format!("{path}: {e}")))?;
+            let fd = open_dir_at(&cur, &sub).map_err(|e| Stop::errno(e, &path))?;
             let held = fstat(&fd).map_err(|e| changed(format!("{path}: {e}")))?;
             if !same(&held, &st) {
                 return Err(changed(format!("{path} changed during the walk")));
@@ -353,7 +365,7 @@ pub fn walk(top: &impl AsFd, rel: &str, rules: &Rules, pass: Pass) -> Result<u64
                     Errno::ENOTEMPTY | Errno::EEXIST => {
                         changed(format!("a new entry appeared in {path} during the walk"))
                     }
-                    e => changed(format!("could not remove {path}: {e}")),
+                    e => Stop::errno(e, format!("could not remove {path}")),
                 },
             )?;
         }

@@ -331,7 +331,7 @@ fn discard_never_deletes_a_run_whose_prepared_line_is_intact() {
 fn discard_deletes_exactly_the_abandoned_torn_combinations() {
     // Every combination whose torn piece ends at one of a few lengths per record (every 17th,
     // plus the boundaries: nothing, one byte, the whole record without its newline).
-    let lens = |len: usize| move |l: usize| l == 1 || l % 17 == 0 || l + 1 == len;
+    let lens = |len: usize| move |l: usize| l == 1 || l.is_multiple_of(17) || l + 1 == len;
     let sample: Vec<Damage> = torn_combinations()
         .into_iter()
         .filter(|d| match *d {

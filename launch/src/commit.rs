@@ -28,7 +28,7 @@ pub enum CommitError {
     After(LaunchError),
     /// Every file is in place and the target directory durable, but COMMITTED could not be
     /// appended: the outputs are committed; the run stays PREPARED for `dot-launch recover`.
-    Unrecorded(Vec<OutputFile>, LaunchError),
+    Unrecorded(Vec<OutputFile>, Box<LaunchError>),
 }
 
 /// One validated output, opened in the stage.
@@ -263,7 +263,7 @@ pub fn commit(
         .collect();
     match run.append(&record, true) {
         Ok(()) => Ok(outputs),
-        Err(e) => Err(CommitError::Unrecorded(outputs, e)),
+        Err(e) => Err(CommitError::Unrecorded(outputs, Box::new(e))),
     }
 }
 

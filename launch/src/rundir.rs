@@ -79,8 +79,8 @@ fn euid() -> u32 {
 
 impl RunDir {
     /// Creates `txn/TXID/` (0700), takes its lock, checks it is still the linked directory (a
-    /// concurrent `dot-discard` may have removed an empty one between mkdir and lock) and creates
-    /// the journal. If anything after the mkdir fails, the directory is removed again (it is
+    /// concurrent `dot-discard` may have removed it, empty, between mkdir and lock: then it starts
+    /// over with a new TXID) and creates the journal. If anything after the mkdir fails, the directory is removed again (it is
     /// empty); if even that fails, the error says the directory is retained.
     pub fn create(root: &Root) -> Result<RunDir, LaunchError> {
         for _ in 0..8 {
@@ -127,10 +127,14 @@ impl RunDir {
     }
 
     /// Opens and locks the new directory at `path`; `None` when it is no longer the one linked
-    /// there.
+    /// there (`dot-discard` removes an empty run directory it can lock: this one, before its
+    /// launcher held the lock).
     fn lock_new(path: &Path) -> Result<Option<File>, LaunchError> {
-        let lock =
-            open_dir(path).map_err(|e| LaunchError::io("opening the run directory", path, e))?;
+        let lock = match open_dir(path) {
+            Ok(lock) => lock,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(LaunchError::io("opening the run directory", path, e)),
+        };
         lock.lock()
             .map_err(|e| LaunchError::io("locking the run directory", path, e))?;
         let held = lock
