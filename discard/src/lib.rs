@@ -126,10 +126,16 @@ impl ToErrorObject for DiscardError {
     fn to_error_object(&self) -> ErrorObject {
         let obj = ErrorObject::new(self.kind(), self.to_string());
         match self {
-            DiscardError::NoTxn { path } => obj.path(path).next(format!(
-                "dot-register init --root {}",
-                path.parent().unwrap_or(path).display()
-            )),
+            DiscardError::NoTxn { path } => {
+                // `init` makes a root only where nothing is yet.
+                let root = path.parent().unwrap_or(path);
+                match std::fs::symlink_metadata(root) {
+                    Err(_) => obj
+                        .path(path)
+                        .next(format!("dot-register init --root {}", root.display())),
+                    Ok(_) => obj.path(path),
+                }
+            }
             DiscardError::UnsafeTxn { path, .. }
             | DiscardError::OpenTxn { path, .. }
             | DiscardError::ListTxn { path, .. }

@@ -28,6 +28,10 @@ pub fn open_txn(path: &Path, uid: u32) -> Result<OwnedFd, DiscardError> {
     let txn = match nix::fcntl::open(path, tree::dir_flags(), nix::sys::stat::Mode::empty()) {
         Ok(fd) => fd,
         Err(Errno::ENOENT) => return Err(DiscardError::NoTxn { path: path.into() }),
+        // The root itself is not a directory (a file given as `--root`).
+        Err(Errno::ENOTDIR) if path.parent().is_some_and(|root| !root.is_dir()) => {
+            return Err(DiscardError::NoTxn { path: path.into() })
+        }
         Err(Errno::ELOOP | Errno::ENOTDIR) => {
             return Err(DiscardError::UnsafeTxn {
                 path: path.into(),

@@ -127,6 +127,21 @@ fn recover_on_a_missing_root_is_not_a_root() {
         err.next,
         Some(format!("dot-register init --root {}", missing.display()))
     );
+    // A root that is a regular file is not a root either, and `init` would not help there.
+    let file = env.dir.join("a-file");
+    std::fs::write(&file, b"x").unwrap();
+    for out in [
+        tool("dot-launch")
+            .arg("--root")
+            .arg(&file)
+            .arg("recover")
+            .output()
+            .unwrap(),
+        discard(&file),
+    ] {
+        let err = testkit::assert_refused(&out, 2, "not-a-root");
+        assert_eq!(err.next, None, "{err:?}");
+    }
 }
 
 /// BEGIN of run `txid` naming `target`.
