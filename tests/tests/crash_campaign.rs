@@ -8,7 +8,7 @@
 //!
 //! The random choices come from a fixed seed (`DOT_CRASH_SEED` picks another; the seed is in
 //! every failure message), so a failing round can be replayed. `DOT_CRASH_ROUNDS` sets the number
-//! of rounds (default 400).
+//! of rounds (default 440).
 
 #![allow(clippy::unwrap_used)]
 
@@ -183,7 +183,7 @@ fn sigkill_anywhere_then_recover_and_discard_leave_no_run_and_every_target_all_o
     let rounds: usize = std::env::var("DOT_CRASH_ROUNDS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(400);
+        .unwrap_or(440);
     let mut rng = Rng(seed | 1);
     let env = Env::new();
     env.register(
@@ -275,7 +275,7 @@ fn sigkill_anywhere_then_recover_and_discard_leave_no_run_and_every_target_all_o
         "crash campaign: seed {seed}, {rounds} rounds, {total} SIGKILLs {kills:?}, {:.1} s",
         started.elapsed().as_secs_f64()
     );
-    if rounds >= 400 {
+    if rounds >= 440 {
         assert!(total >= 500, "only {total} kills: {kills:?}");
         assert!(
             kills.launch >= 200 && kills.recover >= 50 && kills.discard >= 50,
