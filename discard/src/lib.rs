@@ -11,11 +11,11 @@
 //!    comes with nothing but the layout a launcher makes before BEGIN;
 //! 2. the journal says ABANDONED (PREPARED and COMMITTED are `dot-launch recover`'s); a run
 //!    directory with nothing in it at all is ABANDONED too;
-//! 3. [`run::RunFiles::check`]: the directory holds only `journal` and, optionally, `stage/`;
+//! 3. every `.dot-TXID-N.tmp` in the target BEGIN names is our regular file with one link;
+//! 4. [`run::RunFiles::check`]: the directory holds only `journal` and, optionally, `stage/`;
 //!    `stage/` (walked through descriptors, at any depth and width, with a bounded number of
 //!    them, never following a symbolic link or entering another filesystem) holds only our own
-//!    directories and regular files with one link, none setuid or setgid;
-//! 4. every `.dot-TXID-N.tmp` in the target BEGIN names is our regular file with one link;
+//!    directories, regular files and symbolic links, none setuid or setgid;
 //! 5. removal goes through the open descriptors, checking each entry again right before it goes:
 //!    `stage/`, then the temp files, then `journal`, then the run directory; `txn/` is fsynced
 //!    once at the end.
@@ -261,10 +261,6 @@ impl Ctx<'_> {
                 return self.retain(txid, State::Unrecognized, "the journal is not recognized")
             }
         }
-        let files = run.files(txn, self.uid);
-        if let Err(stop) = files.check() {
-            return self.stopped(txid, stop);
-        }
         // The temp files the run may have written in its target before PREPARED.
         let temps = match run.journal.as_ref().and_then(|(_, j)| j.begin()) {
             Some(Record::Begin { target, .. }) => {
@@ -282,9 +278,14 @@ impl Ctx<'_> {
             }
             _ => None,
         };
+        let files = run.files(txn, self.uid);
         if dry_run {
-            return Verdict::Discarded;
+            return match files.check() {
+                Ok(_) => Verdict::Discarded,
+                Err(stop) => self.stopped(txid, stop),
+            };
         }
+        // `remove` checks the whole run first and removes nothing if anything breaks a rule.
         let removal = files.remove(|| match &temps {
             Some(t) => t.remove(),
             None => Ok(()),
