@@ -2,39 +2,43 @@
 //!
 //! For each entry of `txn/`, in name order, a run is deleted only if every step holds; the first
 //! step that fails retains it with a reason:
-//! 1. its name is a transaction id;
-//! 2. it opens with `O_DIRECTORY|O_NOFOLLOW`, is owned by us and has no group or other bits;
-//! 3. its lock (flock, exclusive, non-blocking, on the open directory) can be taken: `dot-launch`
-//!    holds it for the run's whole life, so a lock we cannot take is a live run. It is kept until
-//!    the run is gone;
-//! 4. `journal` is our own regular file, one link, not group/other-writable, at most 4 MiB, and
-//!    [`proto::journal::classify`] says ABANDONED (PREPARED and COMMITTED are `dot-launch recover`'s);
-//! 5. the directory holds only `journal` and, optionally, `stage/`; `stage/` (walked through
-//!    descriptors, never following a symbolic link, at most 32 levels and 100,000 entries) holds
-//!    only our own directories and regular files with one link, none setuid or setgid;
-//! 6. removal goes through the open descriptors, checking each entry is the one checked: `stage/`
-//!    depth first, then `journal`, then the run directory; `txn/` is fsynced once at the end.
+//! 1. [`run::inspect`]: its name is a transaction id; it opens with `O_DIRECTORY|O_NOFOLLOW`, is
+//!    owned by us and has no group or other bits; its lock (flock, exclusive, non-blocking, on the
+//!    open directory) can be taken — `dot-launch` holds it for the run's whole life, so a lock we
+//!    cannot take is a live run — and is kept until the run is gone; `journal` is our own regular
+//!    file, one link, not group/other-writable, at most 4 MiB, and
+//!    [`proto::journal::classify_run`] does not call it UNRECOGNIZED; a journal without a record
+//!    comes with nothing but the layout a launcher makes before BEGIN;
+//! 2. the journal says ABANDONED (PREPARED and COMMITTED are `dot-launch recover`'s); a run
+//!    directory with nothing in it at all is ABANDONED too;
+//! 3. every `.dot-TXID-N.tmp` in the target BEGIN names is our regular file with one link;
+//! 4. [`run::RunFiles::check`]: the directory holds only `journal` and, optionally, `stage/`;
+//!    `stage/` (walked through descriptors, at any depth and width, with a bounded number of
+//!    them, never following a symbolic link or entering another filesystem) holds only our own
+//!    directories, regular files and symbolic links, none setuid or setgid;
+//! 5. removal goes through the open descriptors, checking each entry again right before it goes:
+//!    `stage/`, then the temp files, then `journal`, then the run directory; `txn/` is fsynced
+//!    once at the end.
 //!
 //! With `--dry-run` nothing is removed: the report lists what would be.
 #![forbid(unsafe_code)]
 
+pub mod hooks;
+pub mod run;
 pub mod tree;
 
 use nix::errno::Errno;
-use nix::fcntl::{Flock, FlockArg};
-use nix::sys::stat::{fstat, FileStat};
 use nix::unistd::{unlinkat, UnlinkatFlags};
 use proto::cli::Output;
-use proto::journal::{classify, RunState, MAX_JOURNAL};
-use proto::layout::{is_txid, Root, JOURNAL_FILE, STAGE_DIR};
+use proto::journal::{Record, RunState};
+use proto::layout::Root;
 use proto::{ErrorObject, ExitCode, ToErrorObject};
+use run::{open_txn, Inspection};
 use serde::{Deserialize, Serialize};
 use std::ffi::{CStr, CString};
-use std::fs::File;
-use std::io::Read;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
-use tree::{list, open_dir_at, same, stat_at, Kind, Node};
+use tree::{check_entry, list, stat_at, Kind, Rules, Stop};
 
 /// What `dot-discard` did.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -122,10 +126,16 @@ impl ToErrorObject for DiscardError {
     fn to_error_object(&self) -> ErrorObject {
         let obj = ErrorObject::new(self.kind(), self.to_string());
         match self {
-            DiscardError::NoTxn { path } => obj.path(path).next(format!(
-                "dot-register init --root {}",
-                path.parent().unwrap_or(path).display()
-            )),
+            DiscardError::NoTxn { path } => {
+                // `init` makes a root only where nothing is yet.
+                let root = path.parent().unwrap_or(path);
+                match std::fs::symlink_metadata(root) {
+                    Err(_) => obj
+                        .path(path)
+                        .next(format!("dot-register init --root {}", root.display())),
+                    Ok(_) => obj.path(path),
+                }
+            }
             DiscardError::UnsafeTxn { path, .. }
             | DiscardError::OpenTxn { path, .. }
             | DiscardError::ListTxn { path, .. }
@@ -175,71 +185,19 @@ pub fn discard(root: &Root, dry_run: bool) -> Result<Report, DiscardError> {
     let mut removed = false;
     for name in names {
         let txid = name.to_string_lossy().into_owned();
-        match ctx.examine(&txn, &name, &txid) {
+        match ctx.examine(&txn, &name, &txid, dry_run) {
             Verdict::Gone => {}
             Verdict::Retain(r) => report.retained.push(r),
-            Verdict::Discard(run) if dry_run => {
-                drop(run);
+            Verdict::Discarded => {
+                removed |= !dry_run;
                 report.discarded.push(txid);
             }
-            Verdict::Discard(run) => match run.remove(&txn, &name) {
-                Ok(()) => {
-                    removed = true;
-                    report.discarded.push(txid);
-                }
-                Err(why) => report.retained.push(Retained {
-                    next: Some(ctx.again()),
-                    txid,
-                    state: State::Abandoned,
-                    reason: format!("removal stopped: {why}"),
-                }),
-            },
         }
     }
     if removed {
         nix::unistd::fsync(&txn).map_err(|source| DiscardError::SyncTxn { path, source })?;
     }
     Ok(report)
-}
-
-/// Opens `txn/` (not through a symbolic link) and checks it is ours and not writable by others.
-fn open_txn(path: &Path, uid: u32) -> Result<OwnedFd, DiscardError> {
-    let txn = match nix::fcntl::open(path, tree::dir_flags(), nix::sys::stat::Mode::empty()) {
-        Ok(fd) => fd,
-        Err(Errno::ENOENT) => return Err(DiscardError::NoTxn { path: path.into() }),
-        Err(Errno::ELOOP | Errno::ENOTDIR) => {
-            return Err(DiscardError::UnsafeTxn {
-                path: path.into(),
-                why: "it is a symbolic link or not a directory".into(),
-            })
-        }
-        Err(source) => {
-            return Err(DiscardError::OpenTxn {
-                path: path.into(),
-                source,
-            })
-        }
-    };
-    let st = fstat(&txn).map_err(|source| DiscardError::OpenTxn {
-        path: path.into(),
-        source,
-    })?;
-    if st.st_uid != uid {
-        return Err(DiscardError::UnsafeTxn {
-            path: path.into(),
-            why: format!("it is owned by uid {}, not {uid}", st.st_uid),
-        });
-    }
-    if st.st_mode & 0o022 != 0 {
-        return Err(DiscardError::UnsafeTxn {
-            path: path.into(),
-            why: format!(
-                "it is writable by group or others (mode {:o})",
-                st.st_mode & 0o7777
-            ),
-        });
-    }
-    Ok(txn)
 }
 
 struct Ctx<'a> {
@@ -251,301 +209,175 @@ enum Verdict {
     /// The entry vanished before it could be examined (its run finished): nothing to report.
     Gone,
     Retain(Retained),
-    Discard(Box<Run>),
+    /// Removed (with `dry_run`: would be removed).
+    Discarded,
 }
 
-/// A run proven ABANDONED, still open and locked.
-struct Run {
-    /// The run directory, holding its lock; dropping it releases the lock.
-    dir: Flock<File>,
-    dir_stat: FileStat,
-    journal: FileStat,
-    /// `stage/` and its checked contents, if present.
-    stage: Option<(FileStat, Vec<Node>)>,
-    /// The run's id and the target directory its BEGIN record names: temp files the run may have
-    /// written there before PREPARED (`.dot-TXID-N.tmp`) are removed with it.
-    temps: Option<(String, String)>,
+/// The command that takes a run retained in `state` further, where one exists.
+pub fn next_for(root: &Root, txid: &str, state: State) -> Option<String> {
+    let root = root.path().display();
+    match state {
+        State::Prepared | State::Committed => {
+            Some(format!("dot-launch recover --root {root} {txid}"))
+        }
+        State::Abandoned => Some(format!("dot-discard --root {root}")),
+        State::Unrecognized | State::Live => None,
+    }
 }
 
 impl Ctx<'_> {
     fn retain(&self, txid: &str, state: State, reason: impl Into<String>) -> Verdict {
-        let next = match state {
-            State::Prepared | State::Committed => Some(format!(
-                "dot-launch recover --root {} {txid}",
-                self.root.path().display()
-            )),
-            State::Abandoned => Some(self.again()),
-            State::Unrecognized | State::Live => None,
-        };
         Verdict::Retain(Retained {
             txid: txid.to_owned(),
             state,
             reason: reason.into(),
-            next,
+            next: next_for(self.root, txid, state),
         })
     }
 
-    fn again(&self) -> String {
-        format!("dot-discard --root {}", self.root.path().display())
-    }
-
-    fn examine(&self, txn: &OwnedFd, name: &CStr, txid: &str) -> Verdict {
-        use State::Unrecognized;
-        if !is_txid(txid) {
-            return self.retain(txid, Unrecognized, "not a transaction id");
-        }
-        // 2. Open, owner, mode.
-        let fd = match open_dir_at(txn, name) {
-            Ok(fd) => fd,
-            Err(Errno::ENOENT) => return Verdict::Gone,
-            Err(e @ (Errno::ELOOP | Errno::ENOTDIR)) => {
-                let what = stat_at(txn, name)
-                    .map(|st| Kind::of(&st).word())
-                    .unwrap_or(e.desc());
-                return self.retain(txid, Unrecognized, format!("is a {what}, not a directory"));
-            }
-            Err(e) => return self.retain(txid, Unrecognized, format!("cannot open: {e}")),
+    fn examine(&self, txn: &OwnedFd, name: &CStr, txid: &str, dry_run: bool) -> Verdict {
+        let run = match run::inspect(txn, name, self.uid) {
+            Inspection::Gone => return Verdict::Gone,
+            Inspection::Retain(state, why) => return self.retain(txid, state, why),
+            Inspection::Found(run) => run,
         };
-        let dir = File::from(fd);
-        let dir_stat = match fstat(&dir) {
-            Ok(st) => st,
-            Err(e) => return self.retain(txid, Unrecognized, format!("cannot stat: {e}")),
-        };
-        if dir_stat.st_uid != self.uid {
-            return self.retain(
-                txid,
-                Unrecognized,
-                format!(
-                    "the run directory is owned by uid {}, not {}",
-                    dir_stat.st_uid, self.uid
-                ),
-            );
-        }
-        if dir_stat.st_mode & 0o077 != 0 {
-            return self.retain(
-                txid,
-                Unrecognized,
-                format!(
-                    "the run directory gives access to group or others (mode {:o})",
-                    dir_stat.st_mode & 0o7777
-                ),
-            );
-        }
-        // 3. The lock (flock, as dot-launch takes it); kept by `Run` until the run is gone.
-        let dir = match Flock::lock(dir, FlockArg::LockExclusiveNonblock) {
-            Ok(locked) => locked,
-            Err((_, Errno::EWOULDBLOCK)) => {
+        match run.state() {
+            RunState::Abandoned => {}
+            RunState::Prepared => {
                 return self.retain(
                     txid,
-                    State::Live,
-                    "locked (live): its dot-launch holds the run's lock",
+                    State::Prepared,
+                    "PREPARED: target changes are authorized and not finished; recover rolls them forward",
                 )
             }
-            Err((_, e)) => {
-                return self.retain(txid, Unrecognized, format!("cannot take the lock: {e}"))
+            RunState::Committed => {
+                return self.retain(
+                    txid,
+                    State::Committed,
+                    "COMMITTED: the run committed but its cleanup did not finish; recover finishes it",
+                )
             }
-        };
-        // 4. The journal.
-        let (journal, bytes) = match self.read_journal(&dir) {
-            Ok(j) => j,
-            Err(why) => return self.retain(txid, Unrecognized, why),
-        };
-        let classified = classify(&bytes);
-        if classified.state != RunState::Abandoned {
-            let reason = match classified.state {
-                RunState::Prepared => {
-                    "PREPARED: target changes are authorized and not finished; recover rolls them forward".into()
-                }
-                RunState::Committed => {
-                    "COMMITTED: the run committed but its cleanup did not finish; recover finishes it".into()
-                }
-                _ => classified
-                    .problem
-                    .unwrap_or_else(|| "the journal is not recognized".into()),
-            };
-            return self.retain(txid, classified.state.into(), reason);
-        }
-        // 5. The closed set of names and types.
-        let names = match list(&*dir, 3) {
-            Ok(n) => n,
-            Err(e) => return self.retain(txid, Unrecognized, format!("cannot list: {e}")),
-        };
-        if let Some(extra) = names.iter().find(|n| {
-            n.as_bytes() != JOURNAL_FILE.as_bytes() && n.as_bytes() != STAGE_DIR.as_bytes()
-        }) {
-            return self.retain(
-                txid,
-                Unrecognized,
-                format!(
-                    "unexpected entry {} in the run directory",
-                    extra.to_string_lossy()
-                ),
-            );
-        }
-        let stage = if names.iter().any(|n| n.as_bytes() == STAGE_DIR.as_bytes()) {
-            match self.check_stage(&dir) {
-                Ok(s) => Some(s),
-                Err(why) => return self.retain(txid, Unrecognized, why),
+            RunState::Unrecognized => {
+                return self.retain(txid, State::Unrecognized, "the journal is not recognized")
             }
-        } else {
-            None
-        };
-        let temps = match classified.begin() {
-            Some(proto::journal::Record::Begin { target, .. }) => {
-                Some((txid.to_owned(), target.clone()))
+        }
+        // The temp files the run may have written in its target before PREPARED.
+        let temps = match run.journal.as_ref().and_then(|(_, j)| j.begin()) {
+            Some(Record::Begin { target, .. }) => {
+                match TargetTemps::find(Path::new(target), txid, self.uid) {
+                    Ok(temps) => temps,
+                    Err(why) => {
+                        return Verdict::Retain(Retained {
+                            txid: txid.to_owned(),
+                            state: State::Abandoned,
+                            reason: why,
+                            next: None,
+                        })
+                    }
+                }
             }
             _ => None,
         };
-        Verdict::Discard(Box::new(Run {
-            dir,
-            dir_stat,
-            journal,
-            stage,
-            temps,
-        }))
+        let files = run.files(txn, self.uid);
+        if dry_run {
+            return match files.check() {
+                Ok(_) => Verdict::Discarded,
+                Err(stop) => self.stopped(txid, stop),
+            };
+        }
+        // `remove` checks the whole run first and removes nothing if anything breaks a rule.
+        let removal = files.remove(|| match &temps {
+            Some(t) => t.remove(),
+            None => Ok(()),
+        });
+        match removal {
+            Ok(()) => Verdict::Discarded,
+            Err(stop) => self.stopped(txid, stop),
+        }
     }
 
-    /// Reads `journal` after checking it: our regular file, one link, not writable by group or
-    /// others, no larger than the classifier reads.
-    fn read_journal(&self, dir: &File) -> Result<(FileStat, Vec<u8>), String> {
-        let name = c_name(JOURNAL_FILE);
-        let st = match stat_at(dir, &name) {
-            Ok(st) => st,
-            Err(Errno::ENOENT) => return Err("no journal".into()),
-            Err(e) => return Err(format!("journal: {e}")),
+    /// A run whose check or removal stopped: one that breaks a rule is the operator's
+    /// (UNRECOGNIZED); one that changed during the removal or met an error is still what its
+    /// journal says, and another `dot-discard` may finish it.
+    fn stopped(&self, txid: &str, stop: Stop) -> Verdict {
+        match stop {
+            Stop::Rule(why) => self.retain(txid, State::Unrecognized, why),
+            Stop::Changed(why) => {
+                self.retain(txid, State::Abandoned, format!("removal stopped: {why}"))
+            }
+        }
+    }
+}
+
+/// The temp files an ABANDONED run left in its target directory: exactly the names
+/// `.dot-TXID-N.tmp` (N decimal), each our regular file with one link. The names carry the run's
+/// random 128-bit id, so nothing else matches by chance.
+struct TargetTemps {
+    target: PathBuf,
+    dir: OwnedFd,
+    rules: Rules,
+    names: Vec<CString>,
+}
+
+impl TargetTemps {
+    /// Finds and checks them; `None` when the target is gone (nothing to remove). A temp name
+    /// that is anything but our own one-link regular file retains the run, with what the operator
+    /// must do: dot-discard never removes it, so running dot-discard again would not help.
+    fn find(target: &Path, txid: &str, uid: u32) -> Result<Option<TargetTemps>, String> {
+        let dir = match nix::fcntl::open(target, tree::dir_flags(), nix::sys::stat::Mode::empty()) {
+            Ok(fd) => fd,
+            Err(Errno::ENOENT) => return Ok(None),
+            Err(e) => return Err(format!("target {}: {e}", target.display())),
         };
-        tree::check_entry(&st, JOURNAL_FILE, self.uid).and_then(|kind| match kind {
+        let dev = nix::sys::stat::fstat(&dir)
+            .map_err(|e| format!("target {}: {e}", target.display()))?
+            .st_dev;
+        let mut names =
+            list(&dir, usize::MAX).map_err(|e| format!("target {}: {e}", target.display()))?;
+        names.retain(|n| proto::layout::is_target_temp(&n.to_string_lossy(), txid));
+        let temps = TargetTemps {
+            target: target.to_owned(),
+            dir,
+            rules: Rules { uid, dev },
+            names,
+        };
+        for name in &temps.names {
+            temps.check(name).map_err(|why| {
+                format!(
+                    "{why}: it carries this run's temp name but is not a temp file the run wrote, \
+                     so dot-discard removes neither it nor the run, and running it again will not \
+                     help; inspect it, remove or move it yourself, then run dot-discard again"
+                )
+            })?;
+        }
+        Ok(Some(temps))
+    }
+
+    /// One temp file: our regular file with one link, not setuid or setgid.
+    fn check(&self, name: &CStr) -> Result<(), String> {
+        let path = self.target.join(name.to_string_lossy().as_ref());
+        let path = path.display().to_string();
+        let st = stat_at(&self.dir, name).map_err(|e| format!("{path}: {e}"))?;
+        match check_entry(&st, &path, &self.rules)? {
             Kind::File => Ok(()),
-            other => Err(format!("{JOURNAL_FILE} is a {}", other.word())),
-        })?;
-        if st.st_mode & 0o022 != 0 {
-            return Err(format!(
-                "{JOURNAL_FILE} is writable by group or others (mode {:o})",
-                st.st_mode & 0o7777
-            ));
+            other => Err(format!("{path} is a {}", other.word())),
         }
-        if u64::try_from(st.st_size).unwrap_or(u64::MAX) > MAX_JOURNAL as u64 {
-            return Err(format!(
-                "{JOURNAL_FILE} is {} bytes, over {MAX_JOURNAL}",
-                st.st_size
-            ));
-        }
-        let flags = nix::fcntl::OFlag::O_RDONLY
-            | nix::fcntl::OFlag::O_NOFOLLOW
-            | nix::fcntl::OFlag::O_NONBLOCK
-            | nix::fcntl::OFlag::O_CLOEXEC;
-        let fd = nix::fcntl::openat(dir, name.as_c_str(), flags, nix::sys::stat::Mode::empty())
-            .map_err(|e| format!("{JOURNAL_FILE}: {e}"))?;
-        let file = File::from(fd);
-        let held = fstat(&file).map_err(|e| format!("{JOURNAL_FILE}: {e}"))?;
-        if !same(&held, &st) {
-            return Err(format!("{JOURNAL_FILE} changed during the check"));
-        }
-        let mut bytes = Vec::new();
-        file.take(MAX_JOURNAL as u64 + 1)
-            .read_to_end(&mut bytes)
-            .map_err(|e| format!("{JOURNAL_FILE}: {e}"))?;
-        Ok((st, bytes))
     }
 
-    /// Checks `stage/` and everything under it.
-    fn check_stage(&self, dir: &File) -> Result<(FileStat, Vec<Node>), String> {
-        let name = c_name(STAGE_DIR);
-        let st = stat_at(dir, &name).map_err(|e| format!("{STAGE_DIR}: {e}"))?;
-        match tree::check_entry(&st, STAGE_DIR, self.uid)? {
-            Kind::Dir => {}
-            other => return Err(format!("{STAGE_DIR} is a {}", other.word())),
+    /// Removes them, each checked again, then makes the target directory durable.
+    fn remove(&self) -> Result<(), Stop> {
+        for name in &self.names {
+            self.check(name).map_err(Stop::Changed)?;
+            hooks::failpoint("remove-temp");
+            unlinkat(&self.dir, name.as_c_str(), UnlinkatFlags::NoRemoveDir).map_err(|e| {
+                let path = self.target.join(name.to_string_lossy().as_ref());
+                Stop::errno(e, format!("could not remove {}", path.display()))
+            })?;
         }
-        let fd = open_dir_at(dir, &name).map_err(|e| format!("{STAGE_DIR}: {e}"))?;
-        let held = fstat(&fd).map_err(|e| format!("{STAGE_DIR}: {e}"))?;
-        if !same(&held, &st) {
-            return Err(format!("{STAGE_DIR} changed during the check"));
+        if !self.names.is_empty() {
+            nix::unistd::fsync(&self.dir)
+                .map_err(|e| Stop::Changed(format!("target {}: {e}", self.target.display())))?;
         }
-        let mut budget = tree::MAX_ENTRIES;
-        let nodes = tree::check_tree(&fd, STAGE_DIR, 0, &mut budget, self.uid)?;
-        Ok((st, nodes))
+        Ok(())
     }
-}
-
-impl Run {
-    /// Removes the run: `stage/` depth first, then `journal`, then the directory itself. The lock
-    /// is held until the directory is gone.
-    fn remove(self, txn: &OwnedFd, name: &CStr) -> Result<(), String> {
-        let journal = c_name(JOURNAL_FILE);
-        let stage = c_name(STAGE_DIR);
-        let mut expected = vec![journal.as_c_str()];
-        if self.stage.is_some() {
-            expected.push(stage.as_c_str());
-        }
-        let names = list(&*self.dir, 3).map_err(|e| e.to_string())?;
-        tree::expect_names("", &names, expected.into_iter())?;
-        if let Some((st, nodes)) = &self.stage {
-            let fd = open_dir_at(&*self.dir, &stage).map_err(|e| format!("{STAGE_DIR}: {e}"))?;
-            let held = fstat(&fd).map_err(|e| format!("{STAGE_DIR}: {e}"))?;
-            if !same(&held, st) {
-                return Err(format!("{STAGE_DIR} was replaced during discard"));
-            }
-            tree::remove_tree(&fd, STAGE_DIR, nodes)?;
-            unlinkat(&*self.dir, stage.as_c_str(), UnlinkatFlags::RemoveDir)
-                .map_err(|e| format!("could not remove {STAGE_DIR}: {e}"))?;
-        }
-        if let Some((txid, target)) = &self.temps {
-            remove_target_temps(Path::new(target), txid, self.dir_stat.st_uid)?;
-        }
-        // The journal goes last: a run interrupted before this point is still ABANDONED.
-        let now = stat_at(&*self.dir, &journal).map_err(|e| format!("{JOURNAL_FILE}: {e}"))?;
-        if !same(&now, &self.journal) {
-            return Err(format!("{JOURNAL_FILE} was replaced during discard"));
-        }
-        unlinkat(&*self.dir, journal.as_c_str(), UnlinkatFlags::NoRemoveDir)
-            .map_err(|e| format!("could not remove {JOURNAL_FILE}: {e}"))?;
-        let linked = stat_at(txn, name).map_err(|e| format!("the run directory: {e}"))?;
-        if !same(&linked, &self.dir_stat) {
-            return Err("the run directory was replaced during discard".into());
-        }
-        unlinkat(txn, name, UnlinkatFlags::RemoveDir).map_err(|e| match e {
-            Errno::ENOTEMPTY | Errno::EEXIST => {
-                "a new entry appeared in the run directory during discard".to_owned()
-            }
-            e => format!("could not remove the run directory: {e}"),
-        })
-    }
-}
-
-/// A layout name as a C string (the layout names hold no NUL).
-fn c_name(name: &str) -> CString {
-    CString::new(name).unwrap_or_default()
-}
-
-/// Removes the temp files an ABANDONED run left in its target directory: exactly the names
-/// `.dot-TXID-N.tmp` (N decimal), each a regular file of ours with one link. The names carry the
-/// run's random 128-bit id, so nothing else can match. A missing target means there is nothing to do.
-fn remove_target_temps(target: &Path, txid: &str, uid: u32) -> Result<(), String> {
-    let fd = match nix::fcntl::open(target, tree::dir_flags(), nix::sys::stat::Mode::empty()) {
-        Ok(fd) => fd,
-        Err(Errno::ENOENT) => return Ok(()),
-        Err(e) => return Err(format!("target {}: {e}", target.display())),
-    };
-    let names = list(&fd, usize::MAX).map_err(|e| format!("target {}: {e}", target.display()))?;
-    let mut removed = false;
-    for name in names {
-        let n = name.to_string_lossy();
-        if !proto::layout::is_target_temp(&n, txid) {
-            continue;
-        }
-        let st = stat_at(&fd, &name).map_err(|e| format!("{}/{n}: {e}", target.display()))?;
-        if Kind::of(&st) != Kind::File || st.st_uid != uid || st.st_nlink != 1 {
-            return Err(format!(
-                "{}/{n} is not a temp file of this run (type, owner or links)",
-                target.display()
-            ));
-        }
-        unlinkat(&fd, name.as_c_str(), UnlinkatFlags::NoRemoveDir)
-            .map_err(|e| format!("could not remove {}/{n}: {e}", target.display()))?;
-        removed = true;
-    }
-    if removed {
-        nix::unistd::fsync(&fd).map_err(|e| format!("target {}: {e}", target.display()))?;
-    }
-    Ok(())
 }

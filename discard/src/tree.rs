@@ -1,18 +1,21 @@
-//! Descriptor-relative inspection and removal of a run directory's contents. Every lookup is
-//! relative to an open directory and never follows a symbolic link; nothing resolves a path from
-//! the root again after the run directory was opened.
+//! Descriptor-relative inspection and removal of a tree of any depth and width with a bounded
+//! number of descriptors. Every lookup is relative to an open directory and never follows a
+//! symbolic link; nothing resolves a path from the root again after the top was opened.
+//!
+//! The walk holds one directory open at a time (plus one short-lived descriptor to list it): it
+//! descends with `openat(dir, name, O_NOFOLLOW|O_DIRECTORY)` and climbs back with
+//! `openat(dir, "..")`, checking that every parent it reaches is the ancestor it left (same device
+//! and inode, from a stack of ancestors). Memory grows with the depth and with the subdirectories
+//! still to visit, never with the files: those are checked (and removed) while the directory is
+//! listed.
 
 use nix::dir::Dir;
+use nix::errno::Errno;
 use nix::fcntl::{openat, AtFlags, OFlag};
 use nix::sys::stat::{fstat, fstatat, FileStat, Mode};
 use nix::unistd::{unlinkat, UnlinkatFlags};
 use std::ffi::{CStr, CString};
 use std::os::fd::{AsFd, OwnedFd};
-
-/// The deepest directory nesting accepted under `stage/`.
-pub const MAX_DEPTH: usize = 32;
-/// The most entries accepted under `stage/`, all levels together.
-pub const MAX_ENTRIES: usize = 100_000;
 
 /// `O_RDONLY|O_DIRECTORY|O_NOFOLLOW|O_CLOEXEC`.
 pub fn dir_flags() -> OFlag {
@@ -32,22 +35,34 @@ pub fn stat_at(dir: impl AsFd, name: &CStr) -> nix::Result<FileStat> {
 /// The names in `dir` (without `.` and `..`), sorted, read through a fresh descriptor so no
 /// directory offset is shared. Stops after `cap` names.
 pub fn list(dir: impl AsFd, cap: usize) -> nix::Result<Vec<CString>> {
+    let mut names = Vec::new();
+    each_name(dir, |name| {
+        names.push(name.to_owned());
+        Ok(names.len() < cap)
+    })?;
+    names.sort();
+    Ok(names)
+}
+
+/// Calls `f` with each name in `dir` (without `.` and `..`), read through a fresh descriptor,
+/// until it returns `Ok(false)` or an error.
+fn each_name<E: From<Errno>>(
+    dir: impl AsFd,
+    mut f: impl FnMut(&CStr) -> Result<bool, E>,
+) -> Result<(), E> {
     let fresh = openat(dir, c".", dir_flags(), Mode::empty())?;
     let mut d = Dir::from_fd(fresh)?;
-    let mut names = Vec::new();
     for entry in d.iter() {
         let entry = entry?;
         let name = entry.file_name();
         if name == c"." || name == c".." {
             continue;
         }
-        names.push(name.to_owned());
-        if names.len() >= cap {
+        if !f(name)? {
             break;
         }
     }
-    names.sort();
-    Ok(names)
+    Ok(())
 }
 
 /// The type of a file, from its mode.
@@ -95,35 +110,50 @@ impl Kind {
 /// The setuid and setgid bits.
 pub const SET_ID: u32 = 0o6000;
 
-/// The same inode as `st`?
+/// The same inode?
 pub fn same(a: &FileStat, b: &FileStat) -> bool {
     (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 }
 
-/// One entry under `stage/` that passed the checks.
-#[derive(Debug)]
-pub struct Node {
-    pub name: CString,
-    /// Path relative to the run directory, for messages.
-    pub rel: String,
+/// What every entry that may be removed must be: owned by `uid` and on the device `dev` (the run
+/// directory's: a mount point is never entered).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rules {
+    pub uid: u32,
     pub dev: u64,
-    pub ino: u64,
-    /// The checked entries of a directory; `None` for a regular file.
-    pub children: Option<Vec<Node>>,
 }
 
-/// Checks one entry's type, owner, links and mode: only our own regular files (one link) and
-/// directories, neither setuid nor setgid.
-pub fn check_entry(st: &FileStat, rel: &str, uid: u32) -> Result<Kind, String> {
-    let kind = Kind::of(st);
-    if !matches!(kind, Kind::File | Kind::Dir) {
+/// Checks a file that is read or taken over by name (a journal, a temp file in a target): a
+/// directory or a regular file with one link, ours, on `rules.dev`, neither setuid nor setgid.
+pub fn check_entry(st: &FileStat, rel: &str, rules: &Rules) -> Result<Kind, String> {
+    let kind = removable(st, rel, rules)?;
+    if kind == Kind::Symlink {
         return Err(format!("{rel} is a {}", kind.word()));
-    }
-    if st.st_uid != uid {
-        return Err(format!("{rel} is owned by uid {}, not {uid}", st.st_uid));
     }
     if kind == Kind::File && st.st_nlink > 1 {
         return Err(format!("linked: {rel} has {} hard links", st.st_nlink));
+    }
+    Ok(kind)
+}
+
+/// Checks an entry under a stage before it is removed: our own directory, regular file or
+/// symbolic link (removed as a name: never followed, and a hard-linked file keeps its other
+/// names), on the run's filesystem, neither setuid nor setgid. Never removed: a fifo, socket or
+/// device, a setuid or setgid file, anything owned by someone else, anything on another
+/// filesystem.
+pub fn removable(st: &FileStat, rel: &str, rules: &Rules) -> Result<Kind, String> {
+    let kind = Kind::of(st);
+    if !matches!(kind, Kind::File | Kind::Dir | Kind::Symlink) {
+        return Err(format!("{rel} is a {}", kind.word()));
+    }
+    if st.st_dev != rules.dev {
+        return Err(format!("{rel} is on another filesystem (a mount point)"));
+    }
+    if st.st_uid != rules.uid {
+        return Err(format!(
+            "{rel} is owned by uid {}, not {}",
+            st.st_uid, rules.uid
+        ));
     }
     if st.st_mode & SET_ID != 0 {
         return Err(format!(
@@ -134,111 +164,212 @@ pub fn check_entry(st: &FileStat, rel: &str, uid: u32) -> Result<Kind, String> {
     Ok(kind)
 }
 
-/// Checks every entry under the open directory `dir` (at `rel`, `depth` levels below `stage/`),
-/// spending one unit of `budget` per entry.
-pub fn check_tree(
+/// What a walk does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pass {
+    /// Check every entry; change nothing.
+    Check,
+    /// Check every entry again right before removing it; remove everything under the top (the top
+    /// itself stays).
+    Remove,
+}
+
+/// Why a walk stopped.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Stop {
+    /// An entry breaks the rules ([`removable`], [`check_entry`]): it is the operator's, not ours
+    /// to remove.
+    Rule(String),
+    /// Something changed during the walk or a call failed; the same walk later may finish.
+    Changed(String),
+}
+
+impl Stop {
+    /// A failed call on `what`: permission (EACCES, EPERM) and a read-only filesystem (EROFS) are
+    /// the operator's to resolve, so another try would not help (a rule); anything else may pass.
+    pub fn errno(e: Errno, what: impl std::fmt::Display) -> Stop {
+        let why = format!("{what}: {e}");
+        match e {
+            Errno::EACCES | Errno::EPERM | Errno::EROFS => Stop::Rule(why),
+            _ => Stop::Changed(why),
+        }
+    }
+}
+
+impl std::fmt::Display for Stop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Stop::Rule(why) | Stop::Changed(why) => f.write_str(why),
+        }
+    }
+}
+
+/// One directory on the way down: its name in its parent, its identity, the subdirectories in it
+/// still to visit.
+struct Frame {
+    name: CString,
+    stat: FileStat,
+    pending: Vec<CString>,
+}
+
+/// The path of `name` below the frames, for messages: `rel/a/b/name`, shortened in the middle
+/// when deep.
+fn path_of(rel: &str, frames: &[Frame], name: Option<&CStr>) -> String {
+    let names: Vec<String> = frames
+        .iter()
+        .skip(1)
+        .map(|f| f.name.to_string_lossy().into_owned())
+        .chain(name.map(|n| n.to_string_lossy().into_owned()))
+        .collect();
+    let shown = if names.len() > 12 {
+        format!(
+            "{}/…({} levels)…/{}",
+            names[..4].join("/"),
+            names.len() - 8,
+            names[names.len() - 4..].join("/")
+        )
+    } else {
+        names.join("/")
+    };
+    match (rel.is_empty(), shown.is_empty()) {
+        (_, true) => rel.to_owned(),
+        (true, false) => shown,
+        (false, false) => format!("{rel}/{shown}"),
+    }
+}
+
+/// Lists the directory `dir` of the frame path `frames`: checks every entry; in a remove pass,
+/// removes each regular file at once. Returns the subdirectories to visit and the number of
+/// entries listed.
+fn scan(
     dir: &OwnedFd,
     rel: &str,
-    depth: usize,
-    budget: &mut usize,
-    uid: u32,
-) -> Result<Vec<Node>, String> {
-    let names = list(dir, budget.saturating_add(1)).map_err(|e| format!("{rel}: {e}"))?;
-    if names.len() > *budget {
-        return Err(format!("stage/ holds more than {MAX_ENTRIES} entries"));
-    }
-    *budget -= names.len();
-    let mut nodes = Vec::with_capacity(names.len());
-    for name in names {
-        let rel = join(rel, &name);
-        let st = stat_at(dir, &name).map_err(|e| format!("{rel}: {e} during the check"))?;
-        let kind = check_entry(&st, &rel, uid)?;
-        let children = if kind == Kind::Dir {
-            if depth + 1 > MAX_DEPTH {
-                return Err(format!(
-                    "stage/ is nested deeper than {MAX_DEPTH} levels at {rel}"
-                ));
-            }
-            let sub = open_dir_at(dir, &name).map_err(|e| format!("{rel}: {e}"))?;
-            let held = fstat(&sub).map_err(|e| format!("{rel}: {e}"))?;
-            if !same(&held, &st) {
-                return Err(format!("{rel} changed during the check"));
-            }
-            Some(check_tree(&sub, &rel, depth + 1, budget, uid)?)
-        } else {
-            None
+    frames: &[Frame],
+    rules: &Rules,
+    pass: Pass,
+) -> Result<(Vec<CString>, u64), Stop> {
+    let mut subdirs = Vec::new();
+    let mut count = 0u64;
+    let mut visit = |name: &CStr| -> Result<bool, Stop> {
+        count += 1;
+        let path = || path_of(rel, frames, Some(name));
+        let st = match stat_at(dir, name) {
+            Ok(st) => st,
+            Err(e) => return Err(Stop::errno(e, path())),
         };
-        nodes.push(Node {
-            name,
-            rel,
-            dev: st.st_dev,
-            ino: st.st_ino,
-            children,
-        });
-    }
-    Ok(nodes)
-}
-
-/// Removes exactly the checked `nodes` from the open directory `dir`, depth first. Stops at the
-/// first entry that is not the one checked (a new name, a replaced inode) or that cannot be removed.
-pub fn remove_tree(dir: &OwnedFd, rel: &str, nodes: &[Node]) -> Result<(), String> {
-    let names = list(dir, nodes.len().saturating_add(1)).map_err(|e| format!("{rel}: {e}"))?;
-    expect_names(rel, &names, nodes.iter().map(|n| n.name.as_c_str()))?;
-    for node in nodes {
-        let st = stat_at(dir, &node.name).map_err(|e| format!("{}: {e}", node.rel))?;
-        if (st.st_dev, st.st_ino) != (node.dev, node.ino) {
-            return Err(format!("{} was replaced during discard", node.rel));
-        }
-        match &node.children {
-            Some(children) => {
-                let sub = open_dir_at(dir, &node.name).map_err(|e| format!("{}: {e}", node.rel))?;
-                let held = fstat(&sub).map_err(|e| format!("{}: {e}", node.rel))?;
-                if !same(&held, &st) {
-                    return Err(format!("{} was replaced during discard", node.rel));
-                }
-                remove_tree(&sub, &node.rel, children)?;
-                unlinkat(dir, node.name.as_c_str(), UnlinkatFlags::RemoveDir)
+        match removable(&st, &path(), rules).map_err(Stop::Rule)? {
+            Kind::Dir => subdirs.push(name.to_owned()),
+            _ if pass == Pass::Remove => {
+                crate::hooks::failpoint("remove-entry");
+                unlinkat(dir, name, UnlinkatFlags::NoRemoveDir)
+                    .map_err(|e| Stop::errno(e, format!("could not remove {}", path())))?;
             }
-            None => unlinkat(dir, node.name.as_c_str(), UnlinkatFlags::NoRemoveDir),
+            _ => {}
         }
-        .map_err(|e| format!("could not remove {}: {e}", node.rel))?;
-    }
-    Ok(())
+        Ok(true)
+    };
+    each_name(dir, |name| visit(name).map_err(WalkError::Stop))
+        .map_err(|e| e.into_stop(|| path_of(rel, frames, None)))?;
+    Ok((subdirs, count))
 }
 
-/// `rel/name`, or `name` at the top (`rel` empty).
-pub fn join(rel: &str, name: &CStr) -> String {
-    if rel.is_empty() {
-        name.to_string_lossy().into_owned()
-    } else {
-        format!("{rel}/{}", name.to_string_lossy())
+/// An error while listing: the walk's own, or the listing call's.
+enum WalkError {
+    Stop(Stop),
+    Errno(Errno),
+}
+
+impl From<Errno> for WalkError {
+    fn from(e: Errno) -> Self {
+        WalkError::Errno(e)
     }
 }
 
-/// `found` must be exactly `expected`; both sorted.
-pub fn expect_names<'a>(
-    rel: &str,
-    found: &[CString],
-    expected: impl Iterator<Item = &'a CStr>,
-) -> Result<(), String> {
-    let mut expected = expected.peekable();
-    let mut found = found.iter().peekable();
+impl WalkError {
+    fn into_stop(self, path: impl FnOnce() -> String) -> Stop {
+        match self {
+            WalkError::Stop(s) => s,
+            WalkError::Errno(e) => Stop::errno(e, path()),
+        }
+    }
+}
+
+/// Walks everything under the open directory `top` (named `rel` in messages), depth first, with a
+/// bounded number of descriptors whatever the depth. [`Pass::Check`] checks every entry with
+/// [`removable`]; [`Pass::Remove`] checks each again right before removing it and removes
+/// everything under `top` (files as they are listed, each directory once it is empty), leaving
+/// `top` itself. Stops at the first entry that breaks a rule or changed under it. Returns the
+/// number of entries seen.
+pub fn walk(top: &impl AsFd, rel: &str, rules: &Rules, pass: Pass) -> Result<u64, Stop> {
+    let changed = |what: String| Stop::Changed(what);
+    let mut cur = openat(top, c".", dir_flags(), Mode::empty())
+        .map_err(|e| changed(format!("{rel}: {e}")))?;
+    let stat = fstat(&cur).map_err(|e| changed(format!("{rel}: {e}")))?;
+    let mut frames = vec![Frame {
+        name: CString::default(),
+        stat,
+        pending: Vec::new(),
+    }];
+    let (first, mut seen) = scan(&cur, rel, &frames, rules, pass)?;
+    if let Some(f) = frames.last_mut() {
+        f.pending = first;
+    }
     loop {
-        let appeared = |f: &CString| format!("{} appeared during discard", join(rel, f));
-        let vanished = |e: &CStr| format!("{} vanished during discard", join(rel, e));
-        match (found.peek(), expected.peek()) {
-            (None, None) => return Ok(()),
-            (Some(f), None) => return Err(appeared(f)),
-            (None, Some(e)) => return Err(vanished(e)),
-            (Some(f), Some(e)) => match f.as_c_str().cmp(e) {
-                std::cmp::Ordering::Equal => {
-                    found.next();
-                    expected.next();
-                }
-                std::cmp::Ordering::Less => return Err(appeared(f)),
-                std::cmp::Ordering::Greater => return Err(vanished(e)),
-            },
+        let next = frames.last_mut().and_then(|f| f.pending.pop());
+        if let Some(sub) = next {
+            // Down into `sub`: still the directory the listing saw, opened without following.
+            let path = path_of(rel, &frames, Some(&sub));
+            let st = stat_at(&cur, &sub).map_err(|e| changed(format!("{path}: {e}")))?;
+            if removable(&st, &path, rules).map_err(Stop::Rule)? != Kind::Dir {
+                return Err(changed(format!("{path} changed during the walk")));
+            }
+            let fd = open_dir_at(&cur, &sub).map_err(|e| Stop::errno(e, &path))?;
+            let held = fstat(&fd).map_err(|e| changed(format!("{path}: {e}")))?;
+            if !same(&held, &st) {
+                return Err(changed(format!("{path} changed during the walk")));
+            }
+            frames.push(Frame {
+                name: sub,
+                stat: held,
+                pending: Vec::new(),
+            });
+            let (found, count) = scan(&fd, rel, &frames, rules, pass)?;
+            seen += count;
+            if let Some(f) = frames.last_mut() {
+                f.pending = found;
+            }
+            cur = fd;
+            continue;
         }
+        // This directory is done: climb to its parent, which must be the ancestor we left.
+        if frames.len() == 1 {
+            return Ok(seen);
+        }
+        let path = path_of(rel, &frames, None);
+        let Some(done) = frames.pop() else {
+            return Ok(seen);
+        };
+        let parent = open_dir_at(&cur, c"..").map_err(|e| changed(format!("{path}/..: {e}")))?;
+        let pst = fstat(&parent).map_err(|e| changed(format!("{path}/..: {e}")))?;
+        if !frames.last().is_some_and(|f| same(&f.stat, &pst)) {
+            return Err(changed(format!("{path} was moved during the walk")));
+        }
+        if pass == Pass::Remove {
+            let now = stat_at(&parent, &done.name).map_err(|e| changed(format!("{path}: {e}")))?;
+            if !same(&now, &done.stat) {
+                return Err(changed(format!("{path} was replaced during the walk")));
+            }
+            crate::hooks::failpoint("remove-entry");
+            unlinkat(&parent, done.name.as_c_str(), UnlinkatFlags::RemoveDir).map_err(
+                |e| match e {
+                    Errno::ENOTEMPTY | Errno::EEXIST => {
+                        changed(format!("a new entry appeared in {path} during the walk"))
+                    }
+                    e => Stop::errno(e, format!("could not remove {path}")),
+                },
+            )?;
+        }
+        cur = parent;
     }
 }
 
@@ -251,56 +382,133 @@ mod tests {
         nix::fcntl::open(path, dir_flags(), Mode::empty()).expect("open dir")
     }
 
+    fn rules(path: &std::path::Path) -> Rules {
+        let st = nix::sys::stat::stat(path).expect("stat");
+        Rules {
+            uid: nix::unistd::geteuid().as_raw(),
+            dev: st.st_dev,
+        }
+    }
+
     #[test]
-    fn removal_stops_at_anything_that_was_not_checked() {
+    fn a_check_changes_nothing_and_a_removal_empties_the_top_without_following_links() {
+        let tmp = testkit::TempDir::new();
+        let s = tmp.join("s");
+        let outside = tmp.join("outside");
+        fs::create_dir_all(s.join("a/b")).expect("mkdir");
+        fs::create_dir_all(s.join("c")).expect("mkdir");
+        fs::create_dir_all(outside.join("kept")).expect("mkdir");
+        fs::write(s.join("a/b/f"), b"x").expect("write");
+        fs::write(s.join("top"), b"t").expect("write");
+        fs::write(outside.join("data"), b"d").expect("write");
+        std::os::unix::fs::symlink(&outside, s.join("a/dirlink")).expect("symlink");
+        std::os::unix::fs::symlink(outside.join("data"), s.join("c/filelink")).expect("symlink");
+        fs::hard_link(outside.join("data"), s.join("c/hard")).expect("link");
+        let fd = open(&s);
+        let r = rules(&s);
+        let before = testkit::tree_snapshot(&s);
+        assert_eq!(walk(&fd, "stage", &r, Pass::Check), Ok(8));
+        assert_eq!(testkit::tree_snapshot(&s), before);
+        assert_eq!(walk(&fd, "stage", &r, Pass::Remove), Ok(8));
+        assert_eq!(fs::read_dir(&s).expect("ls").count(), 0, "top stays, empty");
+        assert_eq!(fs::read(outside.join("data")).expect("read"), b"d");
+        assert!(outside.join("kept").is_dir(), "a link is never followed");
+    }
+
+    #[test]
+    fn a_journal_or_temp_is_checked_strictly() {
+        let tmp = testkit::TempDir::new();
+        let r = rules(tmp.path());
+        fs::write(tmp.join("f"), b"x").expect("write");
+        fs::hard_link(tmp.join("f"), tmp.join("g")).expect("link");
+        std::os::unix::fs::symlink(tmp.join("f"), tmp.join("l")).expect("symlink");
+        let st = |n: &str| nix::sys::stat::lstat(&tmp.join(n)).expect("lstat");
+        assert_eq!(
+            check_entry(&st("g"), "g", &r),
+            Err("linked: g has 2 hard links".into())
+        );
+        assert_eq!(
+            check_entry(&st("l"), "l", &r),
+            Err("l is a symbolic link".into())
+        );
+        assert_eq!(removable(&st("g"), "g", &r), Ok(Kind::File));
+        assert_eq!(removable(&st("l"), "l", &r), Ok(Kind::Symlink));
+    }
+
+    #[test]
+    fn any_entry_that_breaks_a_rule_stops_the_walk_with_its_path() {
         let tmp = testkit::TempDir::new();
         let s = tmp.join("s");
         fs::create_dir_all(s.join("a/b")).expect("mkdir");
         fs::write(s.join("a/b/f"), b"x").expect("write");
-        fs::write(s.join("top"), b"t").expect("write");
-        let uid = nix::unistd::geteuid().as_raw();
+        nix::unistd::mkfifo(&s.join("a/b/fifo"), Mode::from_bits_truncate(0o600)).expect("fifo");
         let fd = open(&s);
-        let check = |fd: &OwnedFd| {
-            let mut budget = MAX_ENTRIES;
-            let nodes = check_tree(fd, "stage", 0, &mut budget, uid).expect("checks");
-            assert_eq!(budget, MAX_ENTRIES - 4);
-            nodes
+        let r = rules(&s);
+        let before = testkit::tree_snapshot(&s);
+        let err = walk(&fd, "stage", &r, Pass::Check).expect_err("a fifo");
+        assert_eq!(err, Stop::Rule("stage/a/b/fifo is a fifo".into()));
+        assert_eq!(testkit::tree_snapshot(&s), before);
+        assert_eq!(
+            walk(&fd, "stage", &r, Pass::Remove),
+            Err(Stop::Rule("stage/a/b/fifo is a fifo".into())),
+            "a removal stops at it too"
+        );
+        // Another device: a file seen with another st_dev is refused.
+        let other = Rules {
+            dev: r.dev.wrapping_add(1),
+            ..r
         };
+        fs::remove_file(s.join("a/b/fifo")).expect("rm");
+        assert!(matches!(
+            walk(&fd, "stage", &other, Pass::Check),
+            Err(Stop::Rule(why)) if why.contains("another filesystem")
+        ));
+    }
 
-        // A name that appeared after the check: nothing in that directory is removed.
-        let nodes = check(&fd);
-        fs::write(s.join("a/b/new"), b"y").expect("write");
-        assert_eq!(
-            remove_tree(&fd, "stage", &nodes),
-            Err("stage/a/b/new appeared during discard".into())
-        );
-        assert!(s.join("a/b/f").exists());
-        fs::remove_file(s.join("a/b/new")).expect("rm");
-
-        // A file replaced (another inode under the same name) after the check.
-        let nodes = check(&fd);
-        fs::write(s.join("a/b/f2"), b"z").expect("write");
-        fs::rename(s.join("a/b/f2"), s.join("a/b/f")).expect("rename");
-        assert_eq!(
-            remove_tree(&fd, "stage", &nodes),
-            Err("stage/a/b/f was replaced during discard".into())
-        );
-
-        // Unchanged: everything under it goes, the directory itself stays.
-        let nodes = check(&fd);
-        assert_eq!(remove_tree(&fd, "stage", &nodes), Ok(()));
+    #[test]
+    fn depth_needs_no_more_descriptors() {
+        // 3,000 levels through relative mkdirat: deeper than any path the kernel resolves at once.
+        let tmp = testkit::TempDir::new();
+        let s = tmp.join("s");
+        fs::create_dir(&s).expect("mkdir");
+        let mut cur = open(&s);
+        for _ in 0..3000 {
+            nix::sys::stat::mkdirat(&cur, c"d", Mode::from_bits_truncate(0o700)).expect("mkdirat");
+            cur = open_dir_at(&cur, c"d").expect("open");
+        }
+        let leaf = nix::fcntl::openat(
+            &cur,
+            c"f",
+            OFlag::O_CREAT | OFlag::O_WRONLY | OFlag::O_CLOEXEC,
+            Mode::from_bits_truncate(0o600),
+        )
+        .expect("create");
+        drop((leaf, cur));
+        let fd = open(&s);
+        let r = rules(&s);
+        let fds = || fs::read_dir("/proc/self/fd").expect("fds").count();
+        let before = fds();
+        assert_eq!(walk(&fd, "stage", &r, Pass::Check), Ok(3001));
+        assert_eq!(walk(&fd, "stage", &r, Pass::Remove), Ok(3001));
+        assert_eq!(fds(), before, "no descriptor left open");
         assert_eq!(fs::read_dir(&s).expect("ls").count(), 0);
     }
 
     #[test]
-    fn the_budget_bounds_the_walk() {
-        let tmp = testkit::TempDir::new();
-        for i in 0..5 {
-            fs::write(tmp.join(format!("f{i}")), b"").expect("write");
-        }
-        let mut budget = 4;
-        let uid = nix::unistd::geteuid().as_raw();
-        let err = check_tree(&open(tmp.path()), "stage", 0, &mut budget, uid).expect_err("over");
-        assert!(err.contains("more than 100000 entries"), "{err}");
+    fn deep_paths_are_shortened_in_messages() {
+        let st = nix::sys::stat::stat(std::path::Path::new("/")).expect("stat /");
+        let frames: Vec<Frame> = (0..20)
+            .map(|i| Frame {
+                name: CString::new(format!("d{i}")).expect("name"),
+                stat: st,
+                pending: Vec::new(),
+            })
+            .collect();
+        assert_eq!(path_of("stage", &frames[..3], Some(c"x")), "stage/d1/d2/x");
+        assert_eq!(path_of("stage", &frames[..1], None), "stage");
+        assert_eq!(
+            path_of("stage", &frames, Some(c"x")),
+            "stage/d1/d2/d3/d4/…(12 levels)…/d17/d18/d19/x"
+        );
     }
 }

@@ -7,7 +7,7 @@ use proto::layout::Root;
 use std::fs;
 use std::os::unix::fs::{symlink, DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use testkit::journal::{begin, committed, encode as journal, prepared, unknown_record};
+use testkit::journal::{begin, committed, encode as journal, prepared_for, unknown_record};
 use testkit::{tree_snapshot, TempDir};
 
 /// A txid from a small number, so runs sort in creation order.
@@ -23,6 +23,15 @@ fn root(dir: &TempDir) -> Root {
 /// `txn/TXID/` with `journal` holding `bytes` and a stage with a few files.
 fn run(root: &Root, txid: &str, bytes: &[u8]) -> PathBuf {
     testkit::journal::write_run(root, txid, bytes)
+}
+
+/// `txn/TXID/` (0700) holding only `journal` (0600) with `bytes`.
+fn bare(root: &Root, txid: &str, bytes: &[u8]) -> PathBuf {
+    let dir = root.run_dir(txid);
+    fs::DirBuilder::new().mode(0o700).create(&dir).expect("dir");
+    fs::write(dir.join("journal"), bytes).expect("journal");
+    fs::set_permissions(dir.join("journal"), fs::Permissions::from_mode(0o600)).expect("chmod");
+    dir
 }
 
 fn discard(root: &Root, extra: &[&str]) -> (i32, Report) {
@@ -64,29 +73,51 @@ fn names(dir: &Path) -> Vec<String> {
 fn discards_abandoned_runs() {
     let tmp = TempDir::new();
     let root = root(&tmp);
-    let p = prepared().encode();
-    let cases: [Vec<u8>; 4] = [
-        journal(&[begin(&txid(1))]),
-        Vec::new(),
-        begin(&txid(3)).encode()[..40].to_vec(),
-        [journal(&[begin(&txid(4))]), p[..p.len() - 9].to_vec()].concat(),
-    ];
-    for (i, bytes) in cases.iter().enumerate() {
-        run(&root, &txid(i as u32 + 1), bytes);
+    let p = prepared_for(&txid(2)).encode();
+    run(&root, &txid(1), &journal(&[begin(&txid(1))]));
+    run(
+        &root,
+        &txid(2),
+        &[journal(&[begin(&txid(2))]), p[..p.len() - 9].to_vec()].concat(),
+    );
+    // A run without a stage, one whose stage is nested 200 levels deep and one 2,000 entries wide.
+    bare(&root, &txid(3), &journal(&[begin(&txid(3))]));
+    let deep = run(&root, &txid(4), &journal(&[begin(&txid(4))]));
+    fs::create_dir_all(deep.join("stage").join(["d"; 200].join("/"))).expect("deep");
+    let wide = run(&root, &txid(5), &journal(&[begin(&txid(5))]));
+    for i in 0..2000 {
+        fs::write(wide.join(format!("stage/out/f{i}")), b"x").expect("wide");
     }
-    // A run without a stage, and one whose stage is nested exactly 32 levels deep.
-    let bare = root.run_dir(&txid(5));
+    // An empty journal, and a torn first line, with nothing else (a launcher stopped before
+    // BEGIN), or with the empty stage a launcher makes.
+    bare(&root, &txid(6), b"");
+    bare(&root, &txid(7), &begin(&txid(7)).encode()[..40]);
+    let staged = bare(&root, &txid(8), b"");
+    fs::create_dir_all(staged.join("stage/in")).expect("in");
+    fs::create_dir_all(staged.join("stage/out")).expect("out");
+    // Symbolic links (never followed) and a hard link (the other name keeps the data) go as names.
+    let outside = tmp.join("outside");
+    fs::create_dir(&outside).expect("outside");
+    fs::write(outside.join("data"), b"kept").expect("data");
+    let linked = run(&root, &txid(10), &journal(&[begin(&txid(10))]));
+    symlink(&outside, linked.join("stage/out/dirlink")).expect("symlink");
+    symlink(outside.join("data"), linked.join("stage/in/filelink")).expect("symlink");
+    fs::hard_link(outside.join("data"), linked.join("stage/out/hard")).expect("hard link");
+    // An empty run directory: a removal stopped between the journal and the directory.
     fs::DirBuilder::new()
         .mode(0o700)
-        .create(&bare)
-        .expect("dir");
-    fs::write(bare.join("journal"), journal(&[begin(&txid(5))])).expect("journal");
-    let deep = run(&root, &txid(6), &journal(&[begin(&txid(6))]));
-    fs::create_dir_all(deep.join("stage").join(["d"; 32].join("/"))).expect("deep");
+        .create(root.run_dir(&txid(9)))
+        .expect("empty");
 
     let (code, report) = discard(&root, &[]);
     assert_eq!(code, 0, "{report:?}");
-    assert_eq!(report.discarded, (1..=6).map(txid).collect::<Vec<_>>());
+    assert_eq!(report.discarded, (1..=10).map(txid).collect::<Vec<_>>());
+    assert_eq!(
+        names(&outside),
+        ["data"],
+        "nothing outside the run was touched"
+    );
+    assert_eq!(fs::read(outside.join("data")).expect("data"), b"kept");
     assert!(report.retained.is_empty());
     assert!(!report.dry_run);
     assert_eq!(names(&root.txn()), Vec::<String>::new());
@@ -99,11 +130,15 @@ fn retains_each_run_it_cannot_prove_abandoned() {
     let root = root(&tmp);
     let abandoned = |n: u32| run(&root, &txid(n), &journal(&[begin(&txid(n))]));
 
-    run(&root, &txid(1), &journal(&[begin(&txid(1)), prepared()]));
+    run(
+        &root,
+        &txid(1),
+        &journal(&[begin(&txid(1)), prepared_for(&txid(1))]),
+    );
     run(
         &root,
         &txid(2),
-        &journal(&[begin(&txid(2)), prepared(), committed()]),
+        &journal(&[begin(&txid(2)), prepared_for(&txid(2)), committed()]),
     );
     run(
         &root,
@@ -114,20 +149,21 @@ fn retains_each_run_it_cannot_prove_abandoned() {
     let at = bad.iter().position(|&b| b == b'h').expect("an h");
     bad[at] = b'j';
     run(&root, &txid(4), &bad);
-    symlink("/etc/passwd", abandoned(5).join("stage/out/link")).expect("symlink");
+    let sock = abandoned(5).join("stage/out/sock");
+    std::os::unix::net::UnixListener::bind(&sock).expect("socket");
     fs::write(abandoned(6).join("extra"), b"x").expect("extra");
-    let linked = abandoned(7);
-    fs::hard_link(linked.join("stage/out/a"), linked.join("stage/in/a2")).expect("link");
+    // A directory owned by someone else, deep inside.
+    let foreign_dir = abandoned(7).join("stage/out/sub/theirs");
+    fs::create_dir(&foreign_dir).expect("mkdir");
+    std::os::unix::fs::chown(&foreign_dir, Some(12345), Some(12345)).expect("chown");
     let foreign = abandoned(8).join("stage/out/a");
     std::os::unix::fs::chown(&foreign, Some(12345), Some(12345)).expect("chown");
     let open = abandoned(9);
     fs::set_permissions(&open, fs::Permissions::from_mode(0o770)).expect("chmod");
     let live = abandoned(10);
-    let bare = root.run_dir(&txid(11));
-    fs::DirBuilder::new()
-        .mode(0o700)
-        .create(&bare)
-        .expect("no journal");
+    let no_journal = root.run_dir(&txid(11));
+    fs::create_dir_all(no_journal.join("stage")).expect("no journal");
+    fs::set_permissions(&no_journal, fs::Permissions::from_mode(0o700)).expect("chmod");
     nix::unistd::mkfifo(
         &abandoned(12).join("stage/out/fifo"),
         nix::sys::stat::Mode::from_bits_truncate(0o600),
@@ -135,8 +171,10 @@ fn retains_each_run_it_cannot_prove_abandoned() {
     .expect("mkfifo");
     let setuid = abandoned(13).join("stage/out/a");
     fs::set_permissions(&setuid, fs::Permissions::from_mode(0o4700)).expect("setuid");
-    let deep = abandoned(14);
-    fs::create_dir_all(deep.join("stage").join(["d"; 33].join("/"))).expect("deep");
+    // BEGIN names another run than its directory.
+    run(&root, &txid(14), &journal(&[begin(&txid(99))]));
+    // An empty journal beside a stage that holds files: not what a launcher leaves before BEGIN.
+    run(&root, &txid(15), b"");
     let outside = tmp.join("outside");
     fs::DirBuilder::new()
         .mode(0o700)
@@ -173,11 +211,7 @@ fn retains_each_run_it_cannot_prove_abandoned() {
             State::Unrecognized,
             "line 1: checksum does not match",
         ),
-        (
-            txid(5),
-            State::Unrecognized,
-            "stage/out/link is a symbolic link",
-        ),
+        (txid(5), State::Unrecognized, "stage/out/sock is a socket"),
         (
             txid(6),
             State::Unrecognized,
@@ -186,7 +220,7 @@ fn retains_each_run_it_cannot_prove_abandoned() {
         (
             txid(7),
             State::Unrecognized,
-            "linked: stage/in/a2 has 2 hard links",
+            "stage/out/sub/theirs is owned by uid 12345, not 0",
         ),
         (
             txid(8),
@@ -206,11 +240,8 @@ fn retains_each_run_it_cannot_prove_abandoned() {
             State::Unrecognized,
             "stage/out/a has the setuid or setgid bit",
         ),
-        (
-            txid(14),
-            State::Unrecognized,
-            "nested deeper than 32 levels",
-        ),
+        (txid(14), State::Unrecognized, "BEGIN names run"),
+        (txid(15), State::Unrecognized, "the journal holds no record"),
         (
             txid(16),
             State::Unrecognized,
@@ -263,7 +294,11 @@ fn running_twice_is_running_once() {
     let tmp = TempDir::new();
     let root = root(&tmp);
     run(&root, &txid(1), &journal(&[begin(&txid(1))]));
-    run(&root, &txid(2), &journal(&[begin(&txid(2)), prepared()]));
+    run(
+        &root,
+        &txid(2),
+        &journal(&[begin(&txid(2)), prepared_for(&txid(2))]),
+    );
     let (code, first) = discard(&root, &[]);
     assert_eq!((code, first.discarded.clone()), (4, vec![txid(1)]));
     let after = tree_snapshot(root.path());
@@ -279,7 +314,11 @@ fn dry_run_changes_nothing() {
     let tmp = TempDir::new();
     let root = root(&tmp);
     run(&root, &txid(1), &journal(&[begin(&txid(1))]));
-    run(&root, &txid(2), &journal(&[begin(&txid(2)), prepared()]));
+    run(
+        &root,
+        &txid(2),
+        &journal(&[begin(&txid(2)), prepared_for(&txid(2))]),
+    );
     let before = tree_snapshot(root.path());
     let (code, report) = discard(&root, &["--dry-run"]);
     assert_eq!(code, 4);
@@ -318,4 +357,81 @@ fn refuses_a_missing_root_and_a_symlinked_txn() {
     let err = testkit::decode_error(&out.stderr);
     assert_eq!(err.error, "unsafe-txn");
     assert_eq!(err.path, Some(root.txn().display().to_string()));
+}
+
+/// BEGIN of run `txid` naming `target`.
+fn begin_into(txid: &str, target: &Path) -> proto::journal::Record {
+    let mut r = begin(txid);
+    if let proto::journal::Record::Begin { target: t, .. } = &mut r {
+        *t = target.display().to_string();
+    }
+    r
+}
+
+/// A name `.dot-TXID-N.tmp` in the target that is not a temp file the run wrote (a symbolic link,
+/// a directory, a hard link, a foreign file) is never removed, and neither is its run: it is
+/// retained with what the operator must do, not with a `next` that can never finish. A real temp
+/// file beside them goes with its run.
+#[test]
+fn an_odd_temp_in_the_target_retains_the_run_with_what_to_do() {
+    let tmp = TempDir::new();
+    let root = root(&tmp);
+    let target = tmp.join("target");
+    fs::create_dir(&target).expect("target");
+    fs::write(target.join("keep"), b"keep").expect("keep");
+    let temp = |n: u32| target.join(format!(".dot-{}-0.tmp", txid(n)));
+    for n in 1..=5 {
+        run(&root, &txid(n), &journal(&[begin_into(&txid(n), &target)]));
+    }
+    symlink(target.join("keep"), temp(1)).expect("symlink");
+    fs::create_dir(temp(2)).expect("dir");
+    fs::hard_link(target.join("keep"), temp(3)).expect("hard link");
+    fs::write(temp(4), b"theirs").expect("foreign");
+    std::os::unix::fs::chown(temp(4), Some(12345), Some(12345)).expect("chown");
+    fs::write(temp(5), b"a temp file the run wrote").expect("temp");
+    fs::write(target.join(format!(".dot-{}-1.tmp", txid(5))), b"another").expect("temp");
+
+    let (code, report) = discard(&root, &[]);
+    assert_eq!(code, 4, "{report:?}");
+    assert_eq!(report.discarded, vec![txid(5)]);
+    let odd = [
+        (1, "is a symbolic link"),
+        (2, "is a directory"),
+        (3, "has 2 hard links"),
+        (4, "is owned by uid 12345"),
+    ];
+    for (n, what) in odd {
+        let r = retained(&report, &txid(n));
+        assert_eq!(r.state, State::Abandoned, "{r:?}");
+        assert_eq!(r.next, None, "no command finishes it: {r:?}");
+        assert!(r.reason.contains(what), "{r:?}");
+        assert!(
+            r.reason.contains("remove or move it yourself"),
+            "the reason says what to do: {r:?}"
+        );
+        assert!(fs::symlink_metadata(temp(n)).is_ok(), "{n}: never removed");
+        assert!(root.run_dir(&txid(n)).exists());
+    }
+    assert_eq!(
+        names(&target),
+        [
+            format!(".dot-{}-0.tmp", txid(1)),
+            format!(".dot-{}-0.tmp", txid(2)),
+            format!(".dot-{}-0.tmp", txid(3)),
+            format!(".dot-{}-0.tmp", txid(4)),
+            "keep".to_owned()
+        ],
+        "the run's own temp files went with it"
+    );
+    // The operator moves them away: the next discard finishes.
+    for n in 1..=4 {
+        let p = temp(n);
+        if p.is_dir() && !p.is_symlink() {
+            fs::remove_dir(&p).expect("rmdir");
+        } else {
+            fs::remove_file(&p).expect("rm");
+        }
+    }
+    let (code, again) = discard(&root, &[]);
+    assert_eq!((code, again.discarded), (0, (1..=4).map(txid).collect()));
 }

@@ -128,5 +128,12 @@ pub fn run(args: Args) -> Result<Output, LaunchError> {
             stage_inodes: STAGE_INODES,
         },
     };
-    crate::launch(&opts).map(|r| Output::json(&r))
+    crate::launch(&opts).map(|r| {
+        let code = if r.warnings.is_empty() {
+            ExitCode::Success
+        } else {
+            ExitCode::Retained
+        };
+        Output::json(&r).with_code(code)
+    })
 }

@@ -27,6 +27,9 @@ pub enum CommitError {
     Before(LaunchError),
     /// I/O after PREPARED: the run is retained for `dot-launch recover`.
     After(LaunchError),
+    /// Every file is in place and the target directory durable, but COMMITTED could not be
+    /// appended: the outputs are committed; the run stays PREPARED for `dot-launch recover`.
+    Unrecorded(Vec<OutputFile>, Box<LaunchError>),
 }
 
 /// One validated output, opened in the stage.
@@ -219,6 +222,8 @@ pub fn commit(
     let outputs = validate(out_dir, names, limits)?;
     let target_dir = open_dir(target)
         .map_err(|e| CommitError::Before(LaunchError::io("opening the target", target, e)))?;
+    // BEGIN names the target: durable before the first temp file is created there.
+    run.sync_intent().map_err(CommitError::Before)?;
     let mut prepared = Vec::with_capacity(outputs.len());
     let mut temps = Vec::with_capacity(outputs.len());
     let result = (|| {
@@ -261,15 +266,18 @@ pub fn commit(
         at_ms: now_ms(),
         sum: None,
     };
-    run.append(&record, true).map_err(CommitError::After)?;
-    Ok(prepared
+    let outputs = prepared
         .into_iter()
         .map(|p| OutputFile {
             name: p.name,
             size: p.size,
             sha256: p.sha256,
         })
-        .collect())
+        .collect();
+    match run.append(&record, true) {
+        Ok(()) => Ok(outputs),
+        Err(e) => Err(CommitError::Unrecorded(outputs, Box::new(e))),
+    }
 }
 
 /// Renames every temp file onto its name, then makes the target directory durable.

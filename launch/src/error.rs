@@ -1,5 +1,6 @@
 //! Every way a launch or a recover can fail, each mapped to one kind and one exit code.
 
+use crate::rundir::NotRemoved;
 use proto::result::RunResult;
 use proto::{Containment, ErrorObject, ExitCode, ToErrorObject};
 use std::path::PathBuf;
@@ -87,6 +88,21 @@ pub enum LaunchError {
     NoSuchRun { txid: String, path: PathBuf },
     #[error("the plugin's executable was read-leased for {held_ms} ms before it was executed, not less than the kernel's lease break time of {break_ms} ms: that the bytes executed were the bytes digested cannot be confirmed")]
     ExecUnconfirmed { held_ms: u64, break_ms: u64 },
+    /// A run that ended (failed: `cause`; or committed, reported as a warning of the result) but
+    /// whose directory could not be removed: it stays for the operator.
+    #[error("{}{retained}", cause_prefix(.cause))]
+    CleanupRetained {
+        retained: NotRemoved,
+        cause: Option<Box<LaunchError>>,
+    },
+    /// `txn/` itself refused (missing, unsafe, unreadable), as `dot-discard` refuses it.
+    #[error(transparent)]
+    Txn(#[from] discard::DiscardError),
+}
+
+/// `CAUSE; ` before a retained run's message, when a failure ended the run.
+fn cause_prefix(cause: &Option<Box<LaunchError>>) -> String {
+    cause.as_ref().map(|c| format!("{c}; ")).unwrap_or_default()
 }
 
 impl LaunchError {
@@ -124,7 +140,9 @@ impl ToErrorObject for LaunchError {
             LaunchError::NoSuchRun { .. } => "no-such-run",
             LaunchError::ExecUnconfirmed { .. } => "exec-unconfirmed",
             LaunchError::Retained { .. } => "run-retained",
+            LaunchError::CleanupRetained { .. } => "cleanup-retained",
             LaunchError::Reap(e) => e.kind(),
+            LaunchError::Txn(e) => e.kind(),
         }
     }
 
@@ -149,8 +167,11 @@ impl ToErrorObject for LaunchError {
             | LaunchError::ProtocolUnsupported { .. }
             | LaunchError::SandboxRefused { .. } => ExitCode::Refused,
             LaunchError::Plugin { .. } => ExitCode::PluginFailed,
-            LaunchError::Retained { .. } => ExitCode::Retained,
+            LaunchError::Retained { .. } | LaunchError::CleanupRetained { .. } => {
+                ExitCode::Retained
+            }
             LaunchError::Reap(e) => e.exit_code(),
+            LaunchError::Txn(e) => e.exit_code(),
             LaunchError::Io { .. } | LaunchError::ExecUnconfirmed { .. } => ExitCode::System,
         }
     }
@@ -160,6 +181,21 @@ impl ToErrorObject for LaunchError {
         match self {
             LaunchError::Verify(e) => e.to_error_object(),
             LaunchError::Reap(e) => e.to_error_object(),
+            LaunchError::Txn(e) => e.to_error_object(),
+            LaunchError::CleanupRetained { retained, cause } => {
+                let base = base.path(&retained.path);
+                match cause {
+                    None => base,
+                    Some(c) => {
+                        let inner = c.to_error_object();
+                        ErrorObject {
+                            value: Some(inner.error),
+                            run: inner.run,
+                            ..base
+                        }
+                    }
+                }
+            }
             LaunchError::Retained { txid, next, .. } => base.value(txid.clone()).next(next.clone()),
             LaunchError::ConsentMissing { next, .. }
             | LaunchError::ConsentMismatch { next, .. } => {

@@ -1,26 +1,20 @@
 //! Test-only hooks, compiled only with the `test-hooks` feature (never in release builds):
-//! failpoints that SIGKILL the launcher (`DOT_FAILPOINT=NAME`; the names are the `failpoint` call sites:
-//! `after-begin`, `request-sent` (the plugin is running), `after-temp`, `after-prepared`,
-//! `between-renames`, `before-committed`), a pause after validation
-//! (`DOT_PAUSE_AFTER_VERIFY=PATH`: creates `PATH.ready`, waits for `PATH.go`), and a pretend
-//! Landlock ABI (`DOT_PRETEND_LANDLOCK_ABI=N`: the launcher decides as on a kernel with ABI
-//! min(N, real) and passes `--landlock-abi N` to `dot-sandbox`, which builds its ruleset so), a
-//! pretended lease break time (`DOT_LEASE_BREAK_MS=N`), a pause just before the spawn
-//! (`DOT_SLEEP_BEFORE_SPAWN_MS=N`), and a report of the launcher's own open descriptors and peak
-//! memory just before it exits (`DOT_REPORT_FDS=PATH`, one JSON line appended per run), for
-//! the soak tests.
+//! failpoints that SIGKILL the launcher (`DOT_FAILPOINT=NAME`, or `NAME@N` for the N-th time the
+//! point is reached; the names are the `failpoint` call sites: `after-begin`, `request-sent` (the
+//! plugin is running), `after-temp`, `after-prepared`, `between-renames`, `before-committed`, and
+//! the run-directory removal's own in `discard::hooks`), injected I/O errors (`DOT_INJECT=NAME`,
+//! see `discard::hooks`), a pause after validation (`DOT_PAUSE_AFTER_VERIFY=PATH`: creates
+//! `PATH.ready`, waits for `PATH.go`), a pretend Landlock ABI (`DOT_PRETEND_LANDLOCK_ABI=N`: the
+//! launcher decides as on a kernel with ABI min(N, real) and passes `--landlock-abi N` to
+//! `dot-sandbox`, which builds its ruleset so), a pretended lease break time
+//! (`DOT_LEASE_BREAK_MS=N`), a pause just before the spawn (`DOT_SLEEP_BEFORE_SPAWN_MS=N`), and a
+//! report of the launcher's own open descriptors and peak memory just before it exits
+//! (`DOT_REPORT_FDS=PATH`, one JSON line appended per run), for the soak tests.
+//!
+//! The failpoints and injections are `discard`'s (one implementation for every tool that removes
+//! run directories); `launch/test-hooks` turns on `discard/test-hooks`.
 
-/// Kills the launcher with SIGKILL when `DOT_FAILPOINT` names this point.
-#[cfg(feature = "test-hooks")]
-pub fn failpoint(name: &str) {
-    if std::env::var("DOT_FAILPOINT").is_ok_and(|v| v == name) {
-        let _ = nix::sys::signal::kill(nix::unistd::getpid(), nix::sys::signal::Signal::SIGKILL);
-    }
-}
-
-#[cfg(not(feature = "test-hooks"))]
-#[inline(always)]
-pub fn failpoint(_name: &str) {}
+pub use discard::hooks::{failpoint, inject};
 
 /// Waits after validation until the test says go.
 #[cfg(feature = "test-hooks")]

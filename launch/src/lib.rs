@@ -11,7 +11,9 @@
 //!    process: the runner on fd 3, the plugin on fd 4, the runner's report on fd 5)
 //! 6. feed the request, bound stdout and stderr, enforce the deadline
 //! 7. terminate and reap the group (`reap` library) before deciding anything
-//! 8. on success commit the outputs (PREPARED, renames, COMMITTED) and remove the run directory
+//! 8. on success commit the outputs (BEGIN made durable, temp files, PREPARED, renames,
+//!    COMMITTED) and remove the run directory, the journal last (a failed run's too); a directory
+//!    that cannot be removed is reported (a warning of the result, or `cleanup-retained`), exit 4
 #![forbid(unsafe_code)]
 
 pub mod cli;
@@ -31,7 +33,7 @@ use exec::{Limits, Runner};
 use proto::journal::{Record, RECORD_VERSION};
 use proto::layout::Root;
 use proto::protocol::{protocol_version, Response, ResponseStatus, PROTOCOL_VERSION};
-use proto::result::{ExitStatus, RunResult, RunStatus, SandboxReport};
+use proto::result::{ExitStatus, RunResult, RunStatus, SandboxReport, Warning};
 use proto::{Containment, Entry, Name};
 use rundir::{now_ms, RunDir};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
@@ -290,7 +292,8 @@ impl Drop for AuditSync {
     }
 }
 
-/// Runs one plugin to the end. `Ok` is a committed run; every failure is an `Err`.
+/// Runs one plugin to the end. `Ok` is a committed run (with `warnings` when something was left
+/// for the operator); every failure is an `Err`.
 pub fn launch(opts: &Options) -> Result<RunResult, LaunchError> {
     // Nothing of the same user (an `audit` plugin of another run included) may open this process's
     // descriptors or trace it: only a holder of CAP_SYS_PTRACE can.
@@ -330,8 +333,7 @@ pub fn launch(opts: &Options) -> Result<RunResult, LaunchError> {
         prepare_stage(&run, &inputs)
     });
     if let Err(e) = prepared {
-        let _ = run.remove();
-        return Err(e);
+        return Err(abandon(run, e));
     }
     let request = serde_json::to_vec(&inputs.request(entry)).unwrap_or_default();
     let observed = match run_pinned(
@@ -343,15 +345,11 @@ pub fn launch(opts: &Options) -> Result<RunResult, LaunchError> {
         &inputs,
     ) {
         Ok(o) => o,
-        Err(e) => {
-            let _ = run.remove();
-            return Err(e);
-        }
+        Err(e) => return Err(abandon(run, e)),
     };
     // The decision is durable before the run can change anything durably or report.
     if let Some(Err(e)) = audit.as_mut().map(AuditSync::wait) {
-        let _ = run.remove();
-        return Err(e);
+        return Err(abandon(run, e));
     }
     let mut result = RunResult {
         txid: run.txid.clone(),
@@ -376,10 +374,10 @@ pub fn launch(opts: &Options) -> Result<RunResult, LaunchError> {
         enforced: None,
         stderr_tail: (opts.limits.stderr == exec::StderrMode::Tail)
             .then(|| String::from_utf8_lossy(&observed.stderr_tail).into_owned()),
+        warnings: Vec::new(),
     };
     if let Err(e) = judge(&observed, &mut result) {
-        let _ = run.remove();
-        return Err(e);
+        return Err(abandon(run, e));
     }
     let names = result
         .response
@@ -392,45 +390,78 @@ pub fn launch(opts: &Options) -> Result<RunResult, LaunchError> {
         // run, exactly as before the plugin ran.
         result.status = RunStatus::Committed;
         result.stderr_tail = None;
-        run.remove_with(false)?;
+        finish(run, false, &mut result);
         return Ok(result);
     }
     let out_dir = match out_dir(&run, &observed) {
         Ok(d) => d,
-        Err(e) => {
-            let _ = run.remove();
-            return Err(e);
-        }
+        Err(e) => return Err(abandon(run, e)),
     };
+    let recover = format!(
+        "dot-launch recover --root {} {}",
+        opts.root.display(),
+        run.txid
+    );
     match commit::commit(&mut run, &out_dir, &target, &names, &opts.limits) {
         Ok(outputs) => {
             result.outputs = outputs;
             result.status = RunStatus::Committed;
             result.stderr_tail = None;
-            run.remove()?;
+            finish(run, true, &mut result);
+            Ok(result)
+        }
+        Err(commit::CommitError::Unrecorded(outputs, e)) => {
+            // Every output is in place and durable: the run is committed, whatever the journal
+            // could not say. It stays PREPARED; recover finds the files in place and finishes it.
+            result.outputs = outputs;
+            result.status = RunStatus::Committed;
+            result.stderr_tail = None;
+            result.warnings.push(Warning::of(&LaunchError::Retained {
+                txid: run.txid.clone(),
+                why: e.to_string(),
+                next: recover,
+            }));
             Ok(result)
         }
         Err(commit::CommitError::Invalid(why)) => {
-            let _ = run.remove();
-            Err(plugin_failure(result, "outputs-invalid", why))
+            Err(abandon(run, plugin_failure(result, "outputs-invalid", why)))
         }
         Err(commit::CommitError::Conflict(why)) => {
-            let _ = run.remove();
-            Err(plugin_failure(result, "target-conflict", why))
+            Err(abandon(run, plugin_failure(result, "target-conflict", why)))
         }
-        Err(commit::CommitError::Before(e)) => {
-            let _ = run.remove();
-            Err(e)
-        }
+        Err(commit::CommitError::Before(e)) => Err(abandon(run, e)),
         Err(commit::CommitError::After(e)) => Err(LaunchError::Retained {
             txid: run.txid.clone(),
             why: e.to_string(),
-            next: format!(
-                "dot-launch recover --root {} {}",
-                opts.root.display(),
-                run.txid
-            ),
+            next: recover,
         }),
+    }
+}
+
+/// Ends a run that failed before PREPARED (nothing in any target changed): its directory is
+/// removed. When it cannot be, the failure comes back as `cleanup-retained` (exit 4) carrying the
+/// run directory and why, never silently.
+fn abandon(run: RunDir, err: LaunchError) -> LaunchError {
+    match run.remove() {
+        Ok(()) => err,
+        Err(retained) => LaunchError::CleanupRetained {
+            retained,
+            cause: Some(Box::new(err)),
+        },
+    }
+}
+
+/// Ends a committed run: its directory is removed (`txn/` synced with `sync_txn`). When it
+/// cannot be, the run is still committed: the result carries a `cleanup-retained` warning (and
+/// exits 4), never an error that hides the commit.
+fn finish(run: RunDir, sync_txn: bool, result: &mut RunResult) {
+    if let Err(retained) = run.remove_with(sync_txn) {
+        result
+            .warnings
+            .push(Warning::of(&LaunchError::CleanupRetained {
+                retained,
+                cause: None,
+            }));
     }
 }
 

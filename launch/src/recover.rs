@@ -1,35 +1,41 @@
 //! `dot-launch recover`: rolls PREPARED runs forward idempotently; finishes the cleanup of COMMITTED
 //! runs; never touches ABANDONED or UNRECOGNIZED ones.
+//!
+//! It fails closed exactly like `dot-discard`, through the same code: `txn/` is checked
+//! (`discard::run::open_txn`), and every run is examined by `discard::run::inspect` (ownership,
+//! modes, the lock taken before the journal is read, the journal read by `classify_run`, which
+//! also checks that BEGIN names this run and PREPARED only this run's temp files and one-component
+//! names in BEGIN's target) and removed by `discard::run::RunFiles` (nothing that is not our own
+//! plain file or directory is ever removed; the journal last). Anything else is retained with its
+//! reason; a run that vanishes during the pass is skipped.
 
 use crate::error::LaunchError;
 use crate::rundir::{now_ms, open_dir, RunDir};
-use proto::journal::{classify, PreparedFile, Record, RunState, MAX_JOURNAL, RECORD_VERSION};
+use discard::run::{inspect, open_txn, Inspected, Inspection};
+use discard::tree::{list, same, stat_at, Kind, Stop};
+use discard::{next_for, DiscardError, Retained, State};
+use proto::journal::{PreparedFile, Record, RunState, RECORD_VERSION};
 use proto::layout::{is_txid, Root};
 use proto::Sha256;
 use serde::{Deserialize, Serialize};
-use std::io::Read;
+use std::ffi::{CStr, CString};
+use std::fs::File;
+use std::os::fd::OwnedFd;
 use std::path::Path;
 
 /// What recover did.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RecoverReport {
-    /// PREPARED runs rolled forward to COMMITTED and removed.
+    /// PREPARED runs rolled forward to COMMITTED (and removed, unless `skipped` says otherwise).
     pub recovered: Vec<String>,
     /// COMMITTED runs whose directory was removed.
     pub cleaned: Vec<String>,
-    /// Runs left alone, with why.
-    pub skipped: Vec<Skipped>,
+    /// Runs left alone, each with its state, why, and the command that takes it further where
+    /// one exists (the same entries `dot-discard` reports).
+    pub skipped: Vec<Retained>,
     /// PREPARED runs that could not be rolled forward: retained for the operator.
     pub conflicts: Vec<Conflict>,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Skipped {
-    pub txid: String,
-    pub state: String,
-    pub reason: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -41,167 +47,253 @@ pub struct Conflict {
 }
 
 impl RecoverReport {
-    /// Anything left that needs the operator.
+    /// Anything left that needs the operator: a conflict, or a run retained for any reason but
+    /// being ABANDONED (`dot-discard`'s) or LIVE (its launcher's).
     pub fn needs_operator(&self) -> bool {
         !self.conflicts.is_empty()
             || self
                 .skipped
                 .iter()
-                .any(|s| s.state == RunState::Unrecognized.to_string())
+                .any(|s| !matches!(s.state, State::Abandoned | State::Live))
     }
 }
 
 /// Recovers one run (`txid`) or every run under `ROOT/txn/`.
 pub fn recover(root: &Root, txid: Option<&str>) -> Result<RecoverReport, LaunchError> {
-    let mut report = RecoverReport::default();
-    let txids: Vec<String> = match txid {
+    let uid = nix::unistd::geteuid().as_raw();
+    let path = root.txn();
+    let txn = open_txn(&path, uid)?;
+    let names: Vec<CString> = match txid {
         Some(t) => {
-            if !is_txid(t) || std::fs::symlink_metadata(root.run_dir(t)).is_err() {
-                return Err(LaunchError::NoSuchRun {
-                    txid: t.to_owned(),
-                    path: root.txn(),
-                });
+            let name = CString::new(t).ok().filter(|_| is_txid(t));
+            match name {
+                Some(n) if stat_at(&txn, &n).is_ok() => vec![n],
+                _ => {
+                    return Err(LaunchError::NoSuchRun {
+                        txid: t.to_owned(),
+                        path,
+                    })
+                }
             }
-            vec![t.to_owned()]
         }
-        None => {
-            let txn = root.txn();
-            let mut v: Vec<String> = std::fs::read_dir(&txn)
-                .map_err(|e| LaunchError::io("listing runs", &txn, e))?
-                .filter_map(|e| e.ok().and_then(|e| e.file_name().into_string().ok()))
-                .filter(|n| is_txid(n))
-                .collect();
-            v.sort();
-            v
-        }
+        None => list(&txn, usize::MAX).map_err(|source| DiscardError::ListTxn {
+            path: path.clone(),
+            source,
+        })?,
     };
-    for t in txids {
-        recover_one(root, &t, &mut report)?;
+    let pass = Pass {
+        root,
+        txn: &txn,
+        uid,
+    };
+    let mut report = RecoverReport::default();
+    let mut removed = false;
+    for name in names {
+        removed |= pass.one(&name, &mut report);
+    }
+    if removed {
+        nix::unistd::fsync(&txn).map_err(|source| DiscardError::SyncTxn { path, source })?;
     }
     Ok(report)
 }
 
-fn read_journal(root: &Root, txid: &str) -> Result<Vec<u8>, LaunchError> {
-    let path = root.journal(txid);
-    let (f, _) = sys::fs::open_regular(&path).map_err(|e| {
-        LaunchError::io(
-            "opening the journal",
-            &path,
-            std::io::Error::other(e.to_string()),
-        )
-    })?;
-    let mut bytes = Vec::new();
-    f.take(MAX_JOURNAL as u64 + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| LaunchError::io("reading the journal", &path, e))?;
-    Ok(bytes)
+struct Pass<'a> {
+    root: &'a Root,
+    txn: &'a OwnedFd,
+    uid: u32,
 }
 
-fn recover_one(root: &Root, txid: &str, report: &mut RecoverReport) -> Result<(), LaunchError> {
-    let skip = |state: &str, reason: String| Skipped {
-        txid: txid.to_owned(),
-        state: state.to_owned(),
-        reason,
-    };
-    if std::fs::symlink_metadata(root.run_dir(txid)).is_ok_and(|m| !m.is_dir()) {
-        report
-            .skipped
-            .push(skip("UNRECOGNIZED", "not a directory".into()));
-        return Ok(());
+impl Pass<'_> {
+    fn skip(&self, report: &mut RecoverReport, txid: &str, state: State, reason: String) {
+        report.skipped.push(Retained {
+            txid: txid.to_owned(),
+            state,
+            reason,
+            next: next_for(self.root, txid, state),
+        });
     }
-    let bytes = match read_journal(root, txid) {
-        Ok(b) => b,
-        Err(e) => {
-            report.skipped.push(skip("UNRECOGNIZED", e.to_string()));
-            return Ok(());
-        }
-    };
-    let journal = classify(&bytes);
-    let records = journal.records().count() as u64;
-    let Some(mut run) = RunDir::reopen(root, txid, records)? else {
-        report
-            .skipped
-            .push(skip("LIVE", "its dot-launch holds the run's lock".into()));
-        return Ok(());
-    };
-    // Re-read under the lock: the journal may have moved on before we took it.
-    let journal = classify(&read_journal(root, txid)?);
-    match journal.state {
-        RunState::Abandoned => {
-            report.skipped.push(skip(
-                "ABANDONED",
-                "nothing was authorized; dot-discard removes it".into(),
-            ));
-        }
-        RunState::Unrecognized => {
-            let why = journal
-                .problem
-                .clone()
-                .unwrap_or_else(|| "unrecognized journal".into());
-            report.skipped.push(skip("UNRECOGNIZED", why));
-        }
-        RunState::Committed => {
-            run.remove()?;
-            report.cleaned.push(txid.to_owned());
-        }
-        RunState::Prepared => {
-            let Some(Record::Prepared { target, files, .. }) = journal.prepared().cloned() else {
-                report.skipped.push(skip(
-                    "UNRECOGNIZED",
-                    "PREPARED state without its record".into(),
-                ));
-                return Ok(());
-            };
-            let target = Path::new(&target);
-            match roll_forward(target, &files) {
+
+    /// A run whose removal stopped after its outcome was settled (COMMITTED): a broken rule is
+    /// the operator's (no command helps); anything else, a later recover may finish.
+    fn not_removed(&self, report: &mut RecoverReport, txid: &str, stop: Stop) {
+        let next = match &stop {
+            Stop::Rule(_) => None,
+            Stop::Changed(_) => next_for(self.root, txid, State::Committed),
+        };
+        report.skipped.push(Retained {
+            txid: txid.to_owned(),
+            state: State::Committed,
+            reason: format!("COMMITTED, but its directory was not removed: {stop}"),
+            next,
+        });
+    }
+
+    /// Recovers the run `name`; returns whether a run directory was removed.
+    fn one(&self, name: &CStr, report: &mut RecoverReport) -> bool {
+        let txid = name.to_string_lossy().into_owned();
+        let run = match inspect(self.txn, name, self.uid) {
+            Inspection::Gone => return false,
+            Inspection::Retain(state, why) => {
+                self.skip(report, &txid, state, why);
+                return false;
+            }
+            Inspection::Found(run) => run,
+        };
+        match run.state() {
+            RunState::Abandoned => {
+                self.skip(
+                    report,
+                    &txid,
+                    State::Abandoned,
+                    "nothing was authorized; dot-discard removes it".into(),
+                );
+                false
+            }
+            RunState::Unrecognized => {
+                self.skip(
+                    report,
+                    &txid,
+                    State::Unrecognized,
+                    "the journal is not recognized".into(),
+                );
+                false
+            }
+            RunState::Committed => match run.files(self.txn, self.uid).remove(|| Ok(())) {
                 Ok(()) => {
-                    let rec = Record::Committed {
-                        v: RECORD_VERSION,
-                        seq: journal.records().count() as u64,
-                        at_ms: now_ms(),
-                        sum: None,
-                    };
-                    run.append(&rec, true)?;
-                    run.remove()?;
-                    report.recovered.push(txid.to_owned());
+                    report.cleaned.push(txid);
+                    true
                 }
-                Err((file, reason)) => report.conflicts.push(Conflict {
-                    txid: txid.to_owned(),
-                    file,
-                    reason,
-                }),
+                Err(stop) => {
+                    self.not_removed(report, &txid, stop);
+                    false
+                }
+            },
+            RunState::Prepared => self.roll_forward(*run, report),
+        }
+    }
+
+    /// Rolls a PREPARED run forward, appends COMMITTED and removes it.
+    fn roll_forward(&self, run: Inspected, report: &mut RecoverReport) -> bool {
+        let txid = run.txid.clone();
+        let prepared = run
+            .journal
+            .as_ref()
+            .and_then(|(_, j)| j.prepared().cloned());
+        let Some(Record::Prepared { target, files, .. }) = prepared else {
+            self.skip(
+                report,
+                &txid,
+                State::Unrecognized,
+                "PREPARED state without its record".into(),
+            );
+            return false;
+        };
+        let conflict = |report: &mut RecoverReport, file: String, reason: String| {
+            report.conflicts.push(Conflict {
+                txid: txid.clone(),
+                file,
+                reason,
+            })
+        };
+        if let Err((file, reason)) = roll_forward(Path::new(&target), &files, self.uid) {
+            conflict(report, file, reason);
+            return false;
+        }
+        let mut dir = match RunDir::adopt(self.root, run) {
+            Ok(d) => d,
+            Err(e) => {
+                conflict(report, String::new(), e.to_string());
+                return false;
+            }
+        };
+        let rec = Record::Committed {
+            v: RECORD_VERSION,
+            seq: dir.seq(),
+            at_ms: now_ms(),
+            sum: None,
+        };
+        if let Err(e) = dir.append(&rec, true) {
+            conflict(report, String::new(), e.to_string());
+            return false;
+        }
+        report.recovered.push(txid.clone());
+        match dir.remove_with(false) {
+            Ok(()) => true,
+            Err(not) => {
+                self.not_removed(report, &txid, not.stop);
+                false
             }
         }
     }
-    Ok(())
 }
 
-/// What is at `dir/name`: `Ok(None)` absent, `Ok(Some(digest))` a regular file, `Err` anything else.
-fn digest_at(dir: &Path, name: &str) -> Result<Option<Sha256>, String> {
-    let path = dir.join(name);
-    match std::fs::symlink_metadata(&path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(format!("{}: {e}", path.display())),
-        Ok(_) => {
-            let (f, _) =
-                sys::fs::open_regular(&path).map_err(|e| format!("{} {e}", path.display()))?;
-            verify::digest::digest_file(&f)
-                .map(|(d, _)| Some(d))
-                .map_err(|e| format!("{}: {e}", path.display()))
+/// What is at `name` in the target directory `dir` (`target` for messages), never following a
+/// symbolic link: `Ok(None)` absent, `Ok(Some(digest))` a regular file without setuid/setgid,
+/// `Err` anything else. With `own`, the file must also be a temp file this run could have written:
+/// owned by that uid, with one link.
+fn digest_at(
+    dir: &File,
+    target: &Path,
+    name: &str,
+    own: Option<u32>,
+) -> Result<Option<Sha256>, String> {
+    let path = target.join(name);
+    let cname = CString::new(name).map_err(|e| format!("{}: {e}", path.display()))?;
+    let st = match stat_at(dir, &cname) {
+        Ok(st) => st,
+        Err(nix::errno::Errno::ENOENT) => return Ok(None),
+        Err(e) => return Err(format!("{}: {e}", path.display())),
+    };
+    if Kind::of(&st) != Kind::File {
+        return Err(format!(
+            "{} is a {}, not a regular file",
+            path.display(),
+            Kind::of(&st).word()
+        ));
+    }
+    if let Some(uid) = own {
+        if st.st_uid != uid || st.st_nlink != 1 {
+            return Err(format!(
+                "{} is not a temp file of this run (owned by uid {}, {} links)",
+                path.display(),
+                st.st_uid,
+                st.st_nlink
+            ));
         }
     }
+    let flags = nix::fcntl::OFlag::O_RDONLY
+        | nix::fcntl::OFlag::O_NOFOLLOW
+        | nix::fcntl::OFlag::O_NONBLOCK
+        | nix::fcntl::OFlag::O_CLOEXEC;
+    let file = nix::fcntl::openat(dir, cname.as_c_str(), flags, nix::sys::stat::Mode::empty())
+        .map(File::from)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let held = nix::sys::stat::fstat(&file).map_err(|e| format!("{}: {e}", path.display()))?;
+    if !same(&held, &st) {
+        return Err(format!("{} changed while it was read", path.display()));
+    }
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    sys::fs::check_regular(&meta).map_err(|e| format!("{} {e}", path.display()))?;
+    verify::digest::digest_file(&file)
+        .map(|(d, _)| Some(d))
+        .map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// Each file must be either already in place (target has the prepared digest) or renameable (temp
 /// has the prepared digest and the target still holds the old bytes). Checks every file before
-/// renaming any, so a conflict changes nothing.
-fn roll_forward(target: &Path, files: &[PreparedFile]) -> Result<(), (String, String)> {
+/// renaming any, so a conflict changes nothing. Every name is looked up in the target directory
+/// opened once; the names were checked to be single components and this run's temp files.
+fn roll_forward(target: &Path, files: &[PreparedFile], uid: u32) -> Result<(), (String, String)> {
+    let dir =
+        open_dir(target).map_err(|e| (String::new(), format!("{}: {e}", target.display())))?;
     let mut to_rename = Vec::new();
     let mut stale_temps = Vec::new();
     for f in files {
         let conflict = |why: String| (f.name.clone(), why);
-        let current = digest_at(target, &f.name).map_err(conflict)?;
-        let temp = digest_at(target, &f.temp).map_err(conflict)?;
+        let current = digest_at(&dir, target, &f.name, None).map_err(conflict)?;
+        let temp = digest_at(&dir, target, &f.temp, Some(uid)).map_err(conflict)?;
         if current == Some(f.sha256) {
             // Already in place. A temp file still holding the prepared bytes means the target
             // already had them (old == new) and the rename never happened: it is ours to remove.
@@ -225,8 +317,6 @@ fn roll_forward(target: &Path, files: &[PreparedFile]) -> Result<(), (String, St
         }
         to_rename.push(f.clone());
     }
-    let dir =
-        open_dir(target).map_err(|e| (String::new(), format!("{}: {e}", target.display())))?;
     for temp in stale_temps {
         nix::unistd::unlinkat(&dir, temp.as_str(), nix::unistd::UnlinkatFlags::NoRemoveDir)
             .map_err(|e| (temp.clone(), format!("removing the stale temp file: {e}")))?;

@@ -1,12 +1,19 @@
-//! The run directory `txn/TXID/`: created private, locked for its whole life, journaled.
+//! The run directory `txn/TXID/`: created private, locked for its whole life, journaled, and
+//! removed by the same rules `dot-discard` keeps (`discard::run`): everything but the journal
+//! first, the journal last, the directory after, with a bounded number of descriptors whatever
+//! the plugin left in the stage.
 
 use crate::error::LaunchError;
-use proto::journal::Record;
+use crate::hooks::inject;
+use discard::run::{open_txn, Inspected, RunFiles, JOURNAL};
+use discard::tree::Stop;
+use proto::journal::{Record, RecordKind};
 use proto::layout::{Root, JOURNAL_FILE, STAGE_DIR};
+use std::ffi::CString;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// A live, locked run directory.
 #[derive(Debug)]
@@ -17,6 +24,28 @@ pub struct RunDir {
     lock: File,
     journal: File,
     next_seq: u64,
+}
+
+/// A run directory that could not be removed: it stays for the operator, and the launch says so
+/// (`cleanup-retained`), never silently.
+#[derive(Debug)]
+pub struct NotRemoved {
+    pub txid: String,
+    pub path: PathBuf,
+    /// Why: a rule the run breaks (the operator's to resolve), or a change or failure that a
+    /// later `dot-discard` or `recover` may get past.
+    pub stop: Stop,
+}
+
+impl std::fmt::Display for NotRemoved {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the run directory {} is retained: {}",
+            self.path.display(),
+            self.stop
+        )
+    }
 }
 
 /// A fresh transaction id: 32 lowercase hex digits from the kernel's random source.
@@ -37,16 +66,22 @@ pub fn now_ms() -> u64 {
 }
 
 /// Opens a directory read-only, never through a symlink.
-pub fn open_dir(path: &std::path::Path) -> std::io::Result<File> {
+pub fn open_dir(path: &Path) -> std::io::Result<File> {
     OpenOptions::new()
         .read(true)
         .custom_flags(nix::libc::O_DIRECTORY | nix::libc::O_NOFOLLOW | nix::libc::O_CLOEXEC)
         .open(path)
 }
 
+fn euid() -> u32 {
+    nix::unistd::geteuid().as_raw()
+}
+
 impl RunDir {
-    /// Creates `txn/TXID/` (0700), takes its lock and checks it is still the linked directory (a
-    /// concurrent `dot-discard` may have removed an empty one between mkdir and lock).
+    /// Creates `txn/TXID/` (0700), takes its lock, checks it is still the linked directory (a
+    /// concurrent `dot-discard` may have removed it, empty, between mkdir and lock: then it starts
+    /// over with a new TXID) and creates the journal. If anything after the mkdir fails, the directory is removed again (it is
+    /// empty); if even that fails, the error says the directory is retained.
     pub fn create(root: &Root) -> Result<RunDir, LaunchError> {
         for _ in 0..8 {
             let txid = new_txid()?;
@@ -55,33 +90,34 @@ impl RunDir {
                 .mode(0o700)
                 .create(&path)
                 .map_err(|e| LaunchError::io("creating the run directory", &path, e))?;
-            let lock = open_dir(&path)
-                .map_err(|e| LaunchError::io("opening the run directory", &path, e))?;
-            lock.lock()
-                .map_err(|e| LaunchError::io("locking the run directory", &path, e))?;
-            let held = lock
-                .metadata()
-                .map_err(|e| LaunchError::io("stat run directory", &path, e))?;
-            let linked = std::fs::symlink_metadata(&path)
-                .map(|m| m.ino() == held.ino() && m.dev() == held.dev());
-            if !matches!(linked, Ok(true)) {
-                continue;
-            }
+            let lock = match Self::lock_new(&path) {
+                Ok(Some(lock)) => lock,
+                Ok(None) => continue,
+                Err(e) => return Err(Self::unmake(&txid, &path, e)),
+            };
             let jpath = path.join(JOURNAL_FILE);
-            let journal = OpenOptions::new()
-                .append(true)
-                .create_new(true)
-                .mode(0o600)
-                .custom_flags(nix::libc::O_CLOEXEC | nix::libc::O_NOFOLLOW)
-                .open(&jpath)
-                .map_err(|e| LaunchError::io("creating the journal", &jpath, e))?;
-            return Ok(RunDir {
-                txid,
-                path,
-                lock,
-                journal,
-                next_seq: 0,
-            });
+            let journal = inject("create-journal")
+                .and_then(|()| {
+                    OpenOptions::new()
+                        .append(true)
+                        .create_new(true)
+                        .mode(0o600)
+                        .custom_flags(nix::libc::O_CLOEXEC | nix::libc::O_NOFOLLOW)
+                        .open(&jpath)
+                })
+                .map_err(|e| LaunchError::io("creating the journal", &jpath, e));
+            match journal {
+                Ok(journal) => {
+                    return Ok(RunDir {
+                        txid,
+                        path,
+                        lock,
+                        journal,
+                        next_seq: 0,
+                    })
+                }
+                Err(e) => return Err(Self::unmake(&txid, &path, e)),
+            }
         }
         Err(LaunchError::io(
             "creating the run directory",
@@ -90,32 +126,76 @@ impl RunDir {
         ))
     }
 
-    /// Reopens an existing run for recovery: the directory is locked (non-blocking) and the journal
-    /// opened for append; `next_seq` continues after `records`.
-    pub fn reopen(root: &Root, txid: &str, records: u64) -> Result<Option<RunDir>, LaunchError> {
-        let path = root.run_dir(txid);
-        let lock =
-            open_dir(&path).map_err(|e| LaunchError::io("opening the run directory", &path, e))?;
-        match lock.try_lock() {
-            Ok(()) => {}
-            Err(std::fs::TryLockError::WouldBlock) => return Ok(None),
-            Err(std::fs::TryLockError::Error(e)) => {
-                return Err(LaunchError::io("locking the run directory", &path, e))
-            }
+    /// Opens and locks the new directory at `path`; `None` when it is no longer the one linked
+    /// there (`dot-discard` removes an empty run directory it can lock: this one, before its
+    /// launcher held the lock).
+    fn lock_new(path: &Path) -> Result<Option<File>, LaunchError> {
+        let lock = match open_dir(path) {
+            Ok(lock) => lock,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(LaunchError::io("opening the run directory", path, e)),
+        };
+        lock.lock()
+            .map_err(|e| LaunchError::io("locking the run directory", path, e))?;
+        let held = lock
+            .metadata()
+            .map_err(|e| LaunchError::io("stat run directory", path, e))?;
+        let linked =
+            std::fs::symlink_metadata(path).map(|m| m.ino() == held.ino() && m.dev() == held.dev());
+        Ok(matches!(linked, Ok(true)).then_some(lock))
+    }
+
+    /// Removes the (empty) directory `create` made before it failed with `err`.
+    fn unmake(txid: &str, path: &Path, err: LaunchError) -> LaunchError {
+        match std::fs::remove_dir(path) {
+            Ok(()) => err,
+            Err(e) => LaunchError::CleanupRetained {
+                retained: NotRemoved {
+                    txid: txid.to_owned(),
+                    path: path.to_owned(),
+                    stop: Stop::Changed(format!("could not remove it: {e}")),
+                },
+                cause: Some(Box::new(err)),
+            },
         }
+    }
+
+    /// Takes over a run `dot-launch recover` inspected (open, locked, journaled): the journal is
+    /// opened for append (the inode inspected) and `next_seq` continues after its records.
+    pub fn adopt(root: &Root, run: Inspected) -> Result<RunDir, LaunchError> {
+        let path = root.run_dir(&run.txid);
         let jpath = path.join(JOURNAL_FILE);
-        let journal = OpenOptions::new()
-            .append(true)
-            .custom_flags(nix::libc::O_CLOEXEC | nix::libc::O_NOFOLLOW)
-            .open(&jpath)
+        let Some((inspected, journal)) = &run.journal else {
+            return Err(LaunchError::io(
+                "opening the journal",
+                &jpath,
+                std::io::Error::from(std::io::ErrorKind::NotFound),
+            ));
+        };
+        let flags = nix::fcntl::OFlag::O_WRONLY
+            | nix::fcntl::OFlag::O_APPEND
+            | nix::fcntl::OFlag::O_NOFOLLOW
+            | nix::fcntl::OFlag::O_CLOEXEC;
+        let file = nix::fcntl::openat(&run.dir, JOURNAL, flags, nix::sys::stat::Mode::empty())
+            .map(File::from)
+            .map_err(|e| LaunchError::io("opening the journal", &jpath, e.into()))?;
+        let held = file
+            .metadata()
             .map_err(|e| LaunchError::io("opening the journal", &jpath, e))?;
-        Ok(Some(RunDir {
-            txid: txid.to_owned(),
+        if (held.dev(), held.ino()) != (inspected.st_dev, inspected.st_ino) {
+            return Err(LaunchError::io(
+                "opening the journal",
+                &jpath,
+                std::io::Error::other("the journal was replaced after it was read"),
+            ));
+        }
+        Ok(RunDir {
+            next_seq: journal.records().count() as u64,
+            txid: run.txid,
             path,
-            lock,
-            journal,
-            next_seq: records,
-        }))
+            lock: run.dir,
+            journal: file,
+        })
     }
 
     pub fn stage(&self) -> PathBuf {
@@ -130,8 +210,13 @@ impl RunDir {
     /// Appends one record; with `durable`, fsyncs the journal before returning.
     pub fn append(&mut self, record: &Record, durable: bool) -> Result<(), LaunchError> {
         let jpath = self.path.join(JOURNAL_FILE);
-        self.journal
-            .write_all(&record.encode())
+        let step = match record.kind() {
+            RecordKind::Begin => "append-begin",
+            RecordKind::Prepared => "append-prepared",
+            RecordKind::Committed => "append-committed",
+        };
+        inject(step)
+            .and_then(|()| self.journal.write_all(&record.encode()))
             .map_err(|e| LaunchError::io("appending to the journal", &jpath, e))?;
         if durable {
             self.journal
@@ -142,37 +227,66 @@ impl RunDir {
         Ok(())
     }
 
+    /// Makes the journal so far durable, with its name and the run directory's: the journal, the
+    /// run directory and `txn/` are fsynced. Called before the first temp file is created in the
+    /// target, so a run that touched a target is always found with its BEGIN (which names that
+    /// target) after a crash, and its temp files can be removed.
+    pub fn sync_intent(&mut self) -> Result<(), LaunchError> {
+        let jpath = self.path.join(JOURNAL_FILE);
+        self.journal
+            .sync_data()
+            .map_err(|e| LaunchError::io("syncing the journal", &jpath, e))?;
+        self.lock
+            .sync_all()
+            .map_err(|e| LaunchError::io("syncing the run directory", &self.path, e))?;
+        let txn = self.txn();
+        sys::fs::fsync_dir(&txn).map_err(|e| LaunchError::io("syncing txn/", &txn, e))
+    }
+
+    fn txn(&self) -> PathBuf {
+        self.path.parent().map(PathBuf::from).unwrap_or_default()
+    }
+
     /// Removes the whole run directory (it is ours and locked), then makes `txn/` durable.
-    pub fn remove(self) -> Result<(), LaunchError> {
+    pub fn remove(self) -> Result<(), NotRemoved> {
         self.remove_with(true)
     }
 
-    /// Removes the whole run directory; with `sync_txn`, then makes `txn/` durable. A run whose
-    /// journal holds only BEGIN may skip that sync: should the removal be lost in a crash, the
-    /// directory comes back ABANDONED, which is what it was anyway.
-    pub fn remove_with(self, sync_txn: bool) -> Result<(), LaunchError> {
-        let txn = self.path.parent().map(PathBuf::from).unwrap_or_default();
-        if remove_bare_layout(&self.path).is_err() {
-            // Something more than the bare layout is there (inputs, outputs, files the plugin left).
-            std::fs::remove_dir_all(&self.path)
-                .map_err(|e| LaunchError::io("removing the run directory", &self.path, e))?;
-        }
-        drop(self.lock);
+    /// Removes the whole run directory by `dot-discard`'s rules (`discard::run::RunFiles`):
+    /// everything under `stage/` is checked first and nothing is removed if anything breaks a rule
+    /// (a symbolic link, fifo, socket, device, setuid or setgid, hard-linked or foreign-owned
+    /// file, another filesystem); then `stage/`, the journal last, the directory after. With
+    /// `sync_txn`, `txn/` is then made durable. A run whose journal holds only BEGIN may skip
+    /// that sync: should the removal be lost in a crash, the directory comes back ABANDONED,
+    /// which is what it was anyway.
+    pub fn remove_with(self, sync_txn: bool) -> Result<(), NotRemoved> {
+        let not_removed = |why: String| NotRemoved {
+            txid: self.txid.clone(),
+            path: self.path.clone(),
+            stop: Stop::Changed(why),
+        };
+        let uid = euid();
+        let txn_path = self.txn();
+        let txn = open_txn(&txn_path, uid).map_err(|e| not_removed(e.to_string()))?;
+        let name = CString::new(self.txid.as_str()).map_err(|e| not_removed(e.to_string()))?;
+        let journal = nix::sys::stat::fstat(&self.journal)
+            .map_err(|e| not_removed(format!("{JOURNAL_FILE}: {e}")))?;
+        let files = RunFiles {
+            txn: &txn,
+            name: &name,
+            dir: &self.lock,
+            journal: Some(&journal),
+            uid,
+        };
+        files.remove(|| Ok(())).map_err(|stop| NotRemoved {
+            txid: self.txid.clone(),
+            path: self.path.clone(),
+            stop,
+        })?;
         if !sync_txn {
             return Ok(());
         }
-        sys::fs::fsync_dir(&txn).map_err(|e| LaunchError::io("syncing txn/", &txn, e))
+        nix::unistd::fsync(&txn)
+            .map_err(|e| not_removed(format!("removed, but syncing txn/ failed: {e}")))
     }
-}
-
-/// Removes a run directory that holds exactly what every run has: the journal, `stage/in/` and
-/// `stage/out/`, both empty. Five calls instead of a walk; fails (`ENOTEMPTY`) at the first
-/// directory that holds anything more, leaving the rest for `remove_dir_all`.
-fn remove_bare_layout(path: &std::path::Path) -> std::io::Result<()> {
-    let stage = path.join(STAGE_DIR);
-    std::fs::remove_file(path.join(JOURNAL_FILE))?;
-    std::fs::remove_dir(stage.join("out"))?;
-    std::fs::remove_dir(stage.join("in"))?;
-    std::fs::remove_dir(&stage)?;
-    std::fs::remove_dir(path)
 }

@@ -4,11 +4,13 @@
 //! A journal is JSON lines. Every record carries `v`, `seq`, `kind`, `at_ms` and a checksum `sum`:
 //! the first 16 hex digits of the SHA-256 of the record's own bytes with the `,"sum":"…"` member
 //! removed. The checksum is always the last member, so checking it needs no re-serialization: it is
-//! computed over the exact bytes on disk. A last line without its newline is a torn write, not a
-//! record.
+//! computed over the exact bytes on disk. A record is exactly what [`Record::encode`] writes: it
+//! begins with `{"kind":"` and ends with its checksum member. Any complete record anywhere in the
+//! file counts as present; only a final fragment that holds no complete record is a torn write.
 
 use crate::digest::{hex, Sha256};
 use crate::entry::Containment;
+use crate::layout::{is_plain_name, is_target_temp};
 use crate::name::Name;
 use serde::{Deserialize, Serialize};
 use sha2::Digest as _;
@@ -18,6 +20,10 @@ pub const RECORD_VERSION: u32 = 1;
 /// The largest journal the classifier reads; anything longer is UNRECOGNIZED.
 pub const MAX_JOURNAL: usize = 4 * 1024 * 1024;
 const SUM_KEY: &[u8] = b",\"sum\":\"";
+/// How every record begins: the encoder writes the tag first.
+const RECORD_START: &[u8] = b"{\"kind\":\"";
+/// The checksum member's value and the closing `"}` after [`SUM_KEY`].
+const SUM_TAIL: usize = 16 + 2;
 
 /// One journal record.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -138,7 +144,13 @@ impl Record {
     }
 
     /// Decodes one complete line (without its newline), checking the checksum on the exact bytes.
+    /// The line must begin as the encoder begins every record, with `{"kind":"`.
     pub fn decode(line: &[u8]) -> Result<Record, LineError> {
+        if !line.starts_with(RECORD_START) {
+            return Err(LineError::Unknown(
+                "a record begins with {\"kind\":\"".into(),
+            ));
+        }
         let at = find_last(line, SUM_KEY).ok_or(LineError::NoChecksum)?;
         let mut body = line[..at].to_vec();
         body.push(b'}');
@@ -159,12 +171,26 @@ impl Record {
     }
 }
 
-/// A torn write is a prefix of a record. A tail that holds a whole valid record (followed by anything
-/// but its newline) is not one.
-fn whole_record_in(tail: &[u8]) -> Option<RecordKind> {
-    let at = find_last(tail, SUM_KEY)?;
-    let end = at + SUM_KEY.len() + 16 + 2;
-    Record::decode(tail.get(..end)?).ok().map(|r| r.kind())
+/// The complete records inside `fragment`, a final piece of a journal without its newline, in
+/// order. Each checksum member followed by 16 digits and `"}` closes a candidate, which begins at
+/// the last `{"kind":"` after the previous checksum member: a record holds exactly one checksum
+/// member (inside a string every quote is escaped), so no byte is part of two candidates and the
+/// search is linear in the fragment's length.
+fn records_in(fragment: &[u8]) -> Vec<RecordKind> {
+    let mut found = Vec::new();
+    let mut floor = 0;
+    while let Some(rel) = find_first(&fragment[floor..], SUM_KEY) {
+        let at = floor + rel;
+        let start = find_last(&fragment[floor..at], RECORD_START).map(|s| floor + s);
+        let end = at + SUM_KEY.len() + SUM_TAIL;
+        if let Some(line) = start.and_then(|s| fragment.get(s..end)) {
+            if let Ok(r) = Record::decode(line) {
+                found.push(r.kind());
+            }
+        }
+        floor = at + 1;
+    }
+    found
 }
 
 fn checksum(body: &[u8]) -> String {
@@ -173,6 +199,10 @@ fn checksum(body: &[u8]) -> String {
 
 fn find_last(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).rposition(|w| w == needle)
+}
+
+fn find_first(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
 }
 
 /// Why a complete line is not a record.
@@ -251,6 +281,81 @@ impl Journal {
     pub fn begin(&self) -> Option<&Record> {
         self.records().find(|r| r.kind() == RecordKind::Begin)
     }
+
+    /// Whether the journal holds no record at all: it is empty, or its only content is a torn
+    /// first line.
+    pub fn is_empty(&self) -> bool {
+        self.lines.is_empty()
+    }
+
+    /// What a journal must also be to be the journal of the run directory `txid`: BEGIN names this
+    /// run and an absolute target; PREPARED names the same target, and each of its files a `name`
+    /// that is one plain path component (not a temp name) and a `temp` that is one of this run's
+    /// temp files (`.dot-TXID-N.tmp`), no name and no temp twice. These are the only names a tool
+    /// acting on the run ever touches in the target.
+    pub fn check_run(&self, txid: &str) -> Result<(), String> {
+        let begin_target = match self.begin() {
+            None => return Ok(()),
+            Some(Record::Begin {
+                txid: named,
+                target,
+                ..
+            }) => {
+                if named != txid {
+                    return Err(format!(
+                        "BEGIN names run {named:?}, not its directory {txid}"
+                    ));
+                }
+                if !target.starts_with('/') {
+                    return Err(format!("BEGIN's target {target:?} is not an absolute path"));
+                }
+                target
+            }
+            Some(_) => return Err("BEGIN is not a BEGIN record".into()),
+        };
+        let Some(Record::Prepared { target, files, .. }) = self.prepared() else {
+            return Ok(());
+        };
+        if target != begin_target {
+            return Err(format!(
+                "PREPARED's target {target:?} is not BEGIN's {begin_target:?}"
+            ));
+        }
+        let mut names = std::collections::BTreeSet::new();
+        let mut temps = std::collections::BTreeSet::new();
+        for f in files {
+            if !is_plain_name(&f.name) || f.name.starts_with(".dot-") {
+                return Err(format!(
+                    "PREPARED names {:?}, which is not one plain file name",
+                    f.name
+                ));
+            }
+            if !is_target_temp(&f.temp, txid) {
+                return Err(format!(
+                    "PREPARED's temp file {:?} is not one of this run's (.dot-{txid}-N.tmp)",
+                    f.temp
+                ));
+            }
+            if !names.insert(f.name.as_str()) || !temps.insert(f.temp.as_str()) {
+                return Err(format!("PREPARED names {:?} or {:?} twice", f.name, f.temp));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Reads and classifies the journal of the run directory `txid`: [`classify`], then
+/// [`Journal::check_run`]; a journal that breaks a run rule is UNRECOGNIZED. Every tool that acts
+/// on a run (`dot-discard`, `dot-launch recover`) reads it this way.
+pub fn classify_run(bytes: &[u8], txid: &str) -> Journal {
+    let mut journal = classify(bytes);
+    if journal.state != RunState::Unrecognized {
+        if let Err(why) = journal.check_run(txid) {
+            journal.state = RunState::Unrecognized;
+            journal.problem = Some(why);
+        }
+    }
+    journal
 }
 
 /// Reads and classifies a journal's bytes. Pure: never fails, never panics.
@@ -275,12 +380,16 @@ pub fn classify(bytes: &[u8]) -> Journal {
         line_no += 1;
         match rest.iter().position(|&b| b == b'\n') {
             None => {
-                // A tail that is a whole valid record lost only its newline: that is not a torn
-                // write we can prove harmless, so fail closed.
-                if let Some(kind) = whole_record_in(rest) {
-                    problem = Some(format!(
-                        "line {line_no}: a complete {kind:?} record without its newline"
-                    ));
+                // Only a fragment that holds no complete record is a torn write. A complete record
+                // in it (one that lost its newline, or several run together) is present: the
+                // journal cannot be read as if it were not there, so it fails closed.
+                let inside = records_in(rest);
+                if !inside.is_empty() {
+                    problem.get_or_insert_with(|| {
+                        format!(
+                            "line {line_no}: the unterminated last line holds complete records {inside:?}"
+                        )
+                    });
                 }
                 torn_tail = Some(rest.len());
                 break;
@@ -465,6 +574,155 @@ mod tests {
         let mut j = journal(&[begin(), prepared()]);
         j.pop();
         assert_eq!(classify(&j).state, RunState::Unrecognized);
+    }
+
+    #[test]
+    fn a_complete_record_in_the_unterminated_tail_is_never_torn() {
+        let p = prepared().encode();
+        let c = committed().encode();
+        // PREPARED lost its newline and a COMMITTED was torn after it, at every length: the
+        // PREPARED record is present, so the run is never ABANDONED.
+        for cut in 0..c.len() {
+            let mut j = journal(&[begin()]);
+            j.extend_from_slice(&p[..p.len() - 1]);
+            j.extend_from_slice(&c[..cut]);
+            let read = classify(&j);
+            assert_eq!(read.state, RunState::Unrecognized, "cut {cut}");
+            assert!(
+                read.problem
+                    .as_deref()
+                    .is_some_and(|w| w.contains("Prepared")),
+                "{:?}",
+                read.problem
+            );
+        }
+        // Garbage before a whole record in the tail does not hide it either.
+        let mut j = journal(&[begin()]);
+        j.extend_from_slice(b"xx{\"kind\":\"PREP");
+        j.extend_from_slice(&p[..p.len() - 1]);
+        assert_eq!(classify(&j).state, RunState::Unrecognized);
+        // A record must begin as the encoder writes it.
+        let line = committed().encode();
+        let reordered = String::from_utf8(line[..line.len() - 1].to_vec())
+            .expect("utf-8")
+            .replacen(
+                "{\"kind\":\"COMMITTED\",\"v\":1",
+                "{\"v\":1,\"kind\":\"COMMITTED\"",
+                1,
+            );
+        assert!(matches!(
+            Record::decode(reordered.as_bytes()),
+            Err(LineError::Unknown(_))
+        ));
+    }
+
+    fn run_begin(txid: &str, target: &str) -> Record {
+        match begin() {
+            Record::Begin {
+                v,
+                seq,
+                at_ms,
+                name,
+                version,
+                sha256,
+                containment,
+                pid,
+                ..
+            } => Record::Begin {
+                v,
+                seq,
+                at_ms,
+                txid: txid.into(),
+                name,
+                version,
+                sha256,
+                containment,
+                pid,
+                target: target.into(),
+                sum: None,
+            },
+            other => other,
+        }
+    }
+
+    fn run_prepared(target: &str, files: &[(&str, &str)]) -> Record {
+        Record::Prepared {
+            v: 1,
+            seq: 1,
+            at_ms: 2,
+            target: target.into(),
+            files: files
+                .iter()
+                .map(|(name, temp)| PreparedFile {
+                    name: (*name).into(),
+                    temp: (*temp).into(),
+                    size: 1,
+                    sha256: Sha256::of(b"a"),
+                    old: None,
+                })
+                .collect(),
+            sum: None,
+        }
+    }
+
+    #[test]
+    fn a_run_journal_names_only_its_own_run_and_target() {
+        let t = "0123456789abcdef0123456789abcdef";
+        let other = "fedcba9876543210fedcba9876543210";
+        let temp = crate::layout::target_temp(t, 0);
+        let good = journal(&[run_begin(t, "/t"), run_prepared("/t", &[("a", &temp)])]);
+        assert_eq!(classify_run(&good, t).state, RunState::Prepared);
+        assert_eq!(
+            classify_run(&journal(&[run_begin(t, "/t")]), t).state,
+            RunState::Abandoned
+        );
+        let bad: Vec<(Vec<u8>, &str)> = vec![
+            (journal(&[run_begin(other, "/t")]), "BEGIN names run"),
+            (journal(&[run_begin(t, "t")]), "not an absolute path"),
+            (
+                journal(&[run_begin(t, "/t"), run_prepared("/u", &[("a", &temp)])]),
+                "is not BEGIN's",
+            ),
+            (
+                journal(&[run_begin(t, "/t"), run_prepared("/t", &[("../a", &temp)])]),
+                "not one plain file name",
+            ),
+            (
+                journal(&[run_begin(t, "/t"), run_prepared("/t", &[("..", &temp)])]),
+                "not one plain file name",
+            ),
+            (
+                journal(&[run_begin(t, "/t"), run_prepared("/t", &[(&temp, &temp)])]),
+                "not one plain file name",
+            ),
+            (
+                journal(&[run_begin(t, "/t"), run_prepared("/t", &[("a", "precious")])]),
+                "not one of this run's",
+            ),
+            (
+                journal(&[
+                    run_begin(t, "/t"),
+                    run_prepared("/t", &[("a", &crate::layout::target_temp(other, 0))]),
+                ]),
+                "not one of this run's",
+            ),
+            (
+                journal(&[
+                    run_begin(t, "/t"),
+                    run_prepared("/t", &[("a", &temp), ("a", &temp)]),
+                ]),
+                "twice",
+            ),
+        ];
+        for (bytes, why) in bad {
+            let j = classify_run(&bytes, t);
+            assert_eq!(j.state, RunState::Unrecognized, "{why}");
+            assert!(
+                j.problem.as_deref().is_some_and(|p| p.contains(why)),
+                "{why}: {:?}",
+                j.problem
+            );
+        }
     }
 
     #[test]

@@ -130,6 +130,16 @@ pub fn is_target_temp(name: &str, txid: &str) -> bool {
         .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
+/// Whether `name` is one plain path component: not empty, at most 255 bytes, not `.` or `..`,
+/// no `/` and no NUL. Only such names are ever joined to a directory taken from a journal.
+pub fn is_plain_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 255
+        && name != "."
+        && name != ".."
+        && !name.bytes().any(|b| b == b'/' || b == 0)
+}
+
 /// A transaction id: 32 lowercase hex digits. Checked before it is used as a path component.
 pub fn is_txid(s: &str) -> bool {
     s.len() == 32

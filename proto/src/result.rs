@@ -39,6 +39,37 @@ pub struct RunResult {
     /// UTF-8 replaced).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stderr_tail: Option<String>,
+    /// What needs the operator although the outcome stands: a committed run whose directory
+    /// could not be removed, or whose COMMITTED record could not be written. Absent when empty;
+    /// a result with warnings exits 4.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<Warning>,
+}
+
+/// One warning of a result: an error kind of the catalogue (docs/errors.md), what happened, the
+/// file it is about, and the command that resolves it where one exists.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Warning {
+    pub kind: String,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next: Option<String>,
+}
+
+impl Warning {
+    /// The warning for an error that does not change the outcome.
+    pub fn of(e: &impl crate::error::ToErrorObject) -> Warning {
+        let obj = e.to_error_object();
+        Warning {
+            kind: obj.error,
+            message: obj.message,
+            path: obj.path,
+            next: obj.next,
+        }
+    }
 }
 
 /// The outcome of a run.

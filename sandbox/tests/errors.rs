@@ -257,8 +257,8 @@ fn kernel_refusals_of_a_confinement_step_map_to_their_kinds() {
             ExecError::Exec(eperm()),
             "exec",
             ExitCode::System,
-            None,
-            None,
+            Some("errno"),
+            Some("1"),
         ),
         (
             ExecError::UnsupportedPlatform,

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 pub const TXID: &str = "0123456789abcdef0123456789abcdef";
 
 /// BEGIN (seq 0) of run `txid`: hello 1.2.3, sha256 of `b"plugin bytes"`, audit, pid 4242, at
-/// 2025-11-24T16:00:00.123Z, target `/nonexistent-target`.
+/// 2025-11-24T16:00:00.123Z, target `/srv/target`.
 pub fn begin(txid: &str) -> Record {
     Record::Begin {
         v: 1,
@@ -24,13 +24,19 @@ pub fn begin(txid: &str) -> Record {
         sha256: Sha256::of(b"plugin bytes"),
         containment: Containment::Audit,
         pid: 4242,
-        target: "/nonexistent-target".into(),
+        target: "/srv/target".into(),
         sum: None,
     }
 }
 
-/// PREPARED (seq 1): one file `hello.txt` into `/srv/target`, at …00.456Z.
+/// PREPARED (seq 1) of run [`TXID`]: [`prepared_for`] it.
 pub fn prepared() -> Record {
+    prepared_for(TXID)
+}
+
+/// PREPARED (seq 1) of run `txid`: one file `hello.txt` into `/srv/target` (BEGIN's target), from
+/// the run's temp file `.dot-TXID-0.tmp`, at …00.456Z.
+pub fn prepared_for(txid: &str) -> Record {
     Record::Prepared {
         v: 1,
         seq: 1,
@@ -38,7 +44,7 @@ pub fn prepared() -> Record {
         target: "/srv/target".into(),
         files: vec![PreparedFile {
             name: "hello.txt".into(),
-            temp: ".hello.txt.tmp".into(),
+            temp: proto::layout::target_temp(txid, 0),
             size: 13,
             sha256: Sha256::of(b"hello, world\n"),
             old: None,
@@ -59,7 +65,7 @@ pub fn committed() -> Record {
 
 /// BEGIN, PREPARED and COMMITTED of run `txid`.
 pub fn records(txid: &str) -> [Record; 3] {
-    [begin(txid), prepared(), committed()]
+    [begin(txid), prepared_for(txid), committed()]
 }
 
 /// The journal bytes of `records`, one line each.

@@ -20,10 +20,7 @@ fn crash_at(point: &str) -> Env {
 fn crash_at_with(point: &str, old: &[u8]) -> Env {
     let env = Env::new();
     std::fs::write(env.target.join("a.txt"), old).unwrap();
-    let mut c = env.launch(
-        "fixture",
-        &["--allow-audit-plugin", "--input", "mode=two-outputs"],
-    );
+    let mut c = env.two_outputs();
     c.args([
         "--input",
         &format!("a={NEW_A}"),

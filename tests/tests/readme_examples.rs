@@ -150,7 +150,10 @@ fn prepare_root(dir: &Path, root: &Path) {
         (ABANDONED, journal::encode(&[journal::begin(ABANDONED)])),
         (
             PREPARED,
-            journal::encode(&[later(journal::begin(PREPARED)), later(journal::prepared())]),
+            journal::encode(&[
+                later(journal::begin(PREPARED)),
+                later(journal::prepared_for(PREPARED)),
+            ]),
         ),
     ];
     for (txid, bytes) in runs {

@@ -342,6 +342,56 @@ fn main() -> ExitCode {
             println!(r#"{{"protocol":"1.0","status":"ok","outputs":["a.txt","b.txt"]}}"#);
             ExitCode::SUCCESS
         }
+        // Writes out/result.txt, then nests `size` directories (default 300) below out/deep by
+        // mkdir + chdir (no descriptor per level, no long path), with a file at the bottom.
+        "deep" => {
+            let depth: usize = input(&req, "size")
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(300);
+            let code = respond_ok("deep\n");
+            let nested = std::fs::create_dir("out/deep")
+                .and_then(|()| std::env::set_current_dir("out/deep"))
+                .and_then(|()| {
+                    (0..depth).try_for_each(|_| {
+                        std::fs::create_dir("d").and_then(|()| std::env::set_current_dir("d"))
+                    })
+                })
+                .and_then(|()| std::fs::write("bottom", b"b"));
+            if nested.is_err() {
+                return ExitCode::from(9);
+            }
+            code
+        }
+        // Writes out/result.txt and `size` (default 5000) files in out/wide/.
+        "wide" => {
+            let count: usize = input(&req, "size")
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(5000);
+            if std::fs::create_dir("out/wide").is_err()
+                || (0..count).any(|i| std::fs::write(format!("out/wide/f{i}"), b"w").is_err())
+            {
+                return ExitCode::from(9);
+            }
+            respond_ok("wide\n")
+        }
+        // Leaves a FIFO in out/sub/ (what a run directory's removal never deletes), then succeeds
+        // (`then` = ok) or exits 3 (`then` = fail).
+        "leave-fifo" => {
+            let made = std::fs::create_dir("out/sub").and_then(|()| {
+                nix::unistd::mkfifo(
+                    "out/sub/fifo",
+                    nix::sys::stat::Mode::from_bits_truncate(0o600),
+                )
+                .map_err(std::io::Error::from)
+            });
+            if made.is_err() {
+                return ExitCode::from(9);
+            }
+            match input(&req, "then").unwrap_or("ok") {
+                "fail" => ExitCode::from(3),
+                _ => respond_ok("fifo left\n"),
+            }
+        }
         // 30 descendants block on the test's FIFO, then would write a marker; the plugin itself then
         // succeeds (`then` = ok), prints garbage (`malformed`) or hangs past the deadline (`hang`).
         "delayed-children" => {

@@ -110,6 +110,14 @@ impl Env {
         c.output().unwrap()
     }
 
+    /// `dot-launch` of the fixture at audit in mode `two-outputs`: it commits `a.txt` and `b.txt`.
+    pub fn two_outputs(&self) -> Command {
+        self.launch(
+            "fixture",
+            &["--allow-audit-plugin", "--input", "mode=two-outputs"],
+        )
+    }
+
     /// The names in the target directory, sorted.
     pub fn target_files(&self) -> Vec<String> {
         names(&self.target)

@@ -1,0 +1,443 @@
+//! One run directory, examined and removed by the same rules wherever that happens:
+//! `dot-discard`, `dot-launch recover`, and `dot-launch` removing its own run.
+//!
+//! [`inspect`] opens, checks, locks and reads a run (steps 1–6 of the crate's list) and says what
+//! it is; [`RunFiles`] checks and removes one: everything under `stage/` (checked whole first,
+//! then removed with every entry checked again), then the journal, then the directory.
+
+use crate::tree::{self, check_entry, list, open_dir_at, same, stat_at, Kind, Pass, Rules, Stop};
+use crate::{DiscardError, State};
+use nix::errno::Errno;
+use nix::sys::stat::{fstat, FileStat};
+use nix::unistd::{unlinkat, UnlinkatFlags};
+use proto::journal::{classify_run, Journal, RunState, MAX_JOURNAL};
+use proto::layout::{is_txid, JOURNAL_FILE, STAGE_DIR};
+use std::ffi::{CStr, CString};
+use std::fs::File;
+use std::io::Read;
+use std::os::fd::OwnedFd;
+use std::path::Path;
+
+/// `journal` as a C string.
+pub const JOURNAL: &CStr = c"journal";
+/// `stage` as a C string.
+pub const STAGE: &CStr = c"stage";
+
+/// Opens `txn/` (not through a symbolic link) and checks it is ours and not writable by others.
+pub fn open_txn(path: &Path, uid: u32) -> Result<OwnedFd, DiscardError> {
+    let txn = match nix::fcntl::open(path, tree::dir_flags(), nix::sys::stat::Mode::empty()) {
+        Ok(fd) => fd,
+        Err(Errno::ENOENT) => return Err(DiscardError::NoTxn { path: path.into() }),
+        // The root itself is not a directory (a file given as `--root`).
+        Err(Errno::ENOTDIR) if path.parent().is_some_and(|root| !root.is_dir()) => {
+            return Err(DiscardError::NoTxn { path: path.into() })
+        }
+        Err(Errno::ELOOP | Errno::ENOTDIR) => {
+            return Err(DiscardError::UnsafeTxn {
+                path: path.into(),
+                why: "it is a symbolic link or not a directory".into(),
+            })
+        }
+        Err(source) => {
+            return Err(DiscardError::OpenTxn {
+                path: path.into(),
+                source,
+            })
+        }
+    };
+    let st = fstat(&txn).map_err(|source| DiscardError::OpenTxn {
+        path: path.into(),
+        source,
+    })?;
+    if st.st_uid != uid {
+        return Err(DiscardError::UnsafeTxn {
+            path: path.into(),
+            why: format!("it is owned by uid {}, not {uid}", st.st_uid),
+        });
+    }
+    if st.st_mode & 0o022 != 0 {
+        return Err(DiscardError::UnsafeTxn {
+            path: path.into(),
+            why: format!(
+                "it is writable by group or others (mode {:o})",
+                st.st_mode & 0o7777
+            ),
+        });
+    }
+    Ok(txn)
+}
+
+/// What [`inspect`] found at one entry of `txn/`.
+#[derive(Debug)]
+pub enum Inspection {
+    /// It vanished before it could be examined (its run finished): nothing to report.
+    Gone,
+    /// It is left in place, in this state, for this reason.
+    Retain(State, String),
+    /// A run that obeys every rule, open and locked, in the state its journal says.
+    Found(Box<Inspected>),
+}
+
+/// A run directory that passed [`inspect`]: open, locked (the lock lasts as long as `dir`).
+#[derive(Debug)]
+pub struct Inspected {
+    pub txid: String,
+    pub name: CString,
+    /// The run directory, holding its exclusive lock.
+    pub dir: File,
+    pub dir_stat: FileStat,
+    /// The journal's inode and what it says; `None` for an empty run directory (a removal that
+    /// stopped after the journal, or a launch before its journal existed).
+    pub journal: Option<(FileStat, Journal)>,
+}
+
+impl Inspected {
+    /// The run's state; an empty run directory is ABANDONED.
+    pub fn state(&self) -> RunState {
+        self.journal
+            .as_ref()
+            .map(|(_, j)| j.state)
+            .unwrap_or(RunState::Abandoned)
+    }
+
+    /// The run's files, to check or remove.
+    pub fn files<'a>(&'a self, txn: &'a OwnedFd, uid: u32) -> RunFiles<'a> {
+        RunFiles {
+            txn,
+            name: &self.name,
+            dir: &self.dir,
+            journal: self.journal.as_ref().map(|(st, _)| st),
+            uid,
+        }
+    }
+}
+
+/// Examines the entry `name` of `txn/` for a tool that may act on it; the first step that fails
+/// retains it with the reason:
+/// 1. the name is a transaction id;
+/// 2. it opens with `O_DIRECTORY|O_NOFOLLOW`, is owned by `uid` and has no group or other bits;
+/// 3. its lock (flock, exclusive, non-blocking, on the open directory) can be taken (else LIVE),
+///    and it is still the directory linked at `name` (else it is gone);
+/// 4. `journal` is our regular file, one link, not group/other-writable, at most 4 MiB — or there
+///    is no journal and nothing else either (an empty run directory);
+/// 5. the journal, read with [`classify_run`], is not UNRECOGNIZED (which also checks that BEGIN
+///    names this run and PREPARED only this run's temp files and one-component names);
+/// 6. a journal that holds no record (empty, or a torn first line) comes with nothing but the
+///    layout a launcher makes before BEGIN: `journal`, and at most an empty `stage/in/` and
+///    `stage/out/`.
+pub fn inspect(txn: &OwnedFd, name: &CStr, uid: u32) -> Inspection {
+    use State::Unrecognized;
+    let txid = name.to_string_lossy().into_owned();
+    let retain = |state, why: String| Inspection::Retain(state, why);
+    if !is_txid(&txid) {
+        return retain(Unrecognized, "not a transaction id".into());
+    }
+    let fd = match open_dir_at(txn, name) {
+        Ok(fd) => fd,
+        Err(Errno::ENOENT) => return Inspection::Gone,
+        Err(e @ (Errno::ELOOP | Errno::ENOTDIR)) => {
+            let what = stat_at(txn, name)
+                .map(|st| Kind::of(&st).word())
+                .unwrap_or(e.desc());
+            return retain(Unrecognized, format!("is a {what}, not a directory"));
+        }
+        Err(e) => return retain(Unrecognized, format!("cannot open: {e}")),
+    };
+    let dir = File::from(fd);
+    let dir_stat = match fstat(&dir) {
+        Ok(st) => st,
+        Err(e) => return retain(Unrecognized, format!("cannot stat: {e}")),
+    };
+    if dir_stat.st_uid != uid {
+        return retain(
+            Unrecognized,
+            format!(
+                "the run directory is owned by uid {}, not {uid}",
+                dir_stat.st_uid
+            ),
+        );
+    }
+    if dir_stat.st_mode & 0o077 != 0 {
+        return retain(
+            Unrecognized,
+            format!(
+                "the run directory gives access to group or others (mode {:o})",
+                dir_stat.st_mode & 0o7777
+            ),
+        );
+    }
+    match dir.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            return retain(
+                State::Live,
+                "locked (live): its dot-launch holds the run's lock".into(),
+            )
+        }
+        Err(std::fs::TryLockError::Error(e)) => {
+            return retain(Unrecognized, format!("cannot take the lock: {e}"))
+        }
+    }
+    // Its launcher may have removed it and let go of the lock between our open and our lock.
+    match stat_at(txn, name) {
+        Ok(st) if same(&st, &dir_stat) => {}
+        _ => return Inspection::Gone,
+    }
+    let rules = Rules {
+        uid,
+        dev: dir_stat.st_dev,
+    };
+    let journal = match read_journal(&dir, &rules) {
+        Ok(Some((st, bytes))) => Some((st, classify_run(&bytes, &txid))),
+        Ok(None) => match list(&dir, 1) {
+            Ok(names) if names.is_empty() => None,
+            Ok(_) => return retain(Unrecognized, "no journal".into()),
+            Err(e) => return retain(Unrecognized, format!("cannot list: {e}")),
+        },
+        Err(why) => return retain(Unrecognized, why),
+    };
+    if let Some((_, j)) = &journal {
+        if j.state == RunState::Unrecognized {
+            let why = j
+                .problem
+                .clone()
+                .unwrap_or_else(|| "the journal is not recognized".into());
+            return retain(Unrecognized, why);
+        }
+        if j.is_empty() {
+            if let Err(why) = bare_layout(&dir, &rules) {
+                return retain(
+                    Unrecognized,
+                    format!(
+                        "the journal holds no record (empty or a torn first line), yet {why}: \
+                         a launcher writes BEGIN before anything else"
+                    ),
+                );
+            }
+        }
+    }
+    Inspection::Found(Box::new(Inspected {
+        txid,
+        name: name.to_owned(),
+        dir,
+        dir_stat,
+        journal,
+    }))
+}
+
+/// Reads `journal` after checking it: our regular file, one link, not writable by group or
+/// others, no larger than the classifier reads. `None`: there is no journal.
+fn read_journal(dir: &File, rules: &Rules) -> Result<Option<(FileStat, Vec<u8>)>, String> {
+    let st = match stat_at(dir, JOURNAL) {
+        Ok(st) => st,
+        Err(Errno::ENOENT) => return Ok(None),
+        Err(e) => return Err(format!("journal: {e}")),
+    };
+    match check_entry(&st, JOURNAL_FILE, rules)? {
+        Kind::File => {}
+        other => return Err(format!("{JOURNAL_FILE} is a {}", other.word())),
+    }
+    if st.st_mode & 0o022 != 0 {
+        return Err(format!(
+            "{JOURNAL_FILE} is writable by group or others (mode {:o})",
+            st.st_mode & 0o7777
+        ));
+    }
+    if u64::try_from(st.st_size).unwrap_or(u64::MAX) > MAX_JOURNAL as u64 {
+        return Err(format!(
+            "{JOURNAL_FILE} is {} bytes, over {MAX_JOURNAL}",
+            st.st_size
+        ));
+    }
+    let flags = nix::fcntl::OFlag::O_RDONLY
+        | nix::fcntl::OFlag::O_NOFOLLOW
+        | nix::fcntl::OFlag::O_NONBLOCK
+        | nix::fcntl::OFlag::O_CLOEXEC;
+    let fd = nix::fcntl::openat(dir, JOURNAL, flags, nix::sys::stat::Mode::empty())
+        .map_err(|e| format!("{JOURNAL_FILE}: {e}"))?;
+    let file = File::from(fd);
+    let held = fstat(&file).map_err(|e| format!("{JOURNAL_FILE}: {e}"))?;
+    if !same(&held, &st) {
+        return Err(format!("{JOURNAL_FILE} changed during the check"));
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_JOURNAL as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("{JOURNAL_FILE}: {e}"))?;
+    Ok(Some((st, bytes)))
+}
+
+/// The run directory holds nothing but `journal` and at most a `stage/` of ours holding at most
+/// empty `in/` and `out/` directories of ours: what a launcher creates before anything runs.
+fn bare_layout(dir: &File, rules: &Rules) -> Result<(), String> {
+    let names = list(dir, 4).map_err(|e| format!("the run directory cannot be listed: {e}"))?;
+    if let Some(extra) = names
+        .iter()
+        .find(|n| n.as_c_str() != JOURNAL && n.as_c_str() != STAGE)
+    {
+        return Err(format!(
+            "the run directory holds {}",
+            extra.to_string_lossy()
+        ));
+    }
+    if !names.iter().any(|n| n.as_c_str() == STAGE) {
+        return Ok(());
+    }
+    let held = |parent: &OwnedFd, name: &CStr, rel: &str| -> Result<OwnedFd, String> {
+        let st = stat_at(parent, name).map_err(|e| format!("{rel}: {e}"))?;
+        if check_entry(&st, rel, rules)? != Kind::Dir {
+            return Err(format!("{rel} is not a directory"));
+        }
+        open_dir_at(parent, name).map_err(|e| format!("{rel}: {e}"))
+    };
+    let top = nix::fcntl::openat(dir, c".", tree::dir_flags(), nix::sys::stat::Mode::empty())
+        .map_err(|e| format!("the run directory: {e}"))?;
+    let stage = held(&top, STAGE, STAGE_DIR)?;
+    for sub in list(&stage, 3).map_err(|e| format!("{STAGE_DIR}: {e}"))? {
+        let rel = format!("{STAGE_DIR}/{}", sub.to_string_lossy());
+        if sub.as_c_str() != c"in" && sub.as_c_str() != c"out" {
+            return Err(format!("{rel} exists"));
+        }
+        let fd = held(&stage, &sub, &rel)?;
+        if !list(&fd, 1).map_err(|e| format!("{rel}: {e}"))?.is_empty() {
+            return Err(format!("{rel} is not empty"));
+        }
+    }
+    Ok(())
+}
+
+/// The files of one run directory `name` of `txn/`, held open (and locked) as `dir`: what
+/// [`RunFiles::check`] checks and [`RunFiles::remove`] removes.
+#[derive(Debug)]
+pub struct RunFiles<'a> {
+    pub txn: &'a OwnedFd,
+    pub name: &'a CStr,
+    pub dir: &'a File,
+    /// The journal's inode, when the run has one: the one removed last.
+    pub journal: Option<&'a FileStat>,
+    /// Whose files may be removed.
+    pub uid: u32,
+}
+
+impl RunFiles<'_> {
+    /// Checks, changing nothing: `dir` is still the directory linked at `name`; it holds exactly
+    /// `journal` (that inode; none when `journal` is `None`) and, optionally, `stage/`; everything
+    /// under `stage/`, at any depth, passes [`tree::removable`]. Returns the rules the removal
+    /// keeps to.
+    pub fn check(&self) -> Result<Rules, Stop> {
+        let changed = |what: String| Stop::Changed(what);
+        let held = fstat(self.dir).map_err(|e| changed(format!("the run directory: {e}")))?;
+        match stat_at(self.txn, self.name) {
+            Ok(st) if same(&st, &held) => {}
+            Ok(_) => return Err(changed("the run directory was replaced".into())),
+            Err(e) => return Err(changed(format!("the run directory: {e}"))),
+        }
+        let rules = Rules {
+            uid: self.uid,
+            dev: held.st_dev,
+        };
+        let names = list(self.dir, 3).map_err(|e| changed(format!("cannot list: {e}")))?;
+        let mut has_journal = false;
+        let mut has_stage = false;
+        for n in &names {
+            if n.as_c_str() == JOURNAL && self.journal.is_none() {
+                return Err(changed(format!("{JOURNAL_FILE} appeared")));
+            } else if n.as_c_str() == JOURNAL {
+                has_journal = true;
+            } else if n.as_c_str() == STAGE {
+                has_stage = true;
+            } else {
+                return Err(Stop::Rule(format!(
+                    "unexpected entry {} in the run directory",
+                    n.to_string_lossy()
+                )));
+            }
+        }
+        if let Some(expected) = self.journal {
+            if !has_journal {
+                return Err(changed(format!("{JOURNAL_FILE} vanished")));
+            }
+            let now =
+                stat_at(self.dir, JOURNAL).map_err(|e| changed(format!("{JOURNAL_FILE}: {e}")))?;
+            if !same(&now, expected) {
+                return Err(changed(format!("{JOURNAL_FILE} was replaced")));
+            }
+        }
+        if has_stage {
+            let stage = self.open_stage(&rules)?;
+            tree::walk(&stage, STAGE_DIR, &rules, Pass::Check)?;
+        }
+        Ok(rules)
+    }
+
+    /// Opens `stage/` after checking it is our directory on the run's filesystem.
+    fn open_stage(&self, rules: &Rules) -> Result<OwnedFd, Stop> {
+        let changed = |e: Errno| Stop::errno(e, STAGE_DIR);
+        let st = stat_at(self.dir, STAGE).map_err(changed)?;
+        if check_entry(&st, STAGE_DIR, rules).map_err(Stop::Rule)? != Kind::Dir {
+            return Err(Stop::Rule(format!("{STAGE_DIR} is not a directory")));
+        }
+        let fd = open_dir_at(self.dir, STAGE).map_err(changed)?;
+        let held = fstat(&fd).map_err(changed)?;
+        if !same(&held, &st) {
+            return Err(Stop::Changed(format!(
+                "{STAGE_DIR} changed during the check"
+            )));
+        }
+        Ok(fd)
+    }
+
+    /// Checks the run whole ([`RunFiles::check`]: nothing is removed when anything breaks a
+    /// rule), then removes it, the journal last: everything under `stage/` (each entry checked
+    /// again right before its removal) and `stage/` itself, then `then` (what else goes with the
+    /// run, e.g. its temp files in the target), then `journal`, then the directory. A removal
+    /// that stops leaves a run whose journal still says what it said.
+    pub fn remove(&self, then: impl FnOnce() -> Result<(), Stop>) -> Result<(), Stop> {
+        let rules = self.check()?;
+        let changed = |what: String| Stop::Changed(what);
+        if stat_at(self.dir, STAGE).is_ok() {
+            let stage = self.open_stage(&rules)?;
+            let st = fstat(&stage).map_err(|e| changed(format!("{STAGE_DIR}: {e}")))?;
+            tree::walk(&stage, STAGE_DIR, &rules, Pass::Remove)?;
+            let now = stat_at(self.dir, STAGE).map_err(|e| changed(format!("{STAGE_DIR}: {e}")))?;
+            if !same(&now, &st) {
+                return Err(changed(format!("{STAGE_DIR} was replaced during removal")));
+            }
+            crate::hooks::failpoint("remove-entry");
+            unlinkat(self.dir, STAGE, UnlinkatFlags::RemoveDir).map_err(|e| match e {
+                Errno::ENOTEMPTY | Errno::EEXIST => changed(format!(
+                    "a new entry appeared in {STAGE_DIR} during removal"
+                )),
+                e => Stop::errno(e, format!("could not remove {STAGE_DIR}")),
+            })?;
+        }
+        then()?;
+        crate::hooks::failpoint("before-journal");
+        if let Some(expected) = self.journal {
+            let now =
+                stat_at(self.dir, JOURNAL).map_err(|e| changed(format!("{JOURNAL_FILE}: {e}")))?;
+            if !same(&now, expected) {
+                return Err(changed(format!(
+                    "{JOURNAL_FILE} was replaced during removal"
+                )));
+            }
+            unlinkat(self.dir, JOURNAL, UnlinkatFlags::NoRemoveDir)
+                .map_err(|e| Stop::errno(e, format!("could not remove {JOURNAL_FILE}")))?;
+        }
+        crate::hooks::failpoint("before-rmdir");
+        let held = fstat(self.dir).map_err(|e| changed(format!("the run directory: {e}")))?;
+        let linked =
+            stat_at(self.txn, self.name).map_err(|e| changed(format!("the run directory: {e}")))?;
+        if !same(&linked, &held) {
+            return Err(changed(
+                "the run directory was replaced during removal".into(),
+            ));
+        }
+        unlinkat(self.txn, self.name, UnlinkatFlags::RemoveDir).map_err(|e| match e {
+            Errno::ENOTEMPTY | Errno::EEXIST => {
+                changed("a new entry appeared in the run directory during removal".into())
+            }
+            e => Stop::errno(e, "could not remove the run directory"),
+        })
+    }
+}
