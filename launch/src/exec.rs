@@ -162,7 +162,7 @@ fn read_some(r: &mut impl Read, keep: Option<(&mut Vec<u8>, usize)>, count: &mut
             Ok(n) => {
                 *count += n as u64;
                 if let Some((v, cap)) = keep.as_mut() {
-                    let room = (*cap + 1).saturating_sub(v.len());
+                    let room = cap.saturating_add(1).saturating_sub(v.len());
                     v.extend_from_slice(&buf[..n.min(room)]);
                 }
             }

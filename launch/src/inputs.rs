@@ -6,7 +6,9 @@ use crate::error::LaunchError;
 use proto::protocol::{Request, PROTOCOL_VERSION};
 use proto::{Entry, InputKind};
 use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
 use std::fs::File;
+use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
 /// Inputs as given on the command line.
@@ -14,8 +16,8 @@ use std::path::PathBuf;
 pub struct GivenInputs {
     /// `--input KEY=VALUE`.
     pub strings: Vec<String>,
-    /// `--input-file KEY=PATH`.
-    pub files: Vec<String>,
+    /// `--input-file KEY=PATH` (the path any bytes).
+    pub files: Vec<OsString>,
     /// `--request FILE|-`: the request's string inputs.
     pub request: Option<RequestSource>,
 }
@@ -47,6 +49,21 @@ fn split(arg: &str) -> Result<(String, String), LaunchError> {
         Some((k, v)) if !k.is_empty() => Ok((k.to_owned(), v.to_owned())),
         _ => Err(LaunchError::InputSyntax {
             arg: arg.to_owned(),
+        }),
+    }
+}
+
+/// `KEY=PATH` of `--input-file`: the key is text, the path any bytes.
+fn split_file(arg: &OsStr) -> Result<(String, PathBuf), LaunchError> {
+    let bytes = arg.as_bytes();
+    let parts = bytes.iter().position(|&b| b == b'=').and_then(|i| {
+        let key = std::str::from_utf8(&bytes[..i]).ok()?;
+        Some((key, OsStr::from_bytes(&bytes[i + 1..])))
+    });
+    match parts {
+        Some((k, v)) if !k.is_empty() => Ok((k.to_owned(), PathBuf::from(v))),
+        _ => Err(LaunchError::InputSyntax {
+            arg: arg.to_string_lossy().into_owned(),
         }),
     }
 }
@@ -132,7 +149,7 @@ pub fn check(given: &GivenInputs, entry: &Entry) -> Result<Inputs, LaunchError> 
     }
     let mut files = Vec::new();
     for arg in &given.files {
-        let (key, path) = split(arg)?;
+        let (key, path) = split_file(arg)?;
         let decl = entry
             .input(&key)
             .ok_or_else(|| LaunchError::InputUndeclared { key: key.clone() })?;
@@ -146,7 +163,6 @@ pub fn check(given: &GivenInputs, entry: &Entry) -> Result<Inputs, LaunchError> 
         if strings.contains_key(&key) || !seen.insert(key.clone()) {
             return Err(LaunchError::InputTwice { key });
         }
-        let path = PathBuf::from(path);
         let (file, _) = sys::fs::open_regular(&path).map_err(|e| LaunchError::InputFileUnsafe {
             key: key.clone(),
             path: path.clone(),

@@ -126,6 +126,14 @@ fn check_target(target: &Path) -> Result<PathBuf, LaunchError> {
             why: "is not a directory".into(),
         });
     }
+    // The PREPARED record names the target as text: a path that is not UTF-8 could not be
+    // recovered after an interruption.
+    if abs.to_str().is_none() {
+        return Err(LaunchError::Target {
+            path: abs,
+            why: "is not valid UTF-8, and the journal must name the target exactly".into(),
+        });
+    }
     Ok(abs)
 }
 
@@ -373,7 +381,7 @@ pub fn launch(opts: &Options) -> Result<RunResult, LaunchError> {
         failure: None,
         enforced: None,
     };
-    if let Err(e) = judge(&observed, &mut result) {
+    if let Err(e) = judge(&observed, &mut result, opts.limits.deadline) {
         let _ = run.remove();
         return Err(e);
     }
@@ -457,7 +465,11 @@ fn plugin_failure(mut result: RunResult, kind: &'static str, message: String) ->
 }
 
 /// Decides whether the plugin succeeded; fills `response`/`enforced` on the way.
-fn judge(o: &exec::Observed, result: &mut RunResult) -> Result<(), LaunchError> {
+fn judge(
+    o: &exec::Observed,
+    result: &mut RunResult,
+    deadline: std::time::Duration,
+) -> Result<(), LaunchError> {
     if result.containment == Containment::Process {
         let line = o.report.split(|&b| b == b'\n').next().unwrap_or_default();
         match serde_json::from_slice::<SandboxReport>(line) {
@@ -485,7 +497,8 @@ fn judge(o: &exec::Observed, result: &mut RunResult) -> Result<(), LaunchError> 
             r,
             "deadline",
             format!(
-                "the plugin ran past its deadline of {} ms",
+                "the plugin still ran at its deadline of {} ms (stopped after {} ms)",
+                deadline.as_millis(),
                 result.duration_ms
             ),
         ));

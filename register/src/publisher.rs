@@ -115,7 +115,8 @@ fn add_key(
         Some(_) => Err(VerifyError::PubkeyMalformed {
             path: pubkey_file.to_path_buf(),
             reason: format!(
-                "publisher {id:?} already has a different key with id {}",
+                "publisher {:?} already has a different key with id {}",
+                id.as_str(),
                 key.key_id
             ),
         }
