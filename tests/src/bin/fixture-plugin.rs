@@ -180,12 +180,19 @@ fn main() -> ExitCode {
             let big = std::hint::black_box(vec![1u8; size]);
             respond_ok(&format!("{}\n", big.len()))
         }
-        // Allocates and touches `size` bytes (default 3 GiB), then sleeps until it is killed: a
-        // killed process this big takes a while (here ~250 ms) to become a zombie.
+        // Allocates and touches `size` bytes (default 3 GiB), with `threads` more threads asleep
+        // (default none), then sleeps until it is killed: a killed process this big takes a while
+        // (here hundreds of milliseconds) to become a zombie.
         "alloc-sleep" => {
             let size: usize = input(&req, "size")
                 .and_then(|s| s.parse().ok())
                 .unwrap_or(3 << 30);
+            let threads: usize = input(&req, "threads")
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(0);
+            for _ in 0..threads {
+                std::thread::spawn(|| std::thread::sleep(Duration::from_secs(3600)));
+            }
             let big = std::hint::black_box(vec![1u8; size]);
             std::thread::sleep(Duration::from_secs(3600));
             respond_ok(&format!("{}\n", big.len()))
