@@ -56,15 +56,16 @@ fn split(arg: &str) -> Result<(String, String), LaunchError> {
 /// `KEY=PATH` of `--input-file`: the key is text, the path any bytes.
 fn split_file(arg: &OsStr) -> Result<(String, PathBuf), LaunchError> {
     let bytes = arg.as_bytes();
-    let parts = bytes.iter().position(|&b| b == b'=').and_then(|i| {
-        let key = std::str::from_utf8(&bytes[..i]).ok()?;
-        Some((key, OsStr::from_bytes(&bytes[i + 1..])))
-    });
-    match parts {
-        Some((k, v)) if !k.is_empty() => Ok((k.to_owned(), PathBuf::from(v))),
-        _ => Err(LaunchError::InputSyntax {
-            arg: arg.to_string_lossy().into_owned(),
-        }),
+    let shown = || arg.to_string_lossy().into_owned();
+    match bytes.iter().position(|&b| b == b'=') {
+        Some(i) if i > 0 => match std::str::from_utf8(&bytes[..i]) {
+            Ok(key) => Ok((key.to_owned(), PathBuf::from(OsStr::from_bytes(&bytes[i + 1..])))),
+            Err(_) => Err(LaunchError::Usage(format!(
+                "--input-file {:?}: the key is not valid UTF-8",
+                shown()
+            ))),
+        },
+        _ => Err(LaunchError::InputSyntax { arg: shown() }),
     }
 }
 

@@ -211,6 +211,27 @@ fn main() -> ExitCode {
             println!(r#"{{"protocol":"1.0","status":"ok","outputs":["small.txt","big.bin"]}}"#);
             ExitCode::SUCCESS
         }
+        // The response, then one newline too many.
+        "two-newlines" => {
+            print!("{OK}\n\n");
+            ExitCode::SUCCESS
+        }
+        // `size` outputs (default 200), out/f0 … out/fN, each empty.
+        "many-outputs" => {
+            let n: usize = input(&req, "size")
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(200);
+            let names: Vec<String> = (0..n).map(|i| format!("f{i}")).collect();
+            if names
+                .iter()
+                .any(|f| std::fs::write(format!("out/{f}"), b"").is_err())
+            {
+                return ExitCode::from(9);
+            }
+            let list = serde_json::to_string(&names).unwrap_or_default();
+            println!(r#"{{"protocol":"1.0","status":"ok","outputs":{list}}}"#);
+            ExitCode::SUCCESS
+        }
         "status-error" => {
             println!(r#"{{"protocol":"1.0","status":"error","message":"cannot do that"}}"#);
             ExitCode::SUCCESS
