@@ -38,7 +38,11 @@ fn every_entry_of_txn_is_listed_and_an_odd_one_does_not_stop_the_listing() {
     testkit::journal::write_run(&root, &txid(6), &begin);
 
     let out = cargo_bin_cmd!("dot-journal-fmt")
-        .args([OsStr::new("--json"), "--root".as_ref(), root.path().as_os_str()])
+        .args([
+            OsStr::new("--json"),
+            "--root".as_ref(),
+            root.path().as_os_str(),
+        ])
         .output()
         .unwrap();
     assert_eq!(
@@ -58,8 +62,14 @@ fn every_entry_of_txn_is_listed_and_an_odd_one_does_not_stop_the_listing() {
         seen,
         [
             (Some(txid(1)), RunState::Abandoned, None),
-            odd(2, format!("txn/{} is a regular file, not a run directory", txid(2))),
-            odd(3, format!("txn/{} is a symbolic link, not a run directory", txid(3))),
+            odd(
+                2,
+                format!("txn/{} is a regular file, not a run directory", txid(2))
+            ),
+            odd(
+                3,
+                format!("txn/{} is a symbolic link, not a run directory", txid(3))
+            ),
             odd(4, format!("txn/{} is a fifo, not a run directory", txid(4))),
             odd(5, "the journal is a directory".to_owned()),
             (Some(txid(6)), RunState::Abandoned, None),
@@ -77,7 +87,11 @@ fn every_entry_of_txn_is_listed_and_an_odd_one_does_not_stop_the_listing() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
     let text = String::from_utf8(out.stdout).unwrap();
-    assert_eq!(text.lines().filter(|l| l.starts_with("journal ")).count(), 7, "{text}");
+    assert_eq!(
+        text.lines().filter(|l| l.starts_with("journal ")).count(),
+        7,
+        "{text}"
+    );
 }
 
 #[test]

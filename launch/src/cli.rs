@@ -33,7 +33,11 @@ pub struct Args {
     #[argh(option, from_str_fn(proto::cli::path))]
     pub request: Option<PathBuf>,
     /// directory the outputs are committed into (default: the current directory)
-    #[argh(option, default = "PathBuf::from(\".\")", from_str_fn(proto::cli::path))]
+    #[argh(
+        option,
+        default = "PathBuf::from(\".\")",
+        from_str_fn(proto::cli::path)
+    )]
     pub target: PathBuf,
     /// wall deadline in milliseconds (default 30000)
     #[argh(option, default = "30_000")]

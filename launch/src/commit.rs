@@ -98,7 +98,10 @@ fn validate(out_dir: &Path, names: &[String], limits: &Limits) -> Result<Vec<Out
 
 /// The launcher itself ran out of descriptors (or the system did): its failure, not the plugin's.
 fn out_of_descriptors(e: &std::io::Error) -> bool {
-    matches!(e.raw_os_error(), Some(nix::libc::EMFILE | nix::libc::ENFILE))
+    matches!(
+        e.raw_os_error(),
+        Some(nix::libc::EMFILE | nix::libc::ENFILE)
+    )
 }
 
 /// Digest of what is at `target/name` now: `None` when absent; a conflict when it is not a regular file.

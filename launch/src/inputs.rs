@@ -59,7 +59,10 @@ fn split_file(arg: &OsStr) -> Result<(String, PathBuf), LaunchError> {
     let shown = || arg.to_string_lossy().into_owned();
     match bytes.iter().position(|&b| b == b'=') {
         Some(i) if i > 0 => match std::str::from_utf8(&bytes[..i]) {
-            Ok(key) => Ok((key.to_owned(), PathBuf::from(OsStr::from_bytes(&bytes[i + 1..])))),
+            Ok(key) => Ok((
+                key.to_owned(),
+                PathBuf::from(OsStr::from_bytes(&bytes[i + 1..])),
+            )),
             Err(_) => Err(LaunchError::Usage(format!(
                 "--input-file {:?}: the key is not valid UTF-8",
                 shown()

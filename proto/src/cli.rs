@@ -288,16 +288,25 @@ mod tests {
         .expect("parses");
         assert_eq!(t.root.as_os_str().as_bytes(), b"/tmp/r\xff");
         assert_eq!(t.file[0].as_os_str().as_bytes(), b"a\xfe");
-        assert_eq!(t.file[1].as_os_str().as_bytes(), "b\u{FDD0}0\u{FDD0}".as_bytes());
+        assert_eq!(
+            t.file[1].as_os_str().as_bytes(),
+            "b\u{FDD0}0\u{FDD0}".as_bytes()
+        );
         assert_eq!((t.name.as_str(), t.text), ("hello", None));
     }
 
     #[test]
     fn text_that_is_not_utf8_is_a_usage_error_naming_the_option() {
         for (args, field) in [
-            (&[&b"--root"[..], b"/r", b"--text", b"v\xff", b"n"][..], Some("text")),
+            (
+                &[&b"--root"[..], b"/r", b"--text", b"v\xff", b"n"][..],
+                Some("text"),
+            ),
             (&[&b"--root"[..], b"/r", b"n\xff"][..], None),
-            (&[&b"--root"[..], b"/r", "\u{FDD0}0\u{FDD0}".as_bytes()][..], None),
+            (
+                &[&b"--root"[..], b"/r", "\u{FDD0}0\u{FDD0}".as_bytes()][..],
+                None,
+            ),
         ] {
             match parse::<T>(&argv(args)) {
                 Err(Early::Usage(obj)) => {

@@ -273,7 +273,10 @@ fn terminate_and_reap(
         sys.wait_leader(pid)?;
     }
     let me = own_pid();
-    for p in last.iter().filter(|p| p.ppid == me && Some(p.pid) != leader) {
+    for p in last
+        .iter()
+        .filter(|p| p.ppid == me && Some(p.pid) != leader)
+    {
         // Only members we saw dead and whose parent we are: never another child of ours.
         sys.reap_dead_child(p.pid);
     }
@@ -654,7 +657,11 @@ impl System for ProcFs<'_> {
         let mut buf = [0u8; STAT_MAX];
         for task in tasks {
             let task = task.map_err(|e| sample_err(&task_dir, e))?;
-            let Some(tid) = task.file_name().to_str().and_then(|t| t.parse::<i32>().ok()) else {
+            let Some(tid) = task
+                .file_name()
+                .to_str()
+                .and_then(|t| t.parse::<i32>().ok())
+            else {
                 continue;
             };
             self.path.clear();
@@ -986,7 +993,11 @@ mod tests {
             .rposition(|e| matches!(e, Event::KillGroup | Event::KillOne(_)))
             .expect("signals");
         let last_scan = sys.events.iter().rposition(|e| *e == Event::Scan);
-        assert!(last_signal < wait && last_scan < Some(wait), "{:?}", sys.events);
+        assert!(
+            last_signal < wait && last_scan < Some(wait),
+            "{:?}",
+            sys.events
+        );
         // After the leader: only our own dead member is reaped, and nothing is signalled.
         assert_eq!(sys.events[wait + 1..], [Event::ReapChild(51)]);
     }
@@ -999,10 +1010,7 @@ mod tests {
             .expect_err("the query failed");
         assert!(matches!(err, ReapError::Sample { .. }), "{err}");
         assert_eq!((err.kind(), err.exit_code()), ("io", ExitCode::System));
-        assert_eq!(
-            err.to_error_object().path.as_deref(),
-            Some("/proc/1/stat")
-        );
+        assert_eq!(err.to_error_object().path.as_deref(), Some("/proc/1/stat"));
         assert!(!sys.events.iter().any(|e| matches!(e, Event::WaitLeader(_))));
     }
 
@@ -1011,11 +1019,14 @@ mod tests {
         // 51 belongs to someone we may not signal: it would never die.
         let mut sys = script(vec![vec![p(50, b'Z', 1, 50), p(51, b'S', 1, 50)]]);
         sys.not_ours = vec![51];
-        let err = terminate_and_reap(&mut sys, 50, Some(50), &Options::default())
-            .expect_err("refused");
+        let err =
+            terminate_and_reap(&mut sys, 50, Some(50), &Options::default()).expect_err("refused");
         match &err {
             ReapError::SignalMember { pid, source, .. } => {
-                assert_eq!((*pid, source.raw_os_error()), (51, Some(Errno::EPERM as i32)))
+                assert_eq!(
+                    (*pid, source.raw_os_error()),
+                    (51, Some(Errno::EPERM as i32))
+                )
             }
             other => panic!("{other}"),
         }
@@ -1032,7 +1043,10 @@ mod tests {
         let mut sys = script(vec![vec![]]);
         sys.group_errno = Some(Errno::EPERM as i32);
         let err = terminate(&mut sys, 50, None, &Options::default()).expect_err("refused");
-        assert!(matches!(err, ReapError::SignalGroup { pgid: 50, .. }), "{err}");
+        assert!(
+            matches!(err, ReapError::SignalGroup { pgid: 50, .. }),
+            "{err}"
+        );
         assert_eq!(sys.at, 0, "nothing sampled");
     }
 

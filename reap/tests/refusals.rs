@@ -111,6 +111,10 @@ fn a_proc_it_cannot_read_is_an_io_error_exit_5_naming_the_file() {
     let err = testkit::decode_error(&out.stderr);
     assert_eq!(err.error, "io");
     assert_eq!(err.path.as_deref(), Some("/proc/4242/stat"));
-    assert!(err.message.contains("malformed stat line"), "{}", err.message);
+    assert!(
+        err.message.contains("malformed stat line"),
+        "{}",
+        err.message
+    );
     finish(group);
 }

@@ -100,7 +100,10 @@ fn measure(gib: usize, threads: usize) {
             break started.elapsed();
         };
         let mut all_exiting = true;
-        for task in std::fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten() {
+        for task in std::fs::read_dir(format!("/proc/{pid}/task"))
+            .into_iter()
+            .flatten()
+        {
             let Ok(task) = task else { continue };
             let tid: i32 = task.file_name().to_string_lossy().parse().unwrap_or(0);
             if let Some(t) = stat(&format!("/proc/{pid}/task/{tid}/stat"), tid) {
@@ -116,7 +119,11 @@ fn measure(gib: usize, threads: usize) {
         let seen = (leader.state, leader.flags & PF_EXITING != 0);
         if last != Some(seen) {
             last = Some(seen);
-            states.push_str(&format!(" {}{}", seen.0 as char, ["", "+exiting"][usize::from(seen.1)]));
+            states.push_str(&format!(
+                " {}{}",
+                seen.0 as char,
+                ["", "+exiting"][usize::from(seen.1)]
+            ));
         }
         if leader.is_dead() {
             break started.elapsed();

@@ -69,7 +69,10 @@ fn odd_files(d: &TempDir, real: &Path) -> Vec<PathBuf> {
     let dir = d.join("dir");
     fs::create_dir(&dir).unwrap();
     let fifo = d.join("fifo");
-    let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
     assert!(made.success());
     let link = d.join("link");
     std::os::unix::fs::symlink(real, &link).unwrap();
@@ -86,7 +89,11 @@ fn an_entry_or_signature_that_is_not_a_regular_file_is_document_not_regular() {
         }
     }
     // The executable keeps its own kinds.
-    let e = testkit::assert_refused(&f.add(&f.entry, &f.sig, &f.d.join("dir")), 1, "exe-not-regular");
+    let e = testkit::assert_refused(
+        &f.add(&f.entry, &f.sig, &f.d.join("dir")),
+        1,
+        "exe-not-regular",
+    );
     assert_eq!(e.path, Some(f.d.join("dir").display().to_string()));
     // Nothing was registered.
     assert_eq!(fs::read_dir(f.root.plugins()).unwrap().count(), 0);
@@ -199,7 +206,8 @@ fn a_dev_entry_that_is_not_valid_is_named_as_built_from_the_options() {
         let e = testkit::assert_refused(&out, 2, "entry-malformed");
         assert_eq!(e.field.as_deref(), Some(field));
         assert!(
-            e.message.starts_with("the entry built from the options is not a valid entry: "),
+            e.message
+                .starts_with("the entry built from the options is not a valid entry: "),
             "{}",
             e.message
         );

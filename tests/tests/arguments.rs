@@ -30,8 +30,8 @@ fn odd(dir: &Path, prefix: &str) -> PathBuf {
     dir.join(OsStr::from_bytes(&name))
 }
 
-fn run(name: &str, args: &[OsString]) -> Output {
-    let out = tool(name).args(args).output().unwrap();
+fn run(name: &str, args: Vec<OsString>) -> Output {
+    let out = tool(name).args(&args).output().unwrap();
     assert!(
         !matches!(out.status.code(), Some(101 | 134) | None),
         "{name} {args:?} crashed: {out:?}"
@@ -39,32 +39,35 @@ fn run(name: &str, args: &[OsString]) -> Output {
     out
 }
 
-fn ok(name: &str, args: &[OsString]) -> Output {
+fn ok(name: &str, args: Vec<OsString>) -> Output {
+    let shown = format!("{args:?}");
     let out = run(name, args);
     assert_eq!(
         out.status.code(),
         Some(0),
-        "{name} {args:?}: {}",
+        "{name} {shown}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     out
 }
 
 /// Exit 2, nothing on stdout, exactly one error object on stderr.
-fn exit_2(name: &str, args: &[OsString]) -> ErrorObject {
+fn exit_2(name: &str, args: Vec<OsString>) -> ErrorObject {
+    let shown = format!("{args:?}");
     let out = run(name, args);
-    assert_eq!(out.status.code(), Some(2), "{name} {args:?}: {out:?}");
-    assert!(out.stdout.is_empty(), "{name} {args:?}");
+    assert_eq!(out.status.code(), Some(2), "{name} {shown}: {out:?}");
+    assert!(out.stdout.is_empty(), "{name} {shown}");
     testkit::decode_error(&out.stderr)
 }
 
 /// A usage error that names the argument that is not UTF-8.
-fn usage(name: &str, args: &[OsString]) {
+fn usage(name: &str, args: Vec<OsString>) {
+    let shown = format!("{args:?}");
     let err = exit_2(name, args);
-    assert_eq!(err.error, "usage", "{name} {args:?}: {err:?}");
+    assert_eq!(err.error, "usage", "{name} {shown}: {err:?}");
     assert!(
         err.value.as_deref() == Some(SHOWN) || err.message.contains(SHOWN),
-        "{name} {args:?}: the error names the argument: {err:?}"
+        "{name} {shown}: the error names the argument: {err:?}"
     );
 }
 
@@ -95,11 +98,11 @@ impl Odd {
         std::fs::copy(testkit::workspace_bin("hello"), &exe).unwrap();
         let target = dir.join("target");
         std::fs::create_dir(&target).unwrap();
-        ok("dot-register", &args!["init", "--dev", "--root", root]);
+        ok("dot-register", args!["init", "--dev", "--root", root]);
         for (name, input) in [("hello", "name:string:optional"), ("files", "data:file")] {
             ok(
                 "dot-register",
-                &args![
+                args![
                     "dev",
                     "--root",
                     root,
@@ -128,22 +131,27 @@ impl Odd {
 fn paths_that_are_not_utf8_work_in_every_tool() {
     let o = Odd::new();
     let (root, base, target) = (&o.root, &o.base, &o.target);
-    for sub in [&["list"][..], &["policy", "show"], &["deny", "list"], &["publisher", "list"]] {
+    for sub in [
+        &["list"][..],
+        &["policy", "show"],
+        &["deny", "list"],
+        &["publisher", "list"],
+    ] {
         let mut a = args![];
         a.extend(sub.iter().map(OsString::from));
         a.extend(args!["--root", root]);
-        ok("dot-register", &a);
+        ok("dot-register", a);
     }
-    ok("dot-verify", &args!["entry", "--root", root, "hello"]);
-    ok("dot-verify", &args!["doctor", "--root", root]);
-    let digest = ok("dot-verify", &args!["digest", o.exe]);
+    ok("dot-verify", args!["entry", "--root", root, "hello"]);
+    ok("dot-verify", args!["doctor", "--root", root]);
+    let digest = ok("dot-verify", args!["digest", o.exe]);
     assert!(String::from_utf8_lossy(&digest.stdout).contains(&format!("hello{}", '\u{FFFD}')));
 
     // A launch from the root, with a file input and a request document at such paths.
     let launch = |extra: Vec<OsString>| {
         let mut a = args!["--root", root, "--allow-audit-plugin", "--target", target];
         a.extend(extra);
-        ok("dot-launch", &a)
+        ok("dot-launch", a)
     };
     launch(args!["hello", "--input", "name=odd"]);
     assert_eq!(
@@ -166,18 +174,21 @@ fn paths_that_are_not_utf8_work_in_every_tool() {
         std::fs::read_to_string(target.join("hello.txt")).unwrap(),
         "hello, request\n"
     );
-    ok("dot-launch", &args!["--root", root, "recover"]);
-    ok("dot-discard", &args!["--root", root]);
-    ok("dot-journal-fmt", &args!["--root", root]);
+    ok("dot-launch", args!["--root", root, "recover"]);
+    ok("dot-discard", args!["--root", root]);
+    ok("dot-journal-fmt", args!["--root", root]);
     let journal = odd(base, "journal");
     std::fs::write(
         &journal,
         testkit::journal::encode(&testkit::journal::records(testkit::journal::TXID)),
     )
     .unwrap();
-    let shown = ok("dot-journal-fmt", &args!["--json", journal]);
+    let shown = ok("dot-journal-fmt", args!["--json", journal]);
     assert!(String::from_utf8_lossy(&shown.stdout).contains("COMMITTED"));
-    ok("dot-register", &args!["remove", "--root", root, "--name", "files"]);
+    ok(
+        "dot-register",
+        args!["remove", "--root", root, "--name", "files"],
+    );
 }
 
 #[test]
@@ -185,13 +196,22 @@ fn a_signed_root_and_its_documents_work_at_paths_that_are_not_utf8() {
     let o = Odd::new();
     let base = &o.base;
     let signed = odd(base, "signed");
-    ok("dot-register", &args!["init", "--root", signed]);
+    ok("dot-register", args!["init", "--root", signed]);
     let key = KeyPair::generate();
     let pk = odd(base, "key");
     std::fs::write(&pk, key.public_key_file()).unwrap();
     ok(
         "dot-register",
-        &args!["publisher", "add", "--root", signed, "--id", "acme", "--pubkey", pk],
+        args![
+            "publisher",
+            "add",
+            "--root",
+            signed,
+            "--id",
+            "acme",
+            "--pubkey",
+            pk
+        ],
     );
     let entry = odd(base, "entry");
     let e = testkit::entry_for("hello", &o.exe, Containment::Audit, Some("acme"));
@@ -199,11 +219,11 @@ fn a_signed_root_and_its_documents_work_at_paths_that_are_not_utf8() {
     let sig = key.sign_file(&entry, true);
     ok(
         "dot-verify",
-        &args!["signature", "--pubkey", pk, "--signature", sig, entry],
+        args!["signature", "--pubkey", pk, "--signature", sig, entry],
     );
     ok(
         "dot-register",
-        &args![
+        args![
             "add",
             "--root",
             signed,
@@ -215,7 +235,7 @@ fn a_signed_root_and_its_documents_work_at_paths_that_are_not_utf8() {
             o.exe
         ],
     );
-    ok("dot-verify", &args!["entry", "--root", signed, "hello"]);
+    ok("dot-verify", args!["entry", "--root", signed, "hello"]);
     // A new key with a transition statement (and its signature) at such paths, then one more by
     // the owner's decision.
     let next = KeyPair::generate();
@@ -229,7 +249,7 @@ fn a_signed_root_and_its_documents_work_at_paths_that_are_not_utf8() {
     std::fs::write(&sig_path, stmt_sig).unwrap();
     ok(
         "dot-register",
-        &args![
+        args![
             "publisher",
             "rotate",
             "--root",
@@ -246,7 +266,7 @@ fn a_signed_root_and_its_documents_work_at_paths_that_are_not_utf8() {
     std::fs::write(&third, KeyPair::generate().public_key_file()).unwrap();
     ok(
         "dot-register",
-        &args![
+        args![
             "publisher",
             "rotate",
             "--root",
@@ -268,7 +288,14 @@ fn a_target_that_is_not_utf8_is_refused_before_anything_runs() {
     std::fs::create_dir(&target).unwrap();
     let err = exit_2(
         "dot-launch",
-        &args!["--root", o.root, "hello", "--allow-audit-plugin", "--target", target],
+        args![
+            "--root",
+            o.root,
+            "hello",
+            "--allow-audit-plugin",
+            "--target",
+            target
+        ],
     );
     assert_eq!(err.error, "target-invalid");
     assert_eq!(err.field.as_deref(), Some("target"));
@@ -289,23 +316,36 @@ fn any_other_argument_that_is_not_utf8_is_a_usage_error_in_every_tool() {
     let launch = |extra: Vec<OsString>| {
         let mut a = args!["--root", root, "--target", o.target];
         a.extend(extra);
-        usage("dot-launch", &a);
+        usage("dot-launch", a);
     };
     launch(args![bad, "--allow-audit-plugin"]);
-    launch(args!["hello", "--allow-audit-plugin", "--input", os(&bad_pair)]);
-    launch(args!["hello", "--allow-audit-plugin", "--input-file", os(&bad_key)]);
+    launch(args![
+        "hello",
+        "--allow-audit-plugin",
+        "--input",
+        os(&bad_pair)
+    ]);
+    launch(args![
+        "hello",
+        "--allow-audit-plugin",
+        "--input-file",
+        os(&bad_key)
+    ]);
     launch(args!["hello", "--allow-audit-plugin", "--max-stdout", bad]);
     launch(args!["hello", "--allow-audit-plugin", "--deadline-ms", bad]);
-    usage("dot-launch", &args!["--root", root, "recover", bad]);
+    usage("dot-launch", args!["--root", root, "recover", bad]);
 
-    usage("dot-verify", &args!["entry", "--root", root, bad]);
-    usage("dot-verify", &args!["doctor", "--root", root, "--warn-days", bad]);
-    usage("dot-verify", &args![bad]);
+    usage("dot-verify", args!["entry", "--root", root, bad]);
+    usage(
+        "dot-verify",
+        args!["doctor", "--root", root, "--warn-days", bad],
+    );
+    usage("dot-verify", args![bad]);
 
     let dev = |extra: Vec<OsString>, name: &OsStr| {
         let mut a = args!["dev", "--root", root, "--name", name, "--exe", exe];
         a.extend(extra);
-        usage("dot-register", &a);
+        usage("dot-register", a);
     };
     dev(args!["--containment", "audit"], &bad);
     dev(args!["--containment", bad], OsStr::new("x"));
@@ -315,30 +355,51 @@ fn any_other_argument_that_is_not_utf8_is_a_usage_error_in_every_tool() {
             OsStr::new("x"),
         );
     }
-    usage("dot-register", &args!["remove", "--root", root, "--name", bad]);
     usage(
         "dot-register",
-        &args!["publisher", "add", "--root", root, "--id", bad, "--pubkey", exe],
+        args!["remove", "--root", root, "--name", bad],
     );
     usage(
         "dot-register",
-        &args!["publisher", "revoke", "--root", root, "--id", "acme", "--reason", bad],
+        args![
+            "publisher",
+            "add",
+            "--root",
+            root,
+            "--id",
+            bad,
+            "--pubkey",
+            exe
+        ],
     );
     usage(
         "dot-register",
-        &args!["deny", "add", "--root", root, "--sha256", bad, "--reason", "r"],
+        args![
+            "publisher",
+            "revoke",
+            "--root",
+            root,
+            "--id",
+            "acme",
+            "--reason",
+            bad
+        ],
     );
     usage(
         "dot-register",
-        &args!["policy", "set", "--root", root, "--max-entry-bytes", bad],
+        args!["deny", "add", "--root", root, "--sha256", bad, "--reason", "r"],
     );
-    usage("dot-register", &args![bad]);
+    usage(
+        "dot-register",
+        args!["policy", "set", "--root", root, "--max-entry-bytes", bad],
+    );
+    usage("dot-register", args![bad]);
 
-    usage("dot-reap", &args!["--pgid", bad]);
-    usage("dot-reap", &args!["--pgid", "4242", "--leader", bad]);
+    usage("dot-reap", args!["--pgid", bad]);
+    usage("dot-reap", args!["--pgid", "4242", "--leader", bad]);
     usage(
         "dot-sandbox",
-        &args![
+        args![
             "exec",
             "--report-fd",
             "5",
@@ -353,11 +414,11 @@ fn any_other_argument_that_is_not_utf8_is_a_usage_error_in_every_tool() {
             bad
         ],
     );
-    usage("dot-sandbox", &args!["probe", "--only", bad]);
-    usage("dot-discard", &args!["--root", root, bad]);
+    usage("dot-sandbox", args!["probe", "--only", bad]);
+    usage("dot-discard", args!["--root", root, bad]);
 
     // The canary is a plugin, not a command-line tool, but it must not crash either.
-    let err = exit_2("dot-canary", &args!["--proof", bad]);
+    let err = exit_2("dot-canary", args!["--proof", bad]);
     assert_eq!(err.error, "usage");
 }
 
@@ -365,12 +426,12 @@ fn any_other_argument_that_is_not_utf8_is_a_usage_error_in_every_tool() {
 fn a_missing_path_that_is_not_utf8_is_reported_not_crashed_on() {
     let o = Odd::new();
     let missing = odd(&o.base, "missing");
-    let err = exit_2("dot-journal-fmt", &args![missing]);
+    let err = exit_2("dot-journal-fmt", args![missing]);
     assert_eq!(err.error, "no-journal");
     assert!(err.path.unwrap().ends_with("missing\u{FFFD}"));
-    let err = exit_2("dot-verify", &args!["digest", missing]);
+    let err = exit_2("dot-verify", args!["digest", missing]);
     assert_eq!(err.error, "file-missing");
-    let err = exit_2("dot-discard", &args!["--root", missing]);
+    let err = exit_2("dot-discard", args!["--root", missing]);
     assert_eq!(err.error, "not-a-root");
 }
 
@@ -379,7 +440,7 @@ fn max_stdout_over_one_gib_is_a_usage_error_not_a_plugin_failure() {
     let o = Odd::new();
     let err = exit_2(
         "dot-launch",
-        &args![
+        args![
             "--root",
             o.root,
             "hello",
@@ -396,7 +457,7 @@ fn max_stdout_over_one_gib_is_a_usage_error_not_a_plugin_failure() {
     // The largest accepted limit runs the plugin as usual.
     ok(
         "dot-launch",
-        &args![
+        args![
             "--root",
             o.root,
             "hello",

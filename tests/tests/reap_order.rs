@@ -40,7 +40,15 @@ fn the_leader_is_reaped_after_the_last_group_signal() {
             ],
         );
         let out = Command::new("strace")
-            .args(["-f", "-qq", "-e", "trace=kill,wait4", "-e", "signal=none", "-o"])
+            .args([
+                "-f",
+                "-qq",
+                "-e",
+                "trace=kill,wait4",
+                "-e",
+                "signal=none",
+                "-o",
+            ])
             .arg(&trace)
             .arg(launch.get_program())
             .args(launch.get_args())
@@ -54,7 +62,11 @@ fn the_leader_is_reaped_after_the_last_group_signal() {
             .lines()
             .find_map(|l| {
                 let (pid, rest) = l.split_once(char::is_whitespace)?;
-                let pgid = rest.trim_start().strip_prefix("kill(-")?.split(',').next()?;
+                let pgid = rest
+                    .trim_start()
+                    .strip_prefix("kill(-")?
+                    .split(',')
+                    .next()?;
                 Some((pid.to_owned(), pgid.parse::<i64>().ok()?))
             })
             .unwrap_or_else(|| panic!("{mode}: no group signal in\n{text}"));
@@ -69,14 +81,20 @@ fn the_leader_is_reaped_after_the_last_group_signal() {
             .filter(|(_, (name, _))| name == "kill")
             .map(|(i, _)| i)
             .collect();
-        assert!(signals.len() >= 2, "{mode}: two clean samples, two group signals\n{text}");
+        assert!(
+            signals.len() >= 2,
+            "{mode}: two clean samples, two group signals\n{text}"
+        );
         assert!(
             signals.iter().all(|&i| i < wait),
             "{mode}: a signal after the leader was reaped\n{text}"
         );
         // Exactly one wait for the leader.
         assert_eq!(
-            calls.iter().filter(|c| **c == ("wait4".to_owned(), pgid)).count(),
+            calls
+                .iter()
+                .filter(|c| **c == ("wait4".to_owned(), pgid))
+                .count(),
             1,
             "{mode}\n{text}"
         );

@@ -184,8 +184,8 @@ fn check_signature(a: &SignatureArgs) -> Result<Output, VerifyError> {
     let pk_bytes = read_small(&a.pubkey)?;
     let (_, b64) = signature::parse_public_key_file(&a.pubkey, &pk_bytes)?;
     let sig = read_small(&a.signature)?;
-    let (file, _) = sys::fs::open_regular(&a.file)
-        .map_err(|e| VerifyError::from_open_document(&a.file, e))?;
+    let (file, _) =
+        sys::fs::open_regular(&a.file).map_err(|e| VerifyError::from_open_document(&a.file, e))?;
     let mut data = Vec::new();
     (&file)
         .read_to_end(&mut data)

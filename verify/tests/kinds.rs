@@ -33,7 +33,10 @@ fn odd_files(d: &TempDir) -> Vec<(PathBuf, &'static str)> {
     let dir = d.join("dir");
     fs::create_dir(&dir).unwrap();
     let fifo = d.join("fifo");
-    let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
     assert!(made.success());
     let link = d.join("link");
     std::os::unix::fs::symlink(&file, &link).unwrap();
@@ -99,11 +102,7 @@ fn a_missing_file_is_file_missing_exit_2_not_io() {
 }
 
 /// A signed root with `hello` signed by `signer`, and publisher `acme` as `record` makes it.
-fn signed_root(
-    d: &TempDir,
-    signer: &KeyPair,
-    record: impl FnOnce(&mut proto::Publisher),
-) -> Root {
+fn signed_root(d: &TempDir, signer: &KeyPair, record: impl FnOnce(&mut proto::Publisher)) -> Root {
     let root = testkit::make_root(&d.join("root"), false);
     let exe = testkit::workspace_bin("hello");
     let e = testkit::entry_for("hello", &exe, Containment::Audit, Some("acme"));
@@ -127,7 +126,11 @@ fn a_garbled_key_in_a_publisher_record_is_publisher_malformed() {
     assert_eq!(e.field.as_deref(), Some("keys.public_key"));
     assert_eq!(
         e.path,
-        Some(root.publisher(&Name::new("acme").unwrap()).display().to_string())
+        Some(
+            root.publisher(&Name::new("acme").unwrap())
+                .display()
+                .to_string()
+        )
     );
     assert!(e.message.contains(&key.key_id()), "{}", e.message);
 }
