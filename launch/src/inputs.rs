@@ -167,10 +167,15 @@ pub fn check(given: &GivenInputs, entry: &Entry) -> Result<Inputs, LaunchError> 
         if strings.contains_key(&key) || !seen.insert(key.clone()) {
             return Err(LaunchError::InputTwice { key });
         }
-        let (file, _) = sys::fs::open_regular(&path).map_err(|e| LaunchError::InputFileUnsafe {
-            key: key.clone(),
-            path: path.clone(),
-            why: e.to_string(),
+        let (file, _) = sys::fs::open_regular(&path).map_err(|e| match e {
+            sys::fs::OpenError::Io(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                LaunchError::Verify(verify::VerifyError::FileMissing { path: path.clone() })
+            }
+            e => LaunchError::InputFileUnsafe {
+                key: key.clone(),
+                path: path.clone(),
+                why: e.to_string(),
+            },
         })?;
         files.push(FileInput { key, path, file });
     }

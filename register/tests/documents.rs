@@ -64,25 +64,10 @@ impl Fx {
     }
 }
 
-/// A directory, a fifo, a device and a symbolic link (to a regular file).
-fn odd_files(d: &TempDir, real: &Path) -> Vec<PathBuf> {
-    let dir = d.join("dir");
-    fs::create_dir(&dir).unwrap();
-    let fifo = d.join("fifo");
-    let made = std::process::Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .unwrap();
-    assert!(made.success());
-    let link = d.join("link");
-    std::os::unix::fs::symlink(real, &link).unwrap();
-    vec![dir, fifo, PathBuf::from("/dev/null"), link]
-}
-
 #[test]
 fn an_entry_or_signature_that_is_not_a_regular_file_is_document_not_regular() {
     let f = fx();
-    for odd in odd_files(&f.d, &f.entry) {
+    for (odd, _) in testkit::odd_files(f.d.path(), &f.entry) {
         for (entry, sig) in [(&odd, &f.sig), (&f.entry, &odd)] {
             let e = testkit::assert_refused(&f.add(entry, sig, &f.exe), 2, "document-not-regular");
             assert_eq!(e.path, Some(odd.display().to_string()));
@@ -103,7 +88,7 @@ fn an_entry_or_signature_that_is_not_a_regular_file_is_document_not_regular() {
 fn a_public_key_or_statement_that_is_not_a_regular_file_is_document_not_regular() {
     let f = fx();
     let pk = f.key.pk_path(f.d.path());
-    for odd in odd_files(&f.d, &pk) {
+    for (odd, _) in testkit::odd_files(f.d.path(), &pk) {
         let root = f.root.path().as_os_str();
         let e = testkit::assert_refused(
             &reg(&[

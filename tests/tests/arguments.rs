@@ -81,7 +81,8 @@ macro_rules! args {
 /// A development root and a signed root, both at paths that are not UTF-8, with `hello`
 /// registered in the first (from a copy at such a path too) and `files` (a file input).
 struct Odd {
-    dir: TempDir,
+    /// Removed with everything in it when the test ends.
+    _dir: TempDir,
     base: PathBuf,
     root: PathBuf,
     exe: PathBuf,
@@ -118,12 +119,26 @@ impl Odd {
             );
         }
         Odd {
-            dir,
+            _dir: dir,
             base,
             root,
             exe,
             target,
         }
+    }
+
+    /// `dot-launch --root ROOT hello --allow-audit-plugin --target TARGET` and `extra`.
+    fn launch_hello(&self, target: &Path, extra: Vec<OsString>) -> Vec<OsString> {
+        let mut a = args![
+            "--root",
+            self.root,
+            "hello",
+            "--allow-audit-plugin",
+            "--target",
+            target
+        ];
+        a.extend(extra);
+        a
     }
 }
 
@@ -247,26 +262,13 @@ fn a_signed_root_and_its_documents_work_at_paths_that_are_not_utf8() {
     let mut sig_path = statement.as_os_str().to_owned();
     sig_path.push(".minisig");
     std::fs::write(&sig_path, stmt_sig).unwrap();
-    ok(
-        "dot-register",
-        args![
-            "publisher",
-            "rotate",
-            "--root",
-            signed,
-            "--id",
-            "acme",
-            "--pubkey",
-            next_pk,
-            "--transition",
-            sig_path
-        ],
-    );
     let third = odd(base, "third");
     std::fs::write(&third, KeyPair::generate().public_key_file()).unwrap();
-    ok(
-        "dot-register",
-        args![
+    for (pk, how) in [
+        (next_pk, args!["--transition", sig_path]),
+        (third, args!["--force-by-owner"]),
+    ] {
+        let mut a = args![
             "publisher",
             "rotate",
             "--root",
@@ -274,10 +276,11 @@ fn a_signed_root_and_its_documents_work_at_paths_that_are_not_utf8() {
             "--id",
             "acme",
             "--pubkey",
-            third,
-            "--force-by-owner"
-        ],
-    );
+            pk
+        ];
+        a.extend(how);
+        ok("dot-register", a);
+    }
 }
 
 #[test]
@@ -286,17 +289,7 @@ fn a_target_that_is_not_utf8_is_refused_before_anything_runs() {
     let o = Odd::new();
     let target = odd(&o.base, "target");
     std::fs::create_dir(&target).unwrap();
-    let err = exit_2(
-        "dot-launch",
-        args![
-            "--root",
-            o.root,
-            "hello",
-            "--allow-audit-plugin",
-            "--target",
-            target
-        ],
-    );
+    let err = exit_2("dot-launch", o.launch_hello(&target, args![]));
     assert_eq!(err.error, "target-invalid");
     assert_eq!(err.field.as_deref(), Some("target"));
     assert!(err.path.unwrap().contains('\u{FFFD}'));
@@ -438,36 +431,12 @@ fn a_missing_path_that_is_not_utf8_is_reported_not_crashed_on() {
 #[test]
 fn max_stdout_over_one_gib_is_a_usage_error_not_a_plugin_failure() {
     let o = Odd::new();
-    let err = exit_2(
-        "dot-launch",
-        args![
-            "--root",
-            o.root,
-            "hello",
-            "--allow-audit-plugin",
-            "--target",
-            o.target,
-            "--max-stdout",
-            "18446744073709551615"
-        ],
-    );
+    let launch = |limit: &str| o.launch_hello(&o.target, args!["--max-stdout", limit]);
+    let err = exit_2("dot-launch", launch("18446744073709551615"));
     assert_eq!(err.error, "usage");
     assert!(err.message.contains("1073741824"), "{}", err.message);
     assert!(std::fs::read_dir(&o.target).unwrap().next().is_none());
     // The largest accepted limit runs the plugin as usual.
-    ok(
-        "dot-launch",
-        args![
-            "--root",
-            o.root,
-            "hello",
-            "--allow-audit-plugin",
-            "--target",
-            o.target,
-            "--max-stdout",
-            "1073741824"
-        ],
-    );
+    ok("dot-launch", launch("1073741824"));
     assert!(o.target.join("hello.txt").is_file());
-    drop(o.dir);
 }

@@ -66,3 +66,29 @@ fn the_launcher_out_of_descriptors_while_committing_is_io_not_the_plugins_fault(
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     assert_eq!(env.target_files().len(), 200);
 }
+
+#[test]
+fn a_missing_input_file_is_file_missing_not_unsafe() {
+    let env = Env::new();
+    env.register_with(
+        "files",
+        &testkit::workspace_bin("hello"),
+        "audit",
+        &["--input", "data:file"],
+    );
+    let missing = env.dir.join("missing");
+    let arg = format!("data={}", missing.display());
+    let launch = |arg: &str| {
+        env.launch("files", &["--allow-audit-plugin", "--input-file", arg])
+            .output()
+            .unwrap()
+    };
+    let e = failure(&launch(&arg), 2);
+    assert_eq!(e.error, "file-missing");
+    assert_eq!(e.path, Some(missing.display().to_string()));
+    // A file that is there but not a regular file is still refused as unsafe.
+    let e = failure(&launch(&format!("data={}", env.dir.path().display())), 1);
+    assert_eq!(e.error, "input-file-unsafe");
+    assert_eq!(e.value.as_deref(), Some("data"));
+    assert!(env.runs().is_empty());
+}

@@ -9,7 +9,7 @@ use proto::{Containment, Name};
 use std::ffi::OsStr;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 use testkit::{KeyPair, TempDir};
 
@@ -26,28 +26,6 @@ fn entry(root: &Path, name: &str) -> Output {
     ])
 }
 
-/// A regular file, a directory, a fifo, a device and a symbolic link to the regular file.
-fn odd_files(d: &TempDir) -> Vec<(PathBuf, &'static str)> {
-    let file = d.join("file");
-    fs::write(&file, b"x").unwrap();
-    let dir = d.join("dir");
-    fs::create_dir(&dir).unwrap();
-    let fifo = d.join("fifo");
-    let made = std::process::Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .unwrap();
-    assert!(made.success());
-    let link = d.join("link");
-    std::os::unix::fs::symlink(&file, &link).unwrap();
-    vec![
-        (dir, "is a directory"),
-        (fifo, "is a fifo"),
-        (PathBuf::from("/dev/null"), "is a character device"),
-        (link, "is a symbolic link"),
-    ]
-}
-
 #[test]
 fn a_key_signature_or_signed_file_that_is_not_a_regular_file_is_document_not_regular() {
     let d = TempDir::new();
@@ -56,7 +34,7 @@ fn a_key_signature_or_signed_file_that_is_not_a_regular_file_is_document_not_reg
     fs::write(&file, b"bytes").unwrap();
     let sig = key.sign_file(&file, true);
     let pk = key.pk_path(d.path());
-    for (odd, what) in odd_files(&d) {
+    for (odd, what) in testkit::odd_files(d.path(), &file) {
         for slot in 0..3 {
             let mut paths = [pk.clone(), sig.clone(), file.clone()];
             paths[slot] = odd.clone();
