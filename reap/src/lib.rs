@@ -55,7 +55,7 @@ pub const DEFAULT_MAX_SAMPLES: u32 = 50;
 pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(2);
 /// How many more samples [`Options::default`] takes while every live member is exiting: with
 /// [`DEFAULT_EXITING_INTERVAL`], about 10 s. Measured here, a killed process holding 16 GiB took
-/// up to 2.6 s to become a zombie (about 90 to 280 ms per GiB); 10 s covers more memory than this
+/// up to 2.6 s to become a zombie (80 to 410 ms per GiB); 10 s covers more memory than this
 /// machine has at the slowest rate seen.
 pub const DEFAULT_EXITING_SAMPLES: u32 = 1_000;
 /// The pause between two samples while every live member is exiting.
