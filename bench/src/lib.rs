@@ -46,7 +46,7 @@ pub enum Command {
 #[argh(subcommand, name = "wall")]
 pub struct WallArgs {
     /// the spec file
-    #[argh(option)]
+    #[argh(option, from_str_fn(proto::cli::path))]
     pub spec: PathBuf,
     /// measured runs of each command
     #[argh(option, default = "200")]
@@ -73,7 +73,7 @@ pub struct TimingsArgs {
 #[argh(subcommand, name = "commit")]
 pub struct CommitArgs {
     /// a scratch directory (created; on the file system being measured)
-    #[argh(option)]
+    #[argh(option, from_str_fn(proto::cli::path))]
     pub dir: PathBuf,
     /// outputs per commit
     #[argh(option)]
@@ -117,7 +117,7 @@ pub struct HoldArgs {}
 #[argh(subcommand, name = "report")]
 pub struct ReportArgs {
     /// the results directory
-    #[argh(option)]
+    #[argh(option, from_str_fn(proto::cli::path))]
     pub dir: PathBuf,
 }
 

@@ -1,3 +1,3 @@
 fn main() -> proto::cli::Outcome {
-    proto::cli::main(std::env::args(), bench::run)
+    proto::cli::main(std::env::args_os(), bench::run)
 }

@@ -56,7 +56,15 @@ extern "C" fn record_signals_at_exec() {
 static RECORD_SIGNALS_AT_EXEC: extern "C" fn() = record_signals_at_exec;
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().collect();
+    // Every argument it takes is text (`--proof NAME`): one that is not UTF-8 is a usage error.
+    let Ok(args) = std::env::args_os()
+        .map(std::ffi::OsString::into_string)
+        .collect::<Result<Vec<String>, _>>()
+    else {
+        let err = proto::ErrorObject::new("usage", "an argument is not valid UTF-8");
+        let _ = writeln!(io::stderr(), "{}", err.to_line());
+        return ExitCode::from(2);
+    };
     if args.get(1).map(String::as_str) == Some("--proof") {
         let name = args.get(2).cloned().unwrap_or_default();
         return finish(&name, "ok");

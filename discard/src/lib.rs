@@ -149,7 +149,7 @@ impl ToErrorObject for DiscardError {
 #[derive(argh::FromArgs, Debug)]
 pub struct Args {
     /// the platform root
-    #[argh(option)]
+    #[argh(option, from_str_fn(proto::cli::path))]
     pub root: PathBuf,
     /// remove nothing; list what would be removed
     #[argh(switch)]

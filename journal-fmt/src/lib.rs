@@ -30,10 +30,10 @@ pub struct Args {
     #[argh(switch)]
     pub audit: bool,
     /// format every run under ROOT/txn/, in txid order
-    #[argh(option)]
+    #[argh(option, from_str_fn(proto::cli::path))]
     pub root: Option<PathBuf>,
     /// journal files to format (instead of --root)
-    #[argh(positional)]
+    #[argh(positional, from_str_fn(proto::cli::path))]
     pub journals: Vec<PathBuf>,
 }
 
@@ -79,7 +79,7 @@ pub enum FmtError {
     #[error("{path} is a {what}, not a journal file")]
     NotAJournal { path: PathBuf, what: &'static str },
     #[error("{path} does not exist: not a platform root")]
-    NoTxn { path: PathBuf },
+    NoTxn { path: PathBuf, next: String },
     #[error("could not read {path}: {source}")]
     Read { path: PathBuf, source: io::Error },
     #[error("could not list {path}: {source}")]
@@ -115,10 +115,7 @@ impl ToErrorObject for FmtError {
         let obj = ErrorObject::new(self.kind(), self.to_string());
         match self {
             FmtError::Usage(_) => obj.next("dot-journal-fmt --help"),
-            FmtError::NoTxn { path } => obj.path(path).next(format!(
-                "dot-register init --root {}",
-                path.parent().unwrap_or(path).display()
-            )),
+            FmtError::NoTxn { path, next } => obj.path(path).next(next.clone()),
             FmtError::NoJournal { path }
             | FmtError::NotAJournal { path, .. }
             | FmtError::Read { path, .. }
@@ -348,13 +345,16 @@ pub fn read_file(path: &Path) -> Result<Formatted, FmtError> {
     })
 }
 
-/// Reads every run's journal under `root`'s `txn/`, in name order. A run without a readable
-/// journal file, and an entry that is not a run, are shown as UNRECOGNIZED with the reason.
+/// Reads every run's journal under `root`'s `txn/`, in name order. Every entry of `txn/` is
+/// listed: one that is not a run (a stray name, a file, a link, a directory without a readable
+/// journal file) is shown as UNRECOGNIZED with the reason, and the listing carries on, as
+/// `dot-discard` and `dot-launch recover` do. An entry that vanishes while it is read is left out.
 pub fn read_root(root: &Root) -> Result<Vec<Formatted>, FmtError> {
     let txn = root.txn();
     let entries = match std::fs::read_dir(&txn) {
         Ok(e) => e,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(FmtError::NoTxn { path: txn }),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(no_txn(root)),
+        Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => return Err(no_txn(root)),
         Err(source) => return Err(FmtError::ListTxn { path: txn, source }),
     };
     let mut names = Vec::new();
@@ -363,35 +363,71 @@ pub fn read_root(root: &Root) -> Result<Vec<Formatted>, FmtError> {
             path: txn.clone(),
             source,
         })?;
-        names.push(entry.file_name().to_string_lossy().into_owned());
+        names.push(entry.file_name());
     }
     names.sort();
     let mut out = Vec::with_capacity(names.len());
     for name in names {
-        let path = txn.join(&name).join(JOURNAL_FILE);
-        let unrecognized = |problem: String| Journal {
-            lines: Vec::new(),
-            torn_tail: None,
-            state: RunState::Unrecognized,
-            problem: Some(problem),
+        let shown = name.to_string_lossy().into_owned();
+        let txid = name.to_str().filter(|n| is_txid(n)).map(str::to_owned);
+        let dir = txn.join(&name);
+        let path = dir.join(JOURNAL_FILE);
+        let journal = match txid {
+            None => Some(unrecognized(format!("txn/{shown} is not a transaction id"))),
+            Some(_) => read_run(&dir, &path, &shown),
         };
-        let journal = if !is_txid(&name) {
-            unrecognized(format!("txn/{name} is not a transaction id"))
-        } else {
-            match read_journal(&path, true) {
-                Ok(Ok(bytes)) => classify(&bytes),
-                Ok(Err(what)) => unrecognized(format!("the journal is a {what}")),
-                Err(FmtError::NoJournal { .. }) => unrecognized("no journal".into()),
-                Err(e) => return Err(e),
-            }
-        };
-        out.push(Formatted {
-            path,
-            txid: is_txid(&name).then_some(name),
-            journal,
-        });
+        if let Some(journal) = journal {
+            out.push(Formatted {
+                path,
+                txid,
+                journal,
+            });
+        }
     }
     Ok(out)
+}
+
+/// `txn/` is missing: the command that makes the root, when `init` can make it at that path.
+fn no_txn(root: &Root) -> FmtError {
+    let dir = root.path();
+    let next = match std::fs::metadata(dir) {
+        Ok(m) if !m.is_dir() => "dot-register init --root DIR".to_owned(),
+        _ => format!("dot-register init --root {}", dir.display()),
+    };
+    FmtError::NoTxn {
+        path: root.txn(),
+        next,
+    }
+}
+
+fn unrecognized(problem: String) -> Journal {
+    Journal {
+        lines: Vec::new(),
+        torn_tail: None,
+        state: RunState::Unrecognized,
+        problem: Some(problem),
+    }
+}
+
+/// One run directory's journal, classified; `None` when the entry vanished meanwhile.
+fn read_run(dir: &Path, journal: &Path, shown: &str) -> Option<Journal> {
+    match std::fs::symlink_metadata(dir) {
+        Ok(m) if m.is_dir() => {}
+        Ok(m) => {
+            return Some(unrecognized(format!(
+                "txn/{shown} is a {}, not a run directory",
+                kind_of(&m)
+            )))
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return None,
+        Err(e) => return Some(unrecognized(format!("txn/{shown}: {e}"))),
+    }
+    Some(match read_journal(journal, true) {
+        Ok(Ok(bytes)) => classify(&bytes),
+        Ok(Err(what)) => unrecognized(format!("the journal is a {what}")),
+        Err(FmtError::NoJournal { .. }) => unrecognized("no journal".into()),
+        Err(e) => unrecognized(e.to_string()),
+    })
 }
 
 /// Reads a journal's bytes (at most one byte more than the classifier accepts, so an oversized
@@ -437,7 +473,11 @@ fn read_journal(path: &Path, no_follow: bool) -> Result<Result<Vec<u8>, &'static
 fn kind_of(meta: &std::fs::Metadata) -> &'static str {
     use std::os::unix::fs::FileTypeExt;
     let ft = meta.file_type();
-    if ft.is_dir() {
+    if ft.is_file() {
+        "regular file"
+    } else if ft.is_symlink() {
+        "symbolic link"
+    } else if ft.is_dir() {
         "directory"
     } else if ft.is_fifo() {
         "fifo"

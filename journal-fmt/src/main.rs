@@ -1,3 +1,3 @@
 fn main() -> proto::cli::Outcome {
-    proto::cli::main(std::env::args(), journal_fmt::run)
+    proto::cli::main(std::env::args_os(), journal_fmt::run)
 }

@@ -6,15 +6,16 @@ use crate::{LaunchError, Options};
 use argh::FromArgs;
 use proto::cli::Output;
 use proto::ExitCode;
+use std::ffi::OsString;
 use std::io::Read;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// Run a registered plugin with explicit consent, or recover interrupted runs.
 #[derive(FromArgs, Debug)]
 pub struct Args {
     /// the platform root
-    #[argh(option)]
+    #[argh(option, from_str_fn(proto::cli::path))]
     pub root: PathBuf,
     /// consent to run an `audit` entry (no OS boundary)
     #[argh(switch)]
@@ -26,18 +27,22 @@ pub struct Args {
     #[argh(option)]
     pub input: Vec<String>,
     /// a file input, KEY=PATH, copied into the stage's in/ (repeatable)
-    #[argh(option)]
-    pub input_file: Vec<String>,
+    #[argh(option, from_str_fn(proto::cli::os_string))]
+    pub input_file: Vec<OsString>,
     /// a request document whose string inputs are used (FILE, or - for stdin)
-    #[argh(option)]
-    pub request: Option<String>,
+    #[argh(option, from_str_fn(proto::cli::path))]
+    pub request: Option<PathBuf>,
     /// directory the outputs are committed into (default: the current directory)
-    #[argh(option, default = "PathBuf::from(\".\")")]
+    #[argh(
+        option,
+        default = "PathBuf::from(\".\")",
+        from_str_fn(proto::cli::path)
+    )]
     pub target: PathBuf,
     /// wall deadline in milliseconds (default 30000)
     #[argh(option, default = "30_000")]
     pub deadline_ms: u64,
-    /// stdout limit in bytes (default 1 MiB)
+    /// stdout limit in bytes (default 1 MiB, at most 1 GiB: stdout is held in memory)
     #[argh(option, default = "1 << 20")]
     pub max_stdout: usize,
     /// stderr limit in bytes; stderr is read and discarded (default 64 KiB)
@@ -69,6 +74,8 @@ pub const MAX_TASKS: u64 = 256;
 /// plus the inputs' own size; 8192 inodes plus one per input.
 pub const STAGE_BYTES: u64 = 2 * MAX_OUTPUT_BYTES;
 pub const STAGE_INODES: u64 = 8192;
+/// The largest `--max-stdout`: the plugin's stdout is held in memory until it is parsed.
+pub const MAX_STDOUT_LIMIT: usize = 1 << 30;
 
 pub fn run(args: Args) -> Result<Output, LaunchError> {
     if args.name == "recover" {
@@ -91,9 +98,15 @@ pub fn run(args: Args) -> Result<Output, LaunchError> {
             "--max-tasks must be at least 1 (the plugin itself)".into(),
         ));
     }
+    if args.max_stdout > MAX_STDOUT_LIMIT {
+        return Err(LaunchError::Usage(format!(
+            "--max-stdout {} is over the largest limit, {MAX_STDOUT_LIMIT} bytes (stdout is held in memory)",
+            args.max_stdout
+        )));
+    }
     let request = match args.request.as_deref() {
         None => None,
-        Some("-") => {
+        Some(p) if p == Path::new("-") => {
             let mut b = Vec::new();
             std::io::stdin()
                 .take((1 << 20) + 1)
@@ -101,7 +114,7 @@ pub fn run(args: Args) -> Result<Output, LaunchError> {
                 .map_err(|e| LaunchError::io("reading the request", "-", e))?;
             Some(RequestSource::Stdin(b))
         }
-        Some(p) => Some(RequestSource::File(PathBuf::from(p))),
+        Some(p) => Some(RequestSource::File(p.to_path_buf())),
     };
     let opts = Options {
         root: args.root,

@@ -83,8 +83,13 @@ fn validate(out_dir: &File, names: &[String], limits: &Limits) -> Result<Vec<Out
                 "output {name:?} is listed twice"
             )));
         }
-        let (file, meta) = sys::fs::open_regular_at(out_dir.as_fd(), Path::new(name))
-            .map_err(|e| CommitError::Invalid(format!("output out/{name} {e}")))?;
+        let (file, meta) =
+            sys::fs::open_regular_at(out_dir.as_fd(), Path::new(name)).map_err(|e| match e {
+                sys::fs::OpenError::Io(e) if out_of_descriptors(&e) => CommitError::Before(
+                    LaunchError::io("opening an output", format!("out/{name}"), e),
+                ),
+                e => CommitError::Invalid(format!("output out/{name} {e}")),
+            })?;
         if meta.nlink() != 1 {
             return Err(CommitError::Invalid(format!(
                 "output out/{name} has {} links",
@@ -107,6 +112,14 @@ fn validate(out_dir: &File, names: &[String], limits: &Limits) -> Result<Vec<Out
     Ok(outputs)
 }
 
+/// The launcher itself ran out of descriptors (or the system did): its failure, not the plugin's.
+fn out_of_descriptors(e: &std::io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(nix::libc::EMFILE | nix::libc::ENFILE)
+    )
+}
+
 /// Digest of what is at `target/name` now: `None` when absent; a conflict when it is not a regular file.
 fn old_digest(target: &Path, name: &str) -> Result<Option<Sha256>, CommitError> {
     let path = target.join(name);
@@ -123,8 +136,12 @@ fn old_digest(target: &Path, name: &str) -> Result<Option<Sha256>, CommitError> 
             sys::fs::file_kind(&m)
         ))),
         Ok(_) => {
-            let (f, _) = sys::fs::open_regular(&path)
-                .map_err(|e| CommitError::Conflict(format!("{}: {e}", path.display())))?;
+            let (f, _) = sys::fs::open_regular(&path).map_err(|e| match e {
+                sys::fs::OpenError::Io(e) if out_of_descriptors(&e) => {
+                    CommitError::Before(LaunchError::io("opening a target file", &path, e))
+                }
+                e => CommitError::Conflict(format!("{}: {e}", path.display())),
+            })?;
             let (d, _) = verify::digest::digest_file(&f).map_err(|e| {
                 CommitError::Before(LaunchError::io("hashing the target file", &path, e))
             })?;

@@ -376,7 +376,10 @@ impl Streams {
         if let Some(s) = self.stdout.as_mut() {
             let keep = &mut o.stdout;
             let open = read_some(s, &mut o.stdout_bytes, |b| {
-                let room = (limits.max_stdout + 1).saturating_sub(keep.len());
+                let room = limits
+                    .max_stdout
+                    .saturating_add(1)
+                    .saturating_sub(keep.len());
                 keep.extend_from_slice(&b[..b.len().min(room)]);
             });
             if !open {

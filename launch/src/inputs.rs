@@ -6,7 +6,9 @@ use crate::error::LaunchError;
 use proto::protocol::{Request, PROTOCOL_VERSION};
 use proto::{Entry, InputKind};
 use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
 use std::fs::File;
+use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
 /// Inputs as given on the command line.
@@ -14,8 +16,8 @@ use std::path::PathBuf;
 pub struct GivenInputs {
     /// `--input KEY=VALUE`.
     pub strings: Vec<String>,
-    /// `--input-file KEY=PATH`.
-    pub files: Vec<String>,
+    /// `--input-file KEY=PATH` (the path any bytes).
+    pub files: Vec<OsString>,
     /// `--request FILE|-`: the request's string inputs.
     pub request: Option<RequestSource>,
 }
@@ -56,6 +58,36 @@ fn split(arg: &str) -> Result<(String, String), LaunchError> {
             Err(syntax("the key holds a control or formatting character"))
         }
         Some((k, v)) => Ok((k.to_owned(), v.to_owned())),
+    }
+}
+
+/// `KEY=PATH` of `--input-file`: the key is text, the path any bytes.
+fn split_file(arg: &OsStr) -> Result<(String, PathBuf), LaunchError> {
+    let bytes = arg.as_bytes();
+    let shown = || arg.to_string_lossy().into_owned();
+    match bytes.iter().position(|&b| b == b'=') {
+        Some(i) if i > 0 => match std::str::from_utf8(&bytes[..i]) {
+            Ok(key) if crate::names::unsafe_char(key).is_some() => Err(LaunchError::InputSyntax {
+                arg: shown(),
+                why: "the key holds a control or formatting character",
+            }),
+            Ok(key) => Ok((
+                key.to_owned(),
+                PathBuf::from(OsStr::from_bytes(&bytes[i + 1..])),
+            )),
+            Err(_) => Err(LaunchError::Usage(format!(
+                "--input-file {:?}: the key is not valid UTF-8",
+                shown()
+            ))),
+        },
+        Some(_) => Err(LaunchError::InputSyntax {
+            arg: shown(),
+            why: "the key is empty",
+        }),
+        None => Err(LaunchError::InputSyntax {
+            arg: shown(),
+            why: "there is no =",
+        }),
     }
 }
 
@@ -140,7 +172,7 @@ pub fn check(given: &GivenInputs, entry: &Entry) -> Result<Inputs, LaunchError> 
     }
     let mut files = Vec::new();
     for arg in &given.files {
-        let (key, path) = split(arg)?;
+        let (key, path) = split_file(arg)?;
         let decl = entry
             .input(&key)
             .ok_or_else(|| LaunchError::InputUndeclared { key: key.clone() })?;
@@ -154,11 +186,15 @@ pub fn check(given: &GivenInputs, entry: &Entry) -> Result<Inputs, LaunchError> 
         if strings.contains_key(&key) || !seen.insert(key.clone()) {
             return Err(LaunchError::InputTwice { key });
         }
-        let path = PathBuf::from(path);
-        let (file, _) = sys::fs::open_regular(&path).map_err(|e| LaunchError::InputFileUnsafe {
-            key: key.clone(),
-            path: path.clone(),
-            why: e.to_string(),
+        let (file, _) = sys::fs::open_regular(&path).map_err(|e| match e {
+            sys::fs::OpenError::Io(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                LaunchError::Verify(verify::VerifyError::FileMissing { path: path.clone() })
+            }
+            e => LaunchError::InputFileUnsafe {
+                key: key.clone(),
+                path: path.clone(),
+                why: e.to_string(),
+            },
         })?;
         files.push(FileInput { key, path, file });
     }

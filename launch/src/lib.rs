@@ -376,7 +376,7 @@ pub fn launch(opts: &Options) -> Result<RunResult, LaunchError> {
             .then(|| String::from_utf8_lossy(&observed.stderr_tail).into_owned()),
         warnings: Vec::new(),
     };
-    if let Err(e) = judge(&observed, &mut result) {
+    if let Err(e) = judge(&observed, &mut result, opts.limits.deadline) {
         return Err(abandon(run, e));
     }
     let names = result
@@ -573,7 +573,11 @@ fn plugin_failure(mut result: RunResult, kind: &'static str, message: String) ->
 }
 
 /// Decides whether the plugin succeeded; fills `response`/`enforced` on the way.
-fn judge(o: &exec::Observed, result: &mut RunResult) -> Result<(), LaunchError> {
+fn judge(
+    o: &exec::Observed,
+    result: &mut RunResult,
+    deadline: std::time::Duration,
+) -> Result<(), LaunchError> {
     if result.containment == Containment::Process {
         let line = o.report.split(|&b| b == b'\n').next().unwrap_or_default();
         match serde_json::from_slice::<SandboxReport>(line) {
@@ -609,7 +613,8 @@ fn judge(o: &exec::Observed, result: &mut RunResult) -> Result<(), LaunchError> 
             r,
             "deadline",
             format!(
-                "the plugin ran past its deadline of {} ms",
+                "the plugin still ran at its deadline of {} ms (stopped after {} ms)",
+                deadline.as_millis(),
                 result.duration_ms
             ),
         ));

@@ -64,6 +64,14 @@ pub fn check(target: &Path, root: &Root) -> Result<PathBuf, LaunchError> {
     if !meta.is_dir() {
         return Err(invalid(&abs, "is not a directory".into()));
     }
+    // The PREPARED record names the target as text: a path that is not UTF-8 could not be
+    // recovered after an interruption.
+    if abs.to_str().is_none() {
+        return Err(invalid(
+            &abs,
+            "is not valid UTF-8, and the journal must name the target exactly".into(),
+        ));
+    }
     let parents = chain(&abs).map_err(|e| invalid(&abs, format!("walking its parents: {e}")))?;
     let inside = root_dirs(root);
     if parents.iter().any(|id| inside.contains(id)) {

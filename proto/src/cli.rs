@@ -4,10 +4,23 @@
 //!
 //! This is the one place in `proto` that writes anything: `Outcome::report` prints what the tool
 //! computed, when `main` returns.
+//!
+//! # Arguments that are not UTF-8
+//!
+//! argh parses `&str`, but a Unix argument is any bytes. [`main`] takes the arguments as `OsString`
+//! and hands argh a stand-in for each argument that is not UTF-8 (and for each that holds
+//! [`MARK`], U+FDD0, a Unicode noncharacter this module reserves): `MARK`, its position, `MARK`.
+//! A path field decodes its stand-in back to the original bytes with `from_str_fn(proto::cli::path)`
+//! (or [`os_string`]); every other field would take the stand-in as text, so after parsing, a
+//! stand-in that no path field decoded is a usage error naming the argument. A file path can
+//! therefore be any bytes, while a name, a key or an input value must be UTF-8.
 
 use crate::error::{ErrorObject, ExitCode, ToErrorObject};
 use serde::Serialize;
+use std::cell::RefCell;
+use std::ffi::OsString;
 use std::io::Write;
+use std::path::PathBuf;
 
 /// What a tool's `run` produced on success: the text for stdout and the exit code (0, or 4 for a
 /// report that says state was retained).
@@ -72,14 +85,15 @@ impl std::process::Termination for Outcome {
     }
 }
 
-/// Parses `argv` (program name first) into `A`, runs `run`, and turns the result into an `Outcome`.
-pub fn main<A, E, F>(argv: impl IntoIterator<Item = String>, run: F) -> Outcome
+/// Parses `argv` (program name first, as `std::env::args_os` gives it) into `A`, runs `run`, and
+/// turns the result into an `Outcome`.
+pub fn main<A, E, F>(argv: impl IntoIterator<Item = OsString>, run: F) -> Outcome
 where
     A: argh::FromArgs,
     E: ToErrorObject,
     F: FnOnce(A) -> Result<Output, E>,
 {
-    let argv: Vec<String> = argv.into_iter().collect();
+    let argv: Vec<OsString> = argv.into_iter().collect();
     let args = match parse::<A>(&argv) {
         Ok(a) => a,
         Err(Early::Help(text)) => {
@@ -120,16 +134,200 @@ pub enum Early {
     Usage(Box<ErrorObject>),
 }
 
-/// Parses `argv` (program name first) into `A`.
-pub fn parse<A: argh::FromArgs>(argv: &[String]) -> Result<A, Early> {
-    let name = argv.first().map(String::as_str).unwrap_or("dot");
-    let name = name.rsplit('/').next().unwrap_or(name);
-    let rest: Vec<&str> = argv.iter().skip(1).map(String::as_str).collect();
-    A::from_args(&[name], &rest).map_err(|e| match e.status {
-        Ok(()) => Early::Help(e.output),
-        Err(()) => Early::Usage(Box::new(
-            ErrorObject::new("usage", e.output.trim_end().to_owned())
-                .next(format!("{name} --help")),
-        )),
+/// The character that brackets a stand-in: U+FDD0, a noncharacter (never assigned, reserved by
+/// Unicode for a program's internal use).
+pub const MARK: char = '\u{FDD0}';
+
+/// The arguments that argh sees only as stand-ins, for the parse in progress on this thread.
+#[derive(Default)]
+struct StandIns {
+    raw: Vec<OsString>,
+    decoded: Vec<bool>,
+}
+
+thread_local! {
+    static STAND_INS: RefCell<StandIns> = RefCell::new(StandIns::default());
+}
+
+fn stand_in(index: usize) -> String {
+    format!("{MARK}{index}{MARK}")
+}
+
+/// The index a stand-in names, if `s` is one.
+fn stand_in_index(s: &str) -> Option<usize> {
+    s.strip_prefix(MARK)?.strip_suffix(MARK)?.parse().ok()
+}
+
+/// argh's `from_str_fn` for a path: the original bytes of the argument.
+pub fn path(s: &str) -> Result<PathBuf, String> {
+    os_string(s).map(PathBuf::from)
+}
+
+/// argh's `from_str_fn` for any-bytes text: the original bytes of the argument.
+pub fn os_string(s: &str) -> Result<OsString, String> {
+    let Some(index) = stand_in_index(s) else {
+        return Ok(OsString::from(s));
+    };
+    STAND_INS.with(|t| {
+        let mut t = t.borrow_mut();
+        let raw = t.raw.get(index).cloned();
+        if let Some(d) = t.decoded.get_mut(index) {
+            *d = true;
+        }
+        raw.ok_or_else(|| "not an argument of this command line".to_owned())
     })
+}
+
+/// Parses `argv` (program name first) into `A`.
+pub fn parse<A: argh::FromArgs>(argv: &[OsString]) -> Result<A, Early> {
+    let name = argv
+        .first()
+        .map(|a| a.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "dot".to_owned());
+    let name = name.rsplit('/').next().unwrap_or(&name).to_owned();
+    let mut raw = Vec::new();
+    let rest: Vec<String> = argv
+        .iter()
+        .skip(1)
+        .map(|a| match a.to_str() {
+            Some(s) if !s.contains(MARK) => s.to_owned(),
+            _ => {
+                raw.push(a.clone());
+                stand_in(raw.len() - 1)
+            }
+        })
+        .collect();
+    STAND_INS.with(|t| {
+        *t.borrow_mut() = StandIns {
+            decoded: vec![false; raw.len()],
+            raw,
+        }
+    });
+    let refs: Vec<&str> = rest.iter().map(String::as_str).collect();
+    let parsed = A::from_args(&[&name], &refs);
+    let t = STAND_INS.with(|t| std::mem::take(&mut *t.borrow_mut()));
+    let usage = |message: String| ErrorObject::new("usage", message).next(format!("{name} --help"));
+    let args = parsed.map_err(|e| match e.status {
+        Ok(()) => Early::Help(e.output),
+        Err(()) => Early::Usage(Box::new(usage(shown(e.output.trim_end(), &t.raw)))),
+    })?;
+    if let Some(index) = t.decoded.iter().position(|d| !d) {
+        let at = rest.iter().position(|r| *r == stand_in(index)).unwrap_or(0);
+        let arg = &t.raw[index];
+        let why = match arg.to_str() {
+            Some(_) => format!("holds U+FDD0, a noncharacter {name} does not accept"),
+            None => "is not valid UTF-8".to_owned(),
+        };
+        let mut obj = usage(format!(
+            "argument {} {:?} {why}; only a file path may be any bytes",
+            at + 1,
+            arg.to_string_lossy()
+        ))
+        .value(arg.to_string_lossy());
+        if let Some(option) = at.checked_sub(1).and_then(|i| rest.get(i)) {
+            if option.starts_with('-') {
+                obj = obj.field(option.trim_start_matches('-'));
+            }
+        }
+        return Err(Early::Usage(Box::new(obj)));
+    }
+    Ok(args)
+}
+
+/// argh's text with each stand-in shown as its argument (invalid bytes as U+FFFD).
+fn shown(text: &str, raw: &[OsString]) -> String {
+    let mut out = text.to_owned();
+    for (i, r) in raw.iter().enumerate() {
+        out = out.replace(&stand_in(i), &r.to_string_lossy());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+
+    /// A command with a path option, a repeated path, a text option and a positional name.
+    #[derive(argh::FromArgs, Debug)]
+    /// test
+    struct T {
+        /// a path
+        #[argh(option, from_str_fn(path))]
+        root: PathBuf,
+        /// more paths
+        #[argh(option, from_str_fn(path))]
+        file: Vec<PathBuf>,
+        /// text
+        #[argh(option)]
+        text: Option<String>,
+        /// a name
+        #[argh(positional)]
+        name: String,
+    }
+
+    fn argv(args: &[&[u8]]) -> Vec<OsString> {
+        std::iter::once(&b"/usr/bin/dot-test"[..])
+            .chain(args.iter().copied())
+            .map(|a| OsStr::from_bytes(a).to_owned())
+            .collect()
+    }
+
+    #[test]
+    fn paths_keep_their_bytes() {
+        let t: T = parse(&argv(&[
+            b"--root",
+            b"/tmp/r\xff",
+            b"--file",
+            b"a\xfe",
+            b"--file",
+            "b\u{FDD0}0\u{FDD0}".as_bytes(),
+            b"hello",
+        ]))
+        .expect("parses");
+        assert_eq!(t.root.as_os_str().as_bytes(), b"/tmp/r\xff");
+        assert_eq!(t.file[0].as_os_str().as_bytes(), b"a\xfe");
+        assert_eq!(
+            t.file[1].as_os_str().as_bytes(),
+            "b\u{FDD0}0\u{FDD0}".as_bytes()
+        );
+        assert_eq!((t.name.as_str(), t.text), ("hello", None));
+    }
+
+    #[test]
+    fn text_that_is_not_utf8_is_a_usage_error_naming_the_option() {
+        for (args, field) in [
+            (
+                &[&b"--root"[..], b"/r", b"--text", b"v\xff", b"n"][..],
+                Some("text"),
+            ),
+            (&[&b"--root"[..], b"/r", b"n\xff"][..], None),
+            (
+                &[&b"--root"[..], b"/r", "\u{FDD0}0\u{FDD0}".as_bytes()][..],
+                None,
+            ),
+        ] {
+            match parse::<T>(&argv(args)) {
+                Err(Early::Usage(obj)) => {
+                    assert_eq!(obj.error, "usage");
+                    assert_eq!(obj.field.as_deref(), field);
+                    assert_eq!(obj.next.as_deref(), Some("dot-test --help"));
+                    assert!(!obj.message.contains(MARK), "{}", obj.message);
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn argh_errors_show_the_argument_not_the_stand_in() {
+        match parse::<T>(&argv(&[b"--root", b"/r", b"n", b"x\xffy"])) {
+            Err(Early::Usage(obj)) => {
+                assert!(obj.message.contains("x\u{FFFD}y"), "{}", obj.message);
+                assert!(!obj.message.contains(MARK));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
 }

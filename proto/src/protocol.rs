@@ -45,14 +45,26 @@ pub struct Response {
 
 impl Response {
     /// Parses a plugin's whole stdout: exactly one JSON object, optionally followed by one newline.
+    /// Nothing else may come before or after it, not even whitespace.
     pub fn parse(stdout: &[u8], limit: usize) -> Result<Response, StrictError> {
         let body = stdout.strip_suffix(b"\n").unwrap_or(stdout);
+        let not_one_object = |line: usize, column: usize, what: &str| StrictError::Syntax {
+            line,
+            column,
+            message: format!("stdout must be exactly one JSON object{what}"),
+        };
         if body.first() != Some(&b'{') {
-            return Err(StrictError::Syntax {
-                line: 1,
-                column: 1,
-                message: "stdout must be exactly one JSON object".into(),
-            });
+            return Err(not_one_object(1, 1, ""));
+        }
+        if body.last() != Some(&b'}') {
+            // The parser allows trailing whitespace; the protocol allows one newline only.
+            let line = 1 + body.iter().filter(|&&b| b == b'\n').count();
+            let column = body.len() - body.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+            return Err(not_one_object(
+                line,
+                column,
+                ", followed by at most one newline",
+            ));
         }
         strict::from_slice(body, limit)
     }
@@ -79,6 +91,10 @@ mod tests {
             b"[]",
             b"",
             br#"{"protocol":"1.0","status":"fine"}"#,
+            b"{\"protocol\":\"1.0\",\"status\":\"ok\"}\n\n",
+            b"{\"protocol\":\"1.0\",\"status\":\"ok\"}\r\n",
+            b"{\"protocol\":\"1.0\",\"status\":\"ok\"} \n",
+            b"{\"protocol\":\"1.0\",\"status\":\"ok\"}\n \n",
         ] {
             assert!(
                 Response::parse(bad, 4096).is_err(),

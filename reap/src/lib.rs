@@ -18,13 +18,21 @@
 //! 4. a member is dead when it is a zombie (`Z`, or `X`) with no thread still running. While a
 //!    member lives: SIGKILL the group and each live member, pause (a sixteenth of
 //!    [`Options::interval`] at first, doubling up to it), sample again, at most
-//!    [`Options::max_samples`] samples in all. Success needs two clean samples in a
-//!    row (the second taken at once), so a process forked during one pass of `/proc` by a process
-//!    that then died is seen by the next pass;
-//! 5. only then wait for the leader (until here its pid, which is the pgid, stays reserved), then
+//!    [`Options::max_samples`] samples. Success needs two clean samples in a row (the second
+//!    taken at once), so a process forked during one pass of `/proc` by a process that then died
+//!    is seen by the next pass. A signal a live member cannot be sent (`EPERM`: it belongs to
+//!    someone the caller may not signal) ends the loop at once: that member would never die;
+//! 5. when those samples are spent, the wait goes on only if the kernel shows every member still
+//!    alive already on its way out: each of its threads has `PF_EXITING` in the flags of
+//!    `/proc/PID/task/TID/stat` (a killed process keeps running, in the kernel, while its memory
+//!    is torn down, which for gigabytes takes hundreds of milliseconds: see `man/dot-reap.1`).
+//!    Then it samples every [`Options::exiting_interval`], at most
+//!    [`Options::exiting_samples`] more times, as long as that stays true;
+//! 6. only then wait for the leader (until here its pid, which is the pgid, stays reserved), then
 //!    reap the dead members that are the caller's own children (orphans a subreaper inherited).
 //!
-//! Running out of samples is [`ReapError::Survivors`], never success.
+//! Running out of samples, or a live member that is not exiting when the first budget is spent,
+//! is [`ReapError::Survivors`], never success.
 #![forbid(unsafe_code)]
 
 use nix::errno::Errno;
@@ -39,12 +47,23 @@ use std::io::{self, Read};
 use std::process::Child;
 use std::time::Duration;
 
-/// How many samples [`Options::default`] allows: at [`DEFAULT_INTERVAL`] about 5 s. A killed
-/// process is not a zombie until the kernel has torn down its memory, which for a few GiB takes a
-/// few hundred milliseconds here; a budget of 100 ms called such a process a survivor.
-pub const DEFAULT_MAX_SAMPLES: u32 = 2_500;
-/// The pause between two samples in [`Options::default`].
+/// How many samples [`Options::default`] takes while a member lives: with the pauses of
+/// [`DEFAULT_INTERVAL`], about 100 ms. A killed process that is not stuck is gone within
+/// microseconds, unless it is still tearing down its memory (the longer budget below).
+pub const DEFAULT_MAX_SAMPLES: u32 = 50;
+/// The longest pause between two samples in [`Options::default`].
 pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(2);
+/// How many more samples [`Options::default`] takes while every live member is exiting: with
+/// [`DEFAULT_EXITING_INTERVAL`], about 10 s. Measured here, a killed process holding 16 GiB took
+/// up to 2.6 s to become a zombie (80 to 410 ms per GiB); 10 s covers more memory than this
+/// machine has at the slowest rate seen.
+pub const DEFAULT_EXITING_SAMPLES: u32 = 1_000;
+/// The pause between two samples while every live member is exiting.
+pub const DEFAULT_EXITING_INTERVAL: Duration = Duration::from_millis(10);
+
+/// `PF_EXITING` in the flags field of `/proc/PID/stat`: the task is in `do_exit` and will not
+/// return to user space (include/linux/sched.h).
+pub const PF_EXITING: u32 = 0x4;
 
 /// What a termination did. Printed by `dot-reap`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -73,12 +92,18 @@ pub enum Outcome {
 /// How hard to look.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Options {
-    /// The most `/proc` samples taken before giving up.
+    /// The most `/proc` samples taken while a member lives, before giving up unless every live
+    /// member is exiting.
     pub max_samples: u32,
     /// The longest pause before a sample that follows one that found a live member. The first
     /// such pause is a sixteenth of it, and each further one doubles up to it: a killed process
     /// is usually gone within microseconds, so most groups are confirmed after a short pause.
     pub interval: Duration,
+    /// The most further samples taken while every live member is exiting (each of its threads
+    /// shows `PF_EXITING`).
+    pub exiting_samples: u32,
+    /// The pause before each of those samples.
+    pub exiting_interval: Duration,
     /// Also count as members all descendants of this pid (the caller's own pid when it is a child
     /// subreaper), so children that left the group with `setsid()` are killed too.
     pub descendants_of: Option<i32>,
@@ -89,6 +114,8 @@ impl Default for Options {
         Options {
             max_samples: DEFAULT_MAX_SAMPLES,
             interval: DEFAULT_INTERVAL,
+            exiting_samples: DEFAULT_EXITING_SAMPLES,
+            exiting_interval: DEFAULT_EXITING_INTERVAL,
             descendants_of: None,
         }
     }
@@ -103,6 +130,12 @@ pub enum ReapError {
     BadLeader { pid: i32, why: &'static str },
     #[error("could not signal process group {pgid}: {source}")]
     SignalGroup { pgid: i32, source: io::Error },
+    #[error("could not signal process {pid} of group {pgid}: {source}")]
+    SignalMember {
+        pgid: i32,
+        pid: i32,
+        source: io::Error,
+    },
     #[error("could not sample processes from {path}: {source}")]
     Sample { path: String, source: io::Error },
     #[error(
@@ -124,6 +157,7 @@ impl ToErrorObject for ReapError {
             ReapError::BadLeader { .. } => "bad-leader",
             ReapError::Survivors { .. } => "reap-survivors",
             ReapError::SignalGroup { .. }
+            | ReapError::SignalMember { .. }
             | ReapError::Sample { .. }
             | ReapError::WaitLeader { .. } => "io",
         }
@@ -142,6 +176,7 @@ impl ToErrorObject for ReapError {
             ReapError::BadPgid { pgid, .. } => obj.field("pgid").value(pgid.to_string()),
             ReapError::BadLeader { pid, .. } => obj.field("leader").value(pid.to_string()),
             ReapError::SignalGroup { pgid, .. } => obj.field("pgid").value(pgid.to_string()),
+            ReapError::SignalMember { pid, .. } => obj.field("pid").value(pid.to_string()),
             ReapError::Sample { path, .. } => obj.path(path),
             ReapError::Survivors {
                 pgid, survivors, ..
@@ -162,6 +197,8 @@ pub struct ProcStat {
     pub state: u8,
     pub ppid: i32,
     pub pgrp: i32,
+    /// The task flags (`PF_*`).
+    pub flags: u32,
     /// Threads not yet released: a zombie group leader whose other threads still run shows `Z`
     /// with more than one.
     pub threads: u32,
@@ -177,14 +214,16 @@ impl ProcStat {
         let state = *fields.next()?.as_bytes().first()?;
         let ppid = fields.next()?.parse().ok()?;
         let pgrp = fields.next()?.parse().ok()?;
-        // session tty_nr tpgid flags minflt cminflt majflt cmajflt utime stime cutime cstime
-        // priority nice, then num_threads.
-        let threads = fields.nth(14)?.parse().ok()?;
+        // session tty_nr tpgid, then flags.
+        let flags = fields.nth(3)?.parse().ok()?;
+        // minflt cminflt majflt cmajflt utime stime cutime cstime priority nice, then num_threads.
+        let threads = fields.nth(10)?.parse().ok()?;
         Some(ProcStat {
             pid,
             state,
             ppid,
             pgrp,
+            flags,
             threads,
         })
     }
@@ -192,6 +231,11 @@ impl ProcStat {
     /// Dead: a zombie with no thread left running.
     pub fn is_dead(&self) -> bool {
         matches!(self.state, b'Z' | b'X' | b'x') && self.threads <= 1
+    }
+
+    /// This task is in the kernel's exit path (`PF_EXITING`), or already a zombie.
+    pub fn is_exiting(&self) -> bool {
+        self.flags & PF_EXITING != 0 || matches!(self.state, b'Z' | b'X' | b'x')
     }
 }
 
@@ -209,19 +253,32 @@ pub fn reap_group(
         })?),
         None => None,
     };
-    let (report, last) = terminate(&mut ProcFs::default(), pgid, leader_pid, opts)?;
-    if let (Some(child), Some(pid)) = (leader, leader_pid) {
-        child
-            .wait()
-            .map_err(|source| ReapError::WaitLeader { pid, source })?;
+    let mut sys = ProcFs {
+        leader,
+        ..ProcFs::default()
+    };
+    terminate_and_reap(&mut sys, pgid, leader_pid, opts)
+}
+
+/// Terminates the group, then waits for the leader and reaps our own dead members.
+fn terminate_and_reap(
+    sys: &mut impl System,
+    pgid: i32,
+    leader: Option<i32>,
+    opts: &Options,
+) -> Result<ReapReport, ReapError> {
+    let (report, last) = terminate(sys, pgid, leader, opts)?;
+    // The leader last: only now may its pid, the group's id, be reused.
+    if let Some(pid) = leader {
+        sys.wait_leader(pid)?;
     }
     let me = own_pid();
     for p in last
         .iter()
-        .filter(|p| p.ppid == me && Some(p.pid) != leader_pid)
+        .filter(|p| p.ppid == me && Some(p.pid) != leader)
     {
         // Only members we saw dead and whose parent we are: never another child of ours.
-        let _ = waitpid(Pid::from_raw(p.pid), Some(WaitPidFlag::WNOHANG));
+        sys.reap_dead_child(p.pid);
     }
     Ok(report)
 }
@@ -246,11 +303,18 @@ trait System {
     fn scan_descendants(&mut self, root: i32, out: &mut Vec<ProcStat>) -> Result<bool, ReapError>;
     /// The caller is a child subreaper.
     fn is_subreaper(&mut self) -> bool;
+    /// Every thread of this live member is exiting (or the member is gone).
+    fn exiting(&mut self, member: &ProcStat) -> Result<bool, ReapError>;
     /// SIGKILL to the group: `Ok(true)` delivered, `Ok(false)` no such group.
     fn kill_group(&mut self, pgid: i32) -> Result<bool, ReapError>;
-    /// SIGKILL to one process: delivered or not.
-    fn kill_one(&mut self, pid: i32) -> bool;
+    /// SIGKILL to one process: `Ok(true)` delivered, `Ok(false)` no such process, an error when
+    /// the kernel refused it (`EPERM`).
+    fn kill_one(&mut self, pid: i32) -> io::Result<bool>;
     fn pause(&mut self, d: Duration);
+    /// Waits for the group leader, our child.
+    fn wait_leader(&mut self, pid: i32) -> Result<(), ReapError>;
+    /// Reaps a dead member that is our child, if it still is one.
+    fn reap_dead_child(&mut self, pid: i32);
 }
 
 fn own_pid() -> i32 {
@@ -299,23 +363,45 @@ fn terminate(
     let mut signals = 0u32;
     let mut samples = 0u32;
     let mut procs = Vec::new();
-    let mut live: Vec<i32> = Vec::new();
+    let mut live: Vec<ProcStat> = Vec::new();
     let mut clean_before = false;
+    let mut extending = false;
     let mut pause = opts.interval / 16;
     // The caller's own descendants are all the run has when the caller is a subreaper.
     let walk = opts.descendants_of == Some(me) && sys.is_subreaper();
     loop {
         if samples >= opts.max_samples {
-            return Err(ReapError::Survivors {
-                pgid,
-                samples,
-                survivors: live,
-            });
+            // The budget for live members is spent: wait on only for members the kernel shows
+            // on their way out, and only so long (once that wait began, a last sample that
+            // finds none left alive confirms the first clean one).
+            let extra = samples - opts.max_samples;
+            let wait_on = extra < opts.exiting_samples
+                && match live.is_empty() {
+                    true => extending,
+                    false => all_exiting(sys, &live)?,
+                };
+            if !wait_on {
+                return Err(ReapError::Survivors {
+                    pgid,
+                    samples,
+                    survivors: live.iter().map(|p| p.pid).collect(),
+                });
+            }
+            extending = true;
+            pause = opts.exiting_interval;
         }
         // Before every sample: the group, and each member the previous sample found alive.
-        for &pid in &live {
-            if pid > 1 && pid != me && sys.kill_one(pid) {
-                signals += 1;
+        for p in live.iter().filter(|p| p.pid > 1 && p.pid != me) {
+            match sys.kill_one(p.pid) {
+                Ok(true) => signals += 1,
+                Ok(false) => {}
+                Err(source) => {
+                    return Err(ReapError::SignalMember {
+                        pgid,
+                        pid: p.pid,
+                        source,
+                    })
+                }
             }
         }
         if sys.kill_group(pgid)? {
@@ -323,7 +409,9 @@ fn terminate(
         }
         if !live.is_empty() {
             sys.pause(pause);
-            pause = (pause * 2).min(opts.interval);
+            if samples < opts.max_samples {
+                pause = (pause * 2).min(opts.interval);
+            }
         }
         samples += 1;
         let (members, complete) = if walk {
@@ -333,11 +421,7 @@ fn terminate(
             sys.scan(&mut procs)?;
             (members(&procs, pgid, leader, opts.descendants_of, me), true)
         };
-        live = members
-            .iter()
-            .filter(|p| !p.is_dead())
-            .map(|p| p.pid)
-            .collect();
+        live = members.iter().filter(|p| !p.is_dead()).copied().collect();
         if !live.is_empty() || !complete {
             clean_before = false;
         } else if clean_before {
@@ -358,6 +442,16 @@ fn terminate(
             clean_before = true;
         }
     }
+}
+
+/// Every live member is exiting: none of them can ever run user code again.
+fn all_exiting(sys: &mut impl System, live: &[ProcStat]) -> Result<bool, ReapError> {
+    for p in live {
+        if !sys.exiting(p)? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 /// The processes of one sample that belong to the group: same pgrp, the leader, or (with `root`)
@@ -414,10 +508,12 @@ fn descendants(procs: &[ProcStat], root: i32) -> Vec<bool> {
     memo.into_iter().map(|v| v.unwrap_or(false)).collect()
 }
 
-/// The real system: `/proc` and `kill(2)`.
+/// The real system: `/proc`, `kill(2)` and `waitpid(2)`.
 #[derive(Debug, Default)]
-struct ProcFs {
+struct ProcFs<'a> {
     path: String,
+    /// The group leader, our child, when the caller is its parent.
+    leader: Option<&'a mut Child>,
 }
 
 const PROC: &str = "/proc";
@@ -431,12 +527,21 @@ fn sample_err(path: &str, source: io::Error) -> ReapError {
     }
 }
 
-impl ProcFs {
+impl ProcFs<'_> {
     /// `/proc/PID/stat`, or `None` if the process is gone.
     fn stat(&mut self, pid: i32, buf: &mut [u8; STAT_MAX]) -> Result<Option<ProcStat>, ReapError> {
         use std::fmt::Write as _;
         self.path.clear();
         let _ = write!(self.path, "{PROC}/{pid}/stat");
+        self.read_stat(pid, buf)
+    }
+
+    /// Reads and parses the stat file at `self.path`: `None` if it is gone.
+    fn read_stat(
+        &mut self,
+        pid: i32,
+        buf: &mut [u8; STAT_MAX],
+    ) -> Result<Option<ProcStat>, ReapError> {
         // open + one read + close: the kernel produces the whole line on the first read.
         let n = match std::fs::File::open(&self.path).and_then(|mut f| f.read(buf)) {
             Ok(n) => n,
@@ -456,7 +561,7 @@ impl ProcFs {
     }
 }
 
-impl System for ProcFs {
+impl System for ProcFs<'_> {
     fn scan(&mut self, out: &mut Vec<ProcStat>) -> Result<(), ReapError> {
         out.clear();
         let dir = std::fs::read_dir(PROC).map_err(|e| sample_err(PROC, e))?;
@@ -537,6 +642,39 @@ impl System for ProcFs {
         nix::sys::prctl::get_child_subreaper().unwrap_or(false)
     }
 
+    fn exiting(&mut self, member: &ProcStat) -> Result<bool, ReapError> {
+        use std::fmt::Write as _;
+        if member.threads <= 1 {
+            return Ok(member.is_exiting());
+        }
+        // Each thread has its own flags: a zombie leader's other threads may still run.
+        let task_dir = format!("{PROC}/{}/task", member.pid);
+        let tasks = match std::fs::read_dir(&task_dir) {
+            Ok(t) => t,
+            Err(e) if gone(&e) => return Ok(true),
+            Err(e) => return Err(sample_err(&task_dir, e)),
+        };
+        let mut buf = [0u8; STAT_MAX];
+        for task in tasks {
+            let task = task.map_err(|e| sample_err(&task_dir, e))?;
+            let Some(tid) = task
+                .file_name()
+                .to_str()
+                .and_then(|t| t.parse::<i32>().ok())
+            else {
+                continue;
+            };
+            self.path.clear();
+            let _ = write!(self.path, "{task_dir}/{tid}/stat");
+            if let Some(t) = self.read_stat(tid, &mut buf)? {
+                if !t.is_exiting() {
+                    return Ok(false);
+                }
+            }
+        }
+        Ok(true)
+    }
+
     fn kill_group(&mut self, pgid: i32) -> Result<bool, ReapError> {
         match killpg(Pid::from_raw(pgid), Signal::SIGKILL) {
             Ok(()) => Ok(true),
@@ -548,12 +686,30 @@ impl System for ProcFs {
         }
     }
 
-    fn kill_one(&mut self, pid: i32) -> bool {
-        kill(Pid::from_raw(pid), Signal::SIGKILL).is_ok()
+    fn kill_one(&mut self, pid: i32) -> io::Result<bool> {
+        match kill(Pid::from_raw(pid), Signal::SIGKILL) {
+            Ok(()) => Ok(true),
+            Err(Errno::ESRCH) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
     }
 
     fn pause(&mut self, d: Duration) {
         std::thread::sleep(d);
+    }
+
+    fn wait_leader(&mut self, pid: i32) -> Result<(), ReapError> {
+        match self.leader.as_mut() {
+            Some(child) => child
+                .wait()
+                .map(drop)
+                .map_err(|source| ReapError::WaitLeader { pid, source }),
+            None => Ok(()),
+        }
+    }
+
+    fn reap_dead_child(&mut self, pid: i32) {
+        let _ = waitpid(Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG));
     }
 }
 
@@ -591,19 +747,29 @@ mod tests {
             state,
             ppid,
             pgrp,
+            flags: 0,
             threads: 1,
+        }
+    }
+
+    /// A live process the kernel shows exiting.
+    fn exiting(pid: i32, pgrp: i32) -> ProcStat {
+        ProcStat {
+            flags: PF_EXITING,
+            ..p(pid, b'R', 1, pgrp)
         }
     }
 
     #[test]
     fn parses_after_the_last_paren() {
         let line =
-            b"4242 (a) b) S (c) Z 7 4242 4242 0 -1 4194560 99 0 0 0 0 0 0 0 20 0 3 0 1 2 3\n";
+            b"4242 (a) b) S (c) Z 7 4242 4242 0 -1 4227148 99 0 0 0 0 0 0 0 20 0 3 0 1 2 3\n";
         let s = ProcStat::parse(4242, line).expect("parses");
         assert_eq!(
-            (s.state, s.ppid, s.pgrp, s.threads, s.is_dead()),
-            (b'Z', 7, 4242, 3, false)
+            (s.state, s.ppid, s.pgrp, s.flags, s.threads, s.is_dead()),
+            (b'Z', 7, 4242, 0x40_804c, 3, false)
         );
+        assert!(s.is_exiting());
         assert_eq!(ProcStat::parse(1, b"1 (x S 0 1"), None);
         assert_eq!(ProcStat::parse(1, b"1 (x) S 0"), None);
     }
@@ -642,6 +808,16 @@ mod tests {
         assert_eq!(members(&procs, 7, Some(300), None, 1).len(), 1);
     }
 
+    /// What the scripted system was asked to do, in order.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    enum Event {
+        Scan,
+        KillGroup,
+        KillOne(i32),
+        WaitLeader(i32),
+        ReapChild(i32),
+    }
+
     /// A system whose samples are scripted.
     struct Script {
         samples: Vec<Vec<ProcStat>>,
@@ -651,10 +827,24 @@ mod tests {
         subreaper: bool,
         /// Samples whose descendant pass reports a vanished process.
         incomplete: Vec<usize>,
+        events: Vec<Event>,
+        /// The sample at which `scan` fails, with this errno.
+        scan_fails: Option<(usize, i32)>,
+        /// `kill_one` of these pids returns EPERM.
+        not_ours: Vec<i32>,
+        /// `kill_group` returns this errno.
+        group_errno: Option<i32>,
     }
 
     impl System for Script {
         fn scan(&mut self, out: &mut Vec<ProcStat>) -> Result<(), ReapError> {
+            self.events.push(Event::Scan);
+            if let Some((at, errno)) = self.scan_fails.filter(|(at, _)| *at == self.at) {
+                return Err(sample_err(
+                    &format!("{PROC}/{at}/stat"),
+                    io::Error::from_raw_os_error(errno),
+                ));
+            }
             let i = self.at.min(self.samples.len() - 1);
             self.at += 1;
             *out = self.samples[i].clone();
@@ -668,16 +858,41 @@ mod tests {
         fn is_subreaper(&mut self) -> bool {
             self.subreaper
         }
-        fn kill_group(&mut self, _: i32) -> Result<bool, ReapError> {
-            Ok(true)
+        fn exiting(&mut self, member: &ProcStat) -> Result<bool, ReapError> {
+            Ok(member.is_exiting())
         }
-        fn kill_one(&mut self, pid: i32) -> bool {
+        fn kill_group(&mut self, pgid: i32) -> Result<bool, ReapError> {
+            self.events.push(Event::KillGroup);
+            match self.group_errno {
+                Some(errno) => Err(ReapError::SignalGroup {
+                    pgid,
+                    source: io::Error::from_raw_os_error(errno),
+                }),
+                None => Ok(true),
+            }
+        }
+        fn kill_one(&mut self, pid: i32) -> io::Result<bool> {
+            self.events.push(Event::KillOne(pid));
+            if self.not_ours.contains(&pid) {
+                return Err(io::Error::from_raw_os_error(libc_eperm()));
+            }
             self.killed.push(pid);
-            true
+            Ok(true)
         }
         fn pause(&mut self, d: Duration) {
             self.pauses.push(d);
         }
+        fn wait_leader(&mut self, pid: i32) -> Result<(), ReapError> {
+            self.events.push(Event::WaitLeader(pid));
+            Ok(())
+        }
+        fn reap_dead_child(&mut self, pid: i32) {
+            self.events.push(Event::ReapChild(pid));
+        }
+    }
+
+    fn libc_eperm() -> i32 {
+        Errno::EPERM as i32
     }
 
     fn script(samples: Vec<Vec<ProcStat>>) -> Script {
@@ -688,6 +903,10 @@ mod tests {
             pauses: Vec::new(),
             subreaper: false,
             incomplete: Vec::new(),
+            events: Vec::new(),
+            scan_fails: None,
+            not_ours: Vec::new(),
+            group_errno: None,
         }
     }
 
@@ -701,12 +920,134 @@ mod tests {
             } => assert_eq!((samples, survivors), (DEFAULT_MAX_SAMPLES, vec![51])),
             other => panic!("{other}"),
         }
+        // A live member that is not exiting gets 50 samples, not one more.
+        assert_eq!(DEFAULT_MAX_SAMPLES, 50);
         assert_eq!(sys.killed.len() as u32, DEFAULT_MAX_SAMPLES - 1);
         assert_eq!(sys.pauses.len() as u32, DEFAULT_MAX_SAMPLES - 1);
         // Short pauses first, doubling up to the interval, never beyond.
         let i = DEFAULT_INTERVAL;
         assert_eq!(sys.pauses[..6], [i / 16, i / 8, i / 4, i / 2, i, i]);
         assert!(sys.pauses.iter().all(|d| *d <= i));
+    }
+
+    #[test]
+    fn an_exiting_member_gets_the_longer_wait_and_then_counts_as_dead() {
+        // 51 is tearing down its memory for 60 samples, then a zombie.
+        let mut samples = vec![vec![p(50, b'Z', 1, 50), exiting(51, 50)]; 60];
+        samples.push(vec![p(50, b'Z', 1, 50), p(51, b'Z', 1, 50)]);
+        let mut sys = script(samples);
+        let (report, _) = terminate(&mut sys, 50, None, &Options::default()).expect("dies");
+        assert_eq!((report.samples, report.outcome), (62, Outcome::AllZombie));
+        // The pauses past the first budget are the exiting interval.
+        let past: Vec<Duration> = sys.pauses[DEFAULT_MAX_SAMPLES as usize..].to_vec();
+        assert_eq!(past, vec![DEFAULT_EXITING_INTERVAL; 10]);
+    }
+
+    #[test]
+    fn the_longer_wait_is_bounded_and_a_timeout_is_never_success() {
+        let mut sys = script(vec![vec![exiting(51, 50)]]);
+        let opts = Options::default();
+        match terminate(&mut sys, 50, None, &opts) {
+            Err(ReapError::Survivors {
+                samples, survivors, ..
+            }) => {
+                assert_eq!(samples, opts.max_samples + opts.exiting_samples);
+                assert_eq!(survivors, vec![51]);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_member_that_stops_exiting_ends_the_longer_wait() {
+        // Exiting at the end of the first budget, then a member that is not (a new process, or
+        // a thread still running user code) is seen: no further sample.
+        let mut samples = vec![vec![exiting(51, 50)]; 55];
+        samples.push(vec![exiting(51, 50), p(52, b'S', 1, 50)]);
+        let mut sys = script(samples);
+        match terminate(&mut sys, 50, None, &Options::default()) {
+            Err(ReapError::Survivors {
+                samples, survivors, ..
+            }) => assert_eq!((samples, survivors), (56, vec![51, 52])),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_leader_is_waited_for_after_the_last_group_signal() {
+        let me = own_pid();
+        let mut sys = script(vec![
+            vec![p(50, b'S', 1, 50), p(51, b'S', 50, 50)],
+            vec![p(50, b'Z', 1, 50), p(51, b'Z', me, 50)],
+        ]);
+        let report = terminate_and_reap(&mut sys, 50, Some(50), &Options::default()).expect("ok");
+        assert_eq!(report.outcome, Outcome::AllZombie);
+        let wait = sys
+            .events
+            .iter()
+            .position(|e| *e == Event::WaitLeader(50))
+            .expect("the leader is waited for");
+        let last_signal = sys
+            .events
+            .iter()
+            .rposition(|e| matches!(e, Event::KillGroup | Event::KillOne(_)))
+            .expect("signals");
+        let last_scan = sys.events.iter().rposition(|e| *e == Event::Scan);
+        assert!(
+            last_signal < wait && last_scan < Some(wait),
+            "{:?}",
+            sys.events
+        );
+        // After the leader: only our own dead member is reaped, and nothing is signalled.
+        assert_eq!(sys.events[wait + 1..], [Event::ReapChild(51)]);
+    }
+
+    #[test]
+    fn a_failed_proc_query_is_an_io_error_and_nothing_is_waited_for() {
+        let mut sys = script(vec![vec![p(50, b'S', 1, 50)]]);
+        sys.scan_fails = Some((1, Errno::EACCES as i32));
+        let err = terminate_and_reap(&mut sys, 50, Some(50), &Options::default())
+            .expect_err("the query failed");
+        assert!(matches!(err, ReapError::Sample { .. }), "{err}");
+        assert_eq!((err.kind(), err.exit_code()), ("io", ExitCode::System));
+        assert_eq!(err.to_error_object().path.as_deref(), Some("/proc/1/stat"));
+        assert!(!sys.events.iter().any(|e| matches!(e, Event::WaitLeader(_))));
+    }
+
+    #[test]
+    fn a_kill_refused_with_eperm_stops_at_once() {
+        // 51 belongs to someone we may not signal: it would never die.
+        let mut sys = script(vec![vec![p(50, b'Z', 1, 50), p(51, b'S', 1, 50)]]);
+        sys.not_ours = vec![51];
+        let err =
+            terminate_and_reap(&mut sys, 50, Some(50), &Options::default()).expect_err("refused");
+        match &err {
+            ReapError::SignalMember { pid, source, .. } => {
+                assert_eq!(
+                    (*pid, source.raw_os_error()),
+                    (51, Some(Errno::EPERM as i32))
+                )
+            }
+            other => panic!("{other}"),
+        }
+        assert_eq!((err.kind(), err.exit_code()), ("io", ExitCode::System));
+        let obj = err.to_error_object();
+        assert_eq!(
+            (obj.field.as_deref(), obj.value.as_deref()),
+            (Some("pid"), Some("51"))
+        );
+        // One sample found it alive; the refusal came before a second.
+        assert_eq!(sys.at, 1);
+        assert!(!sys.events.iter().any(|e| matches!(e, Event::WaitLeader(_))));
+        // A group signal refused outright is an error too.
+        let mut sys = script(vec![vec![]]);
+        sys.group_errno = Some(Errno::EPERM as i32);
+        let err = terminate(&mut sys, 50, None, &Options::default()).expect_err("refused");
+        assert!(
+            matches!(err, ReapError::SignalGroup { pgid: 50, .. }),
+            "{err}"
+        );
+        assert_eq!(sys.at, 0, "nothing sampled");
     }
 
     #[test]

@@ -32,7 +32,7 @@ pub enum Command {
 #[argh(subcommand, name = "init")]
 pub struct InitArgs {
     /// the root directory (its parent must exist)
-    #[argh(option)]
+    #[argh(option, from_str_fn(proto::cli::path))]
     pub root: PathBuf,
     /// make a development root (writes the DEV marker); an existing non-development root is
     /// refused, never upgraded
@@ -62,13 +62,13 @@ pub enum PublisherCommand {
 #[argh(subcommand, name = "add")]
 pub struct PublisherAddArgs {
     /// the platform root
-    #[argh(option)]
+    #[argh(option, from_str_fn(proto::cli::path))]
     pub root: PathBuf,
     /// the publisher id (a name: [a-z0-9][a-z0-9._-]{0,63})
     #[argh(option)]
     pub id: String,
     /// the public key file, as `minisign -G` writes it
-    #[argh(option)]
+    #[argh(option, from_str_fn(proto::cli::path))]
     pub pubkey: PathBuf,
     /// unix seconds: signatures timestamped earlier are not accepted from this key
     #[argh(option)]
@@ -84,17 +84,17 @@ pub struct PublisherAddArgs {
 #[argh(subcommand, name = "rotate")]
 pub struct PublisherRotateArgs {
     /// the platform root
-    #[argh(option)]
+    #[argh(option, from_str_fn(proto::cli::path))]
     pub root: PathBuf,
     /// the publisher id
     #[argh(option)]
     pub id: String,
     /// the new public key file, as `minisign -G` writes it
-    #[argh(option)]
+    #[argh(option, from_str_fn(proto::cli::path))]
     pub pubkey: PathBuf,
     /// the transition statement's signature FILE.minisig (the statement is FILE); a path not
     /// ending in .minisig names the statement, its signature beside it
-    #[argh(option)]
+    #[argh(option, from_str_fn(proto::cli::path))]
     pub transition: Option<PathBuf>,
     /// accept the new key without a transition statement: the root owner's decision, recorded
     #[argh(switch)]
@@ -112,7 +112,7 @@ pub struct PublisherRotateArgs {
 #[argh(subcommand, name = "revoke")]
 pub struct PublisherRevokeArgs {
     /// the platform root
-    #[argh(option)]
+    #[argh(option, from_str_fn(proto::cli::path))]
     pub root: PathBuf,
     /// the publisher id
     #[argh(option)]
@@ -130,7 +130,7 @@ pub struct PublisherRevokeArgs {
 #[argh(subcommand, name = "list")]
 pub struct PublisherListArgs {
     /// the platform root
-    #[argh(option)]
+    #[argh(option, from_str_fn(proto::cli::path))]
     pub root: PathBuf,
 }
 
@@ -141,16 +141,16 @@ pub struct PublisherListArgs {
 #[argh(subcommand, name = "add")]
 pub struct AddArgs {
     /// the platform root
-    #[argh(option)]
+    #[argh(option, from_str_fn(proto::cli::path))]
     pub root: PathBuf,
     /// the entry file (JSON), exactly as signed
-    #[argh(option)]
+    #[argh(option, from_str_fn(proto::cli::path))]
     pub entry: PathBuf,
     /// the entry's minisign signature (ENTRY.minisig)
-    #[argh(option)]
+    #[argh(option, from_str_fn(proto::cli::path))]
     pub signature: PathBuf,
     /// the plugin executable the entry describes
-    #[argh(option)]
+    #[argh(option, from_str_fn(proto::cli::path))]
     pub exe: PathBuf,
     /// replace an already registered plugin of the same name
     #[argh(switch)]
@@ -178,13 +178,13 @@ pub struct AddArgs {
 #[argh(subcommand, name = "dev")]
 pub struct DevArgs {
     /// the development root
-    #[argh(option)]
+    #[argh(option, from_str_fn(proto::cli::path))]
     pub root: PathBuf,
     /// the plugin name
     #[argh(option)]
     pub name: String,
     /// the plugin executable
-    #[argh(option)]
+    #[argh(option, from_str_fn(proto::cli::path))]
     pub exe: PathBuf,
     /// the containment it requires: audit or process
     #[argh(option)]
@@ -215,7 +215,7 @@ pub struct DevArgs {
 #[argh(subcommand, name = "remove")]
 pub struct RemoveArgs {
     /// the platform root
-    #[argh(option)]
+    #[argh(option, from_str_fn(proto::cli::path))]
     pub root: PathBuf,
     /// the plugin name
     #[argh(option)]
@@ -228,7 +228,7 @@ pub struct RemoveArgs {
 #[argh(subcommand, name = "list")]
 pub struct ListArgs {
     /// the platform root
-    #[argh(option)]
+    #[argh(option, from_str_fn(proto::cli::path))]
     pub root: PathBuf,
 }
 
@@ -254,7 +254,7 @@ pub enum DenyCommand {
 #[argh(subcommand, name = "add")]
 pub struct DenyAddArgs {
     /// the platform root
-    #[argh(option)]
+    #[argh(option, from_str_fn(proto::cli::path))]
     pub root: PathBuf,
     /// a sha256 (64 lowercase hex digits) of an executable or an entry file
     #[argh(option)]
@@ -272,7 +272,7 @@ pub struct DenyAddArgs {
 #[argh(subcommand, name = "remove")]
 pub struct DenyRemoveArgs {
     /// the platform root
-    #[argh(option)]
+    #[argh(option, from_str_fn(proto::cli::path))]
     pub root: PathBuf,
     /// the denied sha256
     #[argh(option)]
@@ -287,7 +287,7 @@ pub struct DenyRemoveArgs {
 #[argh(subcommand, name = "list")]
 pub struct DenyListArgs {
     /// the platform root
-    #[argh(option)]
+    #[argh(option, from_str_fn(proto::cli::path))]
     pub root: PathBuf,
 }
 
@@ -311,7 +311,7 @@ pub enum PolicyCommand {
 #[argh(subcommand, name = "set")]
 pub struct PolicySetArgs {
     /// the platform root
-    #[argh(option)]
+    #[argh(option, from_str_fn(proto::cli::path))]
     pub root: PathBuf,
     /// refuse signatures whose trusted timestamp is older than this many seconds (0: no limit)
     #[argh(option)]
@@ -338,6 +338,6 @@ pub struct PolicySetArgs {
 #[argh(subcommand, name = "show")]
 pub struct PolicyShowArgs {
     /// the platform root
-    #[argh(option)]
+    #[argh(option, from_str_fn(proto::cli::path))]
     pub root: PathBuf,
 }

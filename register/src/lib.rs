@@ -118,7 +118,8 @@ impl WriterLock {
 /// regular file (not a link), at most `limit` bytes (one more byte is read so an oversized document
 /// is seen as such).
 pub fn read_input_limited(path: &Path, limit: u64) -> Result<Vec<u8>, RegisterError> {
-    let (file, _) = sys::fs::open_regular(path).map_err(|e| VerifyError::from_open(path, e))?;
+    let (file, _) =
+        sys::fs::open_regular(path).map_err(|e| VerifyError::from_open_document(path, e))?;
     let mut bytes = Vec::new();
     file.take(limit.saturating_add(1))
         .read_to_end(&mut bytes)

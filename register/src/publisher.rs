@@ -115,7 +115,8 @@ fn add_key(
         Some(_) => Err(VerifyError::PubkeyMalformed {
             path: pubkey_file.to_path_buf(),
             reason: format!(
-                "publisher {id:?} already has a different key with id {}",
+                "publisher {:?} already has a different key with id {}",
+                id.as_str(),
                 key.key_id
             ),
         }
@@ -175,10 +176,18 @@ fn rotate_hint(root: &Root, id: &Name, pubkey: &Path) -> String {
 /// The statement's and its signature's paths from `--transition`: `FILE.minisig` names the
 /// signature (statement `FILE`); any other path names the statement (signature beside it).
 fn transition_paths(t: &Path) -> (PathBuf, PathBuf) {
-    let s = t.as_os_str().to_string_lossy();
-    match s.strip_suffix(".minisig") {
-        Some(stmt) => (PathBuf::from(stmt), t.to_path_buf()),
-        None => (t.to_path_buf(), PathBuf::from(format!("{s}.minisig"))),
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = t.as_os_str().as_bytes();
+    match bytes.strip_suffix(b".minisig") {
+        Some(stmt) => (
+            PathBuf::from(std::ffi::OsStr::from_bytes(stmt)),
+            t.to_path_buf(),
+        ),
+        None => {
+            let mut sig = t.as_os_str().to_owned();
+            sig.push(".minisig");
+            (t.to_path_buf(), PathBuf::from(sig))
+        }
     }
 }
 

@@ -1,3 +1,3 @@
 fn main() -> proto::cli::Outcome {
-    proto::cli::main(std::env::args(), sandbox::run)
+    proto::cli::main(std::env::args_os(), sandbox::run)
 }

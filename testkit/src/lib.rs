@@ -392,6 +392,27 @@ pub fn write_exe(dir: &Path, name: &str, bytes: &[u8], mode: u32) -> PathBuf {
     p
 }
 
+/// Files that are not regular files, made in `dir`: a directory, a fifo, `/dev/null` and a symbolic
+/// link to `real`, each with the words a message uses for it.
+pub fn odd_files(dir: &Path, real: &Path) -> Vec<(PathBuf, &'static str)> {
+    let d = dir.join("dir");
+    fs::create_dir(&d).unwrap();
+    let fifo = dir.join("fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success(), "mkfifo {}", fifo.display());
+    let link = dir.join("link");
+    std::os::unix::fs::symlink(real, &link).unwrap();
+    vec![
+        (d, "is a directory"),
+        (fifo, "is a fifo"),
+        (PathBuf::from("/dev/null"), "is a character device"),
+        (link, "is a symbolic link"),
+    ]
+}
+
 /// A shell script: never a static ELF.
 pub const SCRIPT: &[u8] =
     b"#!/bin/sh\necho '{\"protocol\":\"1.0\",\"status\":\"ok\",\"outputs\":[]}'\n";

@@ -38,7 +38,7 @@ pub enum Command {
 #[argh(subcommand, name = "digest")]
 pub struct DigestArgs {
     /// the files to digest
-    #[argh(positional, greedy)]
+    #[argh(positional, greedy, from_str_fn(proto::cli::path))]
     pub files: Vec<PathBuf>,
 }
 
@@ -47,13 +47,13 @@ pub struct DigestArgs {
 #[argh(subcommand, name = "signature")]
 pub struct SignatureArgs {
     /// the public key file, as `minisign -G` writes it
-    #[argh(option)]
+    #[argh(option, from_str_fn(proto::cli::path))]
     pub pubkey: PathBuf,
     /// the detached signature (FILE.minisig)
-    #[argh(option)]
+    #[argh(option, from_str_fn(proto::cli::path))]
     pub signature: PathBuf,
     /// the signed file
-    #[argh(positional)]
+    #[argh(positional, from_str_fn(proto::cli::path))]
     pub file: PathBuf,
 }
 
@@ -63,7 +63,7 @@ pub struct SignatureArgs {
 #[argh(subcommand, name = "entry")]
 pub struct EntryArgs {
     /// the platform root
-    #[argh(option)]
+    #[argh(option, from_str_fn(proto::cli::path))]
     pub root: PathBuf,
     /// the plugin name
     #[argh(positional)]
@@ -78,7 +78,7 @@ pub struct EntryArgs {
 #[argh(subcommand, name = "doctor")]
 pub struct DoctorArgs {
     /// the platform root
-    #[argh(option)]
+    #[argh(option, from_str_fn(proto::cli::path))]
     pub root: PathBuf,
     /// the warning window in days (default: the policy's expiry_warning_days)
     #[argh(option)]
@@ -185,7 +185,7 @@ fn check_signature(a: &SignatureArgs) -> Result<Output, VerifyError> {
     let (_, b64) = signature::parse_public_key_file(&a.pubkey, &pk_bytes)?;
     let sig = read_small(&a.signature)?;
     let (file, _) =
-        sys::fs::open_regular(&a.file).map_err(|e| VerifyError::from_open(&a.file, e))?;
+        sys::fs::open_regular(&a.file).map_err(|e| VerifyError::from_open_document(&a.file, e))?;
     let mut data = Vec::new();
     (&file)
         .read_to_end(&mut data)
@@ -202,7 +202,8 @@ fn check_signature(a: &SignatureArgs) -> Result<Output, VerifyError> {
 
 /// A key or signature file: a regular file, at most 64 KiB read.
 fn read_small(path: &Path) -> Result<Vec<u8>, VerifyError> {
-    let (file, _) = sys::fs::open_regular(path).map_err(|e| VerifyError::from_open(path, e))?;
+    let (file, _) =
+        sys::fs::open_regular(path).map_err(|e| VerifyError::from_open_document(path, e))?;
     let mut bytes = Vec::new();
     file.take(proto::strict::MAX_DOCUMENT as u64)
         .read_to_end(&mut bytes)

@@ -428,7 +428,10 @@ pub fn check_by_publisher(
     let Some(key) = publisher.keys.iter().find(|k| k.key_id == key_id) else {
         return Err(VerifyError::SignatureInvalid {
             path: PathBuf::new(),
-            reason: format!("made with key {key_id}, which is not a key of publisher {id:?}"),
+            reason: format!(
+                "made with key {key_id}, which is not a key of publisher {:?}",
+                id.as_str()
+            ),
         });
     };
     if let Some(rev) = &key.revoked {
@@ -441,7 +444,14 @@ pub fn check_by_publisher(
     }
     signature::verify_detached(&key.public_key, sig, data)
         .map_err(|e| match e {
-            VerifyError::PubkeyMalformed { .. } => e.with_path(pub_path),
+            // The key is a field of the publisher record: the record is what is malformed.
+            VerifyError::PubkeyMalformed { reason, .. } => VerifyError::PublisherMalformed {
+                path: pub_path.to_path_buf(),
+                source: proto::publisher::PublisherError::Invalid {
+                    field: "keys.public_key",
+                    message: format!("key {key_id}: {reason}"),
+                },
+            },
             other => other,
         })
         .and_then(|info| match info.key_id == key_id {
@@ -471,7 +481,8 @@ pub fn load_publisher(root: &Root, id: &Name) -> Result<(Publisher, PathBuf), Ve
             source: proto::publisher::PublisherError::Invalid {
                 field: "id",
                 message: format!(
-                    "the file is named for {id:?} but says {:?}",
+                    "the file is named for {:?} but says {:?}",
+                    id.as_str(),
                     publisher.id.as_str()
                 ),
             },

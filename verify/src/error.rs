@@ -21,7 +21,7 @@ pub enum VerifyError {
         path: PathBuf,
         next: String,
     },
-    #[error("{} is not a valid entry: {source}", .path.display())]
+    #[error("{} is not a valid entry: {source}", Shown(.path, "the entry built from the options"))]
     EntryMalformed { path: PathBuf, source: EntryError },
     #[error("{} names the plugin {found:?}, not {expected:?}", .path.display())]
     EntryNameMismatch {
@@ -34,12 +34,14 @@ pub enum VerifyError {
         path: PathBuf,
         root: PathBuf,
         what: String,
+        /// The command that makes the root.
+        next: String,
     },
     #[error("{} is not safe to trust: {reason}", .path.display())]
     RootUnsafe { path: PathBuf, reason: String },
     #[error("the entry is signed but {} is missing", .path.display())]
     SignatureMissing { path: PathBuf },
-    #[error("signature {}: {reason}", Shown(.path))]
+    #[error("signature {}: {reason}", Shown(.path, FILE))]
     SignatureInvalid { path: PathBuf, reason: String },
     #[error("publisher {id:?} is not in the trust store")]
     PublisherUnknown {
@@ -67,21 +69,25 @@ pub enum VerifyError {
     },
     #[error("{} is a local entry, accepted only in a development root (no DEV marker here)", .path.display())]
     LocalEntryNotDev { path: PathBuf },
-    #[error("{} is a symbolic link", Shown(.path))]
+    #[error("{} is a symbolic link", Shown(.path, FILE))]
     ExeSymlink { path: PathBuf },
-    #[error("{} is a {kind}, not a regular file", Shown(.path))]
+    #[error("{} is a {kind}, not a regular file", Shown(.path, FILE))]
     ExeNotRegular { path: PathBuf, kind: &'static str },
-    #[error("{} has the setuid or setgid bit (mode {mode:o})", Shown(.path))]
+    #[error("{} {what}: a document given on the command line must be a regular file", .path.display())]
+    DocumentNotRegular { path: PathBuf, what: String },
+    #[error("{} does not exist", .path.display())]
+    FileMissing { path: PathBuf },
+    #[error("{} has the setuid or setgid bit (mode {mode:o})", Shown(.path, FILE))]
     ExeSetid { path: PathBuf, mode: u32 },
-    #[error("{} is owned by uid {uid} with mode {mode:o}: it must be ours or root's and not group- or world-writable", Shown(.path))]
+    #[error("{} is owned by uid {uid} with mode {mode:o}: it must be ours or root's and not group- or world-writable", Shown(.path, FILE))]
     ExeUnsafeOwner { path: PathBuf, uid: u32, mode: u32 },
-    #[error("{} is {found} bytes, the entry says {expected}", Shown(.path))]
+    #[error("{} is {found} bytes, the entry says {expected}", Shown(.path, FILE))]
     SizeMismatch {
         path: PathBuf,
         expected: u64,
         found: u64,
     },
-    #[error("{} has sha256 {found}, the entry says {expected}", Shown(.path))]
+    #[error("{} has sha256 {found}, the entry says {expected}", Shown(.path, FILE))]
     DigestMismatch {
         path: PathBuf,
         expected: Sha256,
@@ -93,14 +99,14 @@ pub enum VerifyError {
         what: String,
         next: String,
     },
-    #[error("{} {source}", Shown(.path))]
+    #[error("{} {source}", Shown(.path, FILE))]
     NotStaticElf { path: PathBuf, source: ElfError },
-    #[error("{} cannot be executed from a sealed copy: {source}{}", Shown(.path), seal_hint(.source))]
+    #[error("{} cannot be executed from a sealed copy: {source}{}", Shown(.path, FILE), seal_hint(.source))]
     ExecSealUnavailable {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("{} is not a minisign public key file: {reason}", Shown(.path))]
+    #[error("{} is not a minisign public key file: {reason}", Shown(.path, FILE))]
     PubkeyMalformed { path: PathBuf, reason: String },
     #[error("{field} {value} is on the root's deny list: {reason}")]
     Denied {
@@ -137,7 +143,7 @@ pub enum VerifyError {
         name: String,
         expires: u64,
     },
-    #[error("{} is at least {size} bytes, over the root's {field} of {limit}", Shown(.path))]
+    #[error("{} is at least {size} bytes, over the root's {field} of {limit}", Shown(.path, FILE))]
     TooLarge {
         path: PathBuf,
         field: &'static str,
@@ -145,7 +151,7 @@ pub enum VerifyError {
         limit: u64,
         root: PathBuf,
     },
-    #[error("{} is an audit executable whose dependencies are not pinned ({source}); only the root's owner can accept that, with --allow-dynamic at registration", Shown(.path))]
+    #[error("{} is an audit executable whose dependencies are not pinned ({source}); only the root's owner can accept that, with --allow-dynamic at registration", Shown(.path, FILE))]
     DynamicNotGranted {
         path: PathBuf,
         source: ElfError,
@@ -181,13 +187,16 @@ impl fmt::Display for Bound<'_> {
     }
 }
 
-/// A path for a message: "the executable" when the caller has not said which file it was.
-struct Shown<'a>(&'a PathBuf);
+/// A path for a message, or what stands in for it when the caller has not said which file it was.
+struct Shown<'a>(&'a PathBuf, &'static str);
+
+/// The stand-in for a file checked on an open descriptor whose path the check did not know.
+const FILE: &str = "the file";
 
 impl fmt::Display for Shown<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.0.as_os_str().is_empty() {
-            f.write_str("the file")
+            f.write_str(self.1)
         } else {
             write!(f, "{}", self.0.display())
         }
@@ -252,6 +261,8 @@ impl VerifyError {
             | E::LocalEntryNotDev { path }
             | E::ExeSymlink { path }
             | E::ExeNotRegular { path, .. }
+            | E::DocumentNotRegular { path, .. }
+            | E::FileMissing { path }
             | E::ExeSetid { path, .. }
             | E::ExeUnsafeOwner { path, .. }
             | E::SizeMismatch { path, .. }
@@ -270,7 +281,7 @@ impl VerifyError {
         (!p.as_os_str().is_empty()).then_some(p.as_path())
     }
 
-    /// The error for a failed `sys::fs::open_regular` of an executable or input file.
+    /// The error for a failed `sys::fs::open_regular` of an executable (or a file to digest).
     pub fn from_open(path: &Path, e: sys::fs::OpenError) -> VerifyError {
         use sys::fs::OpenError;
         let path = path.to_path_buf();
@@ -278,7 +289,31 @@ impl VerifyError {
             OpenError::Symlink => VerifyError::ExeSymlink { path },
             OpenError::NotRegular(kind) => VerifyError::ExeNotRegular { path, kind },
             OpenError::SetId(mode) => VerifyError::ExeSetid { path, mode },
-            OpenError::Io(source) => VerifyError::Io { path, source },
+            OpenError::Io(source) => VerifyError::from_io(&path, source),
+        }
+    }
+
+    /// The error for a failed `sys::fs::open_regular` of a document named on the command line:
+    /// an entry, a signature, a public key, a transition statement, a signed file.
+    pub fn from_open_document(path: &Path, e: sys::fs::OpenError) -> VerifyError {
+        use sys::fs::OpenError;
+        match e {
+            OpenError::Io(source) => VerifyError::from_io(path, source),
+            other => VerifyError::DocumentNotRegular {
+                path: path.to_path_buf(),
+                what: other.to_string(),
+            },
+        }
+    }
+
+    /// An I/O error opening a file the caller named: a missing file is the caller's
+    /// (`file-missing`), anything else the system's (`io`).
+    fn from_io(path: &Path, source: std::io::Error) -> VerifyError {
+        match source.kind() {
+            std::io::ErrorKind::NotFound => VerifyError::FileMissing {
+                path: path.to_path_buf(),
+            },
+            _ => VerifyError::io(path, source),
         }
     }
 }
@@ -302,6 +337,8 @@ impl ToErrorObject for VerifyError {
             E::LocalEntryNotDev { .. } => "local-entry-not-dev",
             E::ExeSymlink { .. } => "exe-symlink",
             E::ExeNotRegular { .. } => "exe-not-regular",
+            E::DocumentNotRegular { .. } => "document-not-regular",
+            E::FileMissing { .. } => "file-missing",
             E::ExeSetid { .. } => "exe-setid",
             E::ExeUnsafeOwner { .. } => "exe-unsafe-owner",
             E::SizeMismatch { .. } => "size-mismatch",
@@ -329,7 +366,9 @@ impl ToErrorObject for VerifyError {
             | E::EntryMalformed { .. }
             | E::PublisherMalformed { .. }
             | E::PubkeyMalformed { .. }
-            | E::TrustMalformed { .. } => ExitCode::Usage,
+            | E::TrustMalformed { .. }
+            | E::DocumentNotRegular { .. }
+            | E::FileMissing { .. } => ExitCode::Usage,
             E::Io { .. } => ExitCode::System,
             _ => ExitCode::Refused,
         }
@@ -367,9 +406,7 @@ impl ToErrorObject for VerifyError {
                 None => obj,
             },
             E::EntryNameMismatch { found, .. } => obj.field("name").value(found.clone()),
-            E::RootMissing { root, .. } => {
-                obj.next(format!("dot-register init --root {}", root.display()))
-            }
+            E::RootMissing { next, .. } => obj.next(next.clone()),
             E::PublisherUnknown { id, root, .. } => obj.value(id.clone()).next(format!(
                 "dot-register publisher add --root {} --id {id} --pubkey FILE",
                 root.display()

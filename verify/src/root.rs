@@ -25,13 +25,20 @@ pub fn check_root(root: &Root) -> Result<RootInfo, VerifyError> {
     let dir = root.path();
     let meta = match std::fs::metadata(dir) {
         Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(missing(root, dir, "it does not exist"))
-        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(absent(root)),
         Err(e) => return Err(VerifyError::io(dir, e)),
     };
     if !meta.is_dir() {
-        return Err(missing(root, dir, "it is not a directory"));
+        // `init` would refuse this path too: the root must go somewhere else.
+        return Err(VerifyError::RootMissing {
+            path: dir.to_path_buf(),
+            root: dir.to_path_buf(),
+            what: format!(
+                "it is a {}, not a directory; choose another directory for the root",
+                sys::fs::file_kind(&meta)
+            ),
+            next: "dot-register init --root DIR".to_owned(),
+        });
     }
     check_private(dir, &meta)?;
     for d in ROOT_DIRS {
@@ -95,6 +102,28 @@ fn missing(root: &Root, path: &Path, what: &str) -> VerifyError {
         path: path.to_path_buf(),
         root: root.path().to_path_buf(),
         what: what.to_owned(),
+        next: format!("dot-register init --root {}", root.path().display()),
+    }
+}
+
+/// The root does not exist. `init` makes it only inside an existing directory, so when the parent
+/// is missing too, the command makes that first.
+fn absent(root: &Root) -> VerifyError {
+    let dir = root.path();
+    let init = format!("dot-register init --root {}", dir.display());
+    let parent = dir.parent().filter(|p| !p.as_os_str().is_empty());
+    let (what, next) = match parent {
+        Some(p) if !p.is_dir() => (
+            format!("neither it nor its parent {} exists", p.display()),
+            format!("mkdir -p {} && {init}", p.display()),
+        ),
+        _ => ("it does not exist".to_owned(), init),
+    };
+    VerifyError::RootMissing {
+        path: dir.to_path_buf(),
+        root: dir.to_path_buf(),
+        what,
+        next,
     }
 }
 

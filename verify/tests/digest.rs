@@ -96,14 +96,14 @@ fn refuses_setuid_file() {
 }
 
 #[test]
-fn missing_file_is_an_io_error_naming_it() {
+fn missing_file_is_file_missing_naming_it() {
     let d = TempDir::new();
     let out = cargo_bin_cmd!("dot-verify")
         .arg("digest")
         .arg(d.join("nope"))
         .output()
         .unwrap();
-    let e = testkit::assert_refused(&out, 5, "io");
+    let e = testkit::assert_refused(&out, 2, "file-missing");
     assert_eq!(e.path, Some(d.join("nope").display().to_string()));
 }
 

@@ -192,12 +192,19 @@ fn main() -> ExitCode {
             let big = std::hint::black_box(vec![1u8; size]);
             respond_ok(&format!("{}\n", big.len()))
         }
-        // Allocates and touches `size` bytes (default 3 GiB), then sleeps until it is killed: a
-        // killed process this big takes a while (here ~250 ms) to become a zombie.
+        // Allocates and touches `size` bytes (default 3 GiB), with `threads` more threads asleep
+        // (default none), then sleeps until it is killed: a killed process this big takes a while
+        // (here hundreds of milliseconds) to become a zombie.
         "alloc-sleep" => {
             let size: usize = input(&req, "size")
                 .and_then(|s| s.parse().ok())
                 .unwrap_or(3 << 30);
+            let threads: usize = input(&req, "threads")
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(0);
+            for _ in 0..threads {
+                std::thread::spawn(|| std::thread::sleep(Duration::from_secs(3600)));
+            }
             let big = std::hint::black_box(vec![1u8; size]);
             std::thread::sleep(Duration::from_secs(3600));
             respond_ok(&format!("{}\n", big.len()))
@@ -214,6 +221,27 @@ fn main() -> ExitCode {
                 return ExitCode::from(9);
             }
             println!(r#"{{"protocol":"1.0","status":"ok","outputs":["small.txt","big.bin"]}}"#);
+            ExitCode::SUCCESS
+        }
+        // The response, then one newline too many.
+        "two-newlines" => {
+            print!("{OK}\n\n");
+            ExitCode::SUCCESS
+        }
+        // `size` outputs (default 200), out/f0 … out/fN, each empty.
+        "many-outputs" => {
+            let n: usize = input(&req, "size")
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(200);
+            let names: Vec<String> = (0..n).map(|i| format!("f{i}")).collect();
+            if names
+                .iter()
+                .any(|f| std::fs::write(format!("out/{f}"), b"").is_err())
+            {
+                return ExitCode::from(9);
+            }
+            let list = serde_json::to_string(&names).unwrap_or_default();
+            println!(r#"{{"protocol":"1.0","status":"ok","outputs":{list}}}"#);
             ExitCode::SUCCESS
         }
         "status-error" => {
