@@ -272,9 +272,18 @@ struct KernelSigaction {
 /// ignore (Rust ignores SIGPIPE at start) before an exec. `Err(EINVAL)` for SIGKILL, SIGSTOP and
 /// numbers outside 1..=64.
 pub fn set_default_signal_action(sig: i32) -> io::Result<()> {
-    let act = KernelSigaction::default(); // handler 0 = SIG_DFL, no flags, empty mask
-                                          // SAFETY: the kernel reads one struct of the size given (8-byte mask) from `act`, alive for
-                                          // the call, and writes nothing back (old action NULL).
+    set_signal_handler(sig, libc::SIG_DFL)
+}
+
+/// `rt_sigaction(sig, {handler}, NULL)` with no flags and an empty mask; `handler` is `SIG_DFL` or
+/// `SIG_IGN` (never a function: nothing here installs code to run on a signal).
+fn set_signal_handler(sig: i32, handler: libc::sighandler_t) -> io::Result<()> {
+    let act = KernelSigaction {
+        handler,
+        ..KernelSigaction::default()
+    };
+    // SAFETY: the kernel reads one struct of the size given (8-byte mask) from `act`, alive for
+    // the call, and writes nothing back (old action NULL); the handler is SIG_DFL or SIG_IGN.
     check_long(unsafe {
         libc::syscall(
             libc::SYS_rt_sigaction,
@@ -531,21 +540,7 @@ mod tests {
     }
 
     fn ignore(sig: i32) -> bool {
-        let act = KernelSigaction {
-            handler: libc::SIG_IGN,
-            ..KernelSigaction::default()
-        };
-        // SAFETY: as in set_default_signal_action, with SIG_IGN as the handler.
-        let ret = unsafe {
-            libc::syscall(
-                libc::SYS_rt_sigaction,
-                sig,
-                &act as *const KernelSigaction,
-                std::ptr::null_mut::<KernelSigaction>(),
-                8usize,
-            )
-        };
-        ret == 0
+        set_signal_handler(sig, libc::SIG_IGN).is_ok()
     }
 
     #[test]

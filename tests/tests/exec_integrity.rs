@@ -15,6 +15,15 @@ const PINNED: &[u8] = b"hello, ";
 const FORGED: &[u8] = b"pwned, ";
 const LAUNCHES: usize = 300;
 
+/// `hello` (audit) and `hello-p` (process, registered here), each with its consent flag.
+fn hello_at_both_levels(env: &Env) -> [(&'static str, &'static str); 2] {
+    env.register("hello-p", &workspace_bin("hello"), "process", &["name"]);
+    [
+        ("hello", "--allow-audit-plugin"),
+        ("hello-p", "--require-process-sandbox"),
+    ]
+}
+
 /// Where `needle` occurs in `hay`: exactly once, or the test cannot tell the two programs apart.
 fn only_offset(hay: &[u8], needle: &[u8]) -> u64 {
     let hits: Vec<usize> = hay
@@ -52,7 +61,7 @@ fn a_writer_holding_the_pinned_copy_open_never_gets_its_bytes_run() {
 fn race(how: Writer) {
     let env = Env::new();
     let hello = std::fs::read(workspace_bin("hello")).expect("hello");
-    env.register("hello-p", &workspace_bin("hello"), "process", &["name"]);
+    let levels = hello_at_both_levels(&env);
     let at = only_offset(&hello, PINNED);
     let store = env
         .root
@@ -86,11 +95,8 @@ fn race(how: Writer) {
     let (mut ran, mut refused) = ([0usize; 2], 0usize);
     let (mut forged, mut unexpected) = (Vec::new(), Vec::new());
     for i in 0..LAUNCHES {
-        let (name, consent, slot) = if i % 2 == 0 {
-            ("hello", "--allow-audit-plugin", 0)
-        } else {
-            ("hello-p", "--require-process-sandbox", 1)
-        };
+        let slot = i % 2;
+        let (name, consent) = levels[slot];
         let out = env
             .launch(name, &[consent, "--input", &format!("name={i}")])
             .output()
@@ -186,11 +192,7 @@ fn without_executable_memfds_every_launch_refuses() {
 #[test]
 fn an_old_lease_is_exchanged_for_a_sealed_copy_before_the_spawn() {
     let env = Env::new();
-    env.register("hello-p", &workspace_bin("hello"), "process", &["name"]);
-    for (name, consent) in [
-        ("hello", "--allow-audit-plugin"),
-        ("hello-p", "--require-process-sandbox"),
-    ] {
+    for (name, consent) in hello_at_both_levels(&env) {
         let out = env
             .launch(name, &[consent, "--input", "name=late"])
             .env("DOT_LEASE_BREAK_MS", "0")
@@ -209,11 +211,7 @@ fn an_old_lease_is_exchanged_for_a_sealed_copy_before_the_spawn() {
 #[test]
 fn an_exec_after_the_lease_break_time_fails_closed() {
     let env = Env::new();
-    env.register("hello-p", &workspace_bin("hello"), "process", &["name"]);
-    for (name, consent) in [
-        ("hello", "--allow-audit-plugin"),
-        ("hello-p", "--require-process-sandbox"),
-    ] {
+    for (name, consent) in hello_at_both_levels(&env) {
         let out = env
             .launch(name, &[consent])
             .env("DOT_LEASE_BREAK_MS", "400")

@@ -7,7 +7,6 @@
 mod common;
 
 use common::{result, Env};
-use testkit::workspace_bin;
 
 /// `bytes B ERR depth D ERR` from the fixture's `fill-stage` mode.
 fn parse(line: &str) -> (u64, String, u64, String) {
@@ -23,13 +22,7 @@ fn parse(line: &str) -> (u64, String, u64, String) {
 
 #[test]
 fn filling_or_nesting_the_stage_stops_at_its_bounds_and_leaves_nothing_on_disk() {
-    let env = Env::new();
-    env.register(
-        "fixture-p",
-        &workspace_bin("fixture-plugin"),
-        "process",
-        &common::FIXTURE_INPUTS,
-    );
+    let env = Env::with_process_fixture();
     let out = env
         .launch(
             "fixture-p",

@@ -11,17 +11,9 @@ use common::{result, Env};
 use proto::result::IdentityKind;
 use std::process::{Command, Stdio};
 use std::time::Duration;
-use testkit::workspace_bin;
 
 fn env() -> Env {
-    let env = Env::new();
-    env.register(
-        "fixture-p",
-        &workspace_bin("fixture-plugin"),
-        "process",
-        &common::FIXTURE_INPUTS,
-    );
-    env
+    Env::with_process_fixture()
 }
 
 fn bomb(env: &Env, name: &str, consent: &str, extra: &[&str]) -> Command {

@@ -63,6 +63,18 @@ impl Env {
         env
     }
 
+    /// `Env::new` with the fixture also registered at `process`, as `fixture-p`.
+    pub fn with_process_fixture() -> Env {
+        let env = Env::new();
+        env.register(
+            "fixture-p",
+            &workspace_bin("fixture-plugin"),
+            "process",
+            &FIXTURE_INPUTS,
+        );
+        env
+    }
+
     /// `dot-register dev` of `exe` as `name`, each of `inputs` an optional string input.
     pub fn register(&self, name: &str, exe: &Path, containment: &str, inputs: &[&str]) {
         let specs: Vec<String> = inputs
