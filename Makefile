@@ -31,18 +31,22 @@ DOCS    := README.md $(wildcard docs/*.md)
 DEMO_ROOT := demo/root
 DEMO_OUT  := demo/out
 
-.PHONY: all build test demo check bench install uninstall clean fuzz soak
+.PHONY: all build test demo check bench install uninstall clean fuzz soak deb
 
 all: build
 
+# --locked: exactly the versions in Cargo.lock, as a distribution build must.
 build:
-	$(CARGO_T) build --release --target $(TARGET) --workspace --bins
+	$(CARGO_T) build --locked --release --target $(TARGET) --workspace --bins
 
 # Debug binaries (static too) are what the tests run; DOT_STATIC_DIR tells them where. Only these
 # builds carry dot-launch's test-only hooks (failpoints, pause point, pretend ABI); release never does.
 TEST_FEATURES := --features launch/test-hooks
+# tests/need.sh first: as root it installs the Debian packages the suites run (minisign, Go, a C
+# compiler, mandoc, strace, dpkg, lintian, …); as anyone else it names them and stops.
 test:
-	$(CARGO_T) build --target $(TARGET) --workspace --bins $(TEST_FEATURES)
+	tests/need.sh
+	$(CARGO_T) build --locked --target $(TARGET) --workspace --bins $(TEST_FEATURES)
 	DOT_STATIC_DIR=$(CURDIR)/$(DBG) $(CARGO_T) test --target $(TARGET) --workspace --no-fail-fast $(TEST_FEATURES)
 
 # Fuzzing (nightly + cargo-fuzz; never part of `make test`): every target in fuzz/fuzz_targets for
@@ -100,6 +104,19 @@ uninstall:
 	for m in $(notdir $(MAN7)); do rm -f $(DESTDIR)$(MANDIR)/man7/$$m; done
 	for d in $(notdir $(DOCS)); do rm -f $(DESTDIR)$(DOCDIR)/$$d; done
 	rmdir $(DESTDIR)$(DOCDIR) 2>/dev/null || true
+
+# A Debian package of dot from `make install PREFIX=/usr` (binaries, man pages, docs), built by
+# dpkg-deb with root-owned files and checked by lintian (packaging/deb.sh; the overrides it ships
+# are justified in packaging/lintian-overrides).
+DEB_VERSION ?= $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
+DEB_ARCH    ?= $(shell dpkg --print-architecture 2>/dev/null || echo amd64)
+DEB_DIR     ?= target/deb
+DEB_STAGE   := $(DEB_DIR)/stage
+DEB         := $(DEB_DIR)/dot_$(DEB_VERSION)_$(DEB_ARCH).deb
+deb: $(if $(filter release,$(PROFILE)),build)
+	rm -rf $(DEB_STAGE) $(DEB)
+	$(MAKE) --no-print-directory install PREFIX=/usr DESTDIR=$(abspath $(DEB_STAGE)) PROFILE=$(PROFILE) BUILT=$(BUILT)
+	packaging/deb.sh $(DEB_STAGE) $(DEB) $(DEB_VERSION) $(DEB_ARCH)
 
 clean:
 	$(CARGO) clean

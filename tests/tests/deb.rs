@@ -1,0 +1,172 @@
+//! `make deb`: a Debian package of dot that lintian accepts, that dpkg installs into a scratch
+//! root, whose installed tools run a process-contained plugin with nothing on PATH, and that dpkg
+//! removes without leaving a file.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::{bin_dir, repo_root, require_program, result};
+use proto::Containment;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use testkit::TempDir;
+
+fn run(cmd: &mut Command, what: &str) -> String {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(
+        out.status.success(),
+        "{what} failed ({:?}):\n{}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// `make deb` from the binaries this test run built, into `dir`; the package's path.
+fn make_deb(dir: &Path) -> PathBuf {
+    let printed = run(
+        Command::new("make")
+            .arg("-C")
+            .arg(repo_root())
+            .args(["--no-print-directory", "deb", "PROFILE=debug"])
+            .arg(format!("BUILT={}", bin_dir().display()))
+            .arg(format!("DEB_DIR={}", dir.display()))
+            .env_remove("MAKEFLAGS")
+            .env_remove("MFLAGS"),
+        "make deb",
+    );
+    let deb = printed
+        .lines()
+        .rev()
+        .find(|l| l.ends_with(".deb"))
+        .expect("make deb prints the package");
+    PathBuf::from(deb)
+}
+
+/// A file system root dpkg can install into (`dpkg --root`): its database and nothing else.
+fn scratch_root(dir: &Path) -> PathBuf {
+    let root = dir.join("sysroot");
+    for d in ["info", "updates", "triggers"] {
+        std::fs::create_dir_all(root.join("var/lib/dpkg").join(d)).unwrap();
+    }
+    std::fs::write(root.join("var/lib/dpkg/status"), b"").unwrap();
+    root
+}
+
+fn dpkg(root: &Path, args: &[&str], pkg: Option<&Path>) -> String {
+    let mut c = Command::new("dpkg");
+    c.arg(format!("--root={}", root.display()))
+        .arg("--log=/dev/null")
+        .args(args);
+    if let Some(p) = pkg {
+        c.arg(p);
+    }
+    run(&mut c, "dpkg")
+}
+
+/// Every file under `dir` but dpkg's own database.
+fn installed_files(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let path = e.unwrap().path();
+            let rel = path.strip_prefix(dir).unwrap().to_path_buf();
+            if rel.starts_with("var/lib/dpkg") {
+                continue;
+            }
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                found.push(rel);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+#[test]
+fn the_package_passes_lintian_installs_runs_and_removes_cleanly() {
+    for (program, package) in [
+        ("make", "make"),
+        ("dpkg-deb", "dpkg"),
+        ("lintian", "lintian"),
+        ("strip", "binutils"),
+    ] {
+        require_program(program, package);
+    }
+    let tmp = TempDir::new();
+    // make deb runs lintian and fails on any error or warning it reports.
+    let deb = make_deb(&tmp.join("deb"));
+
+    // Every file is root's; the licence and changelog are where Debian wants them.
+    let listing = run(
+        Command::new("dpkg-deb").arg("--contents").arg(&deb),
+        "dpkg-deb --contents",
+    );
+    for line in listing.lines() {
+        assert!(line.contains(" root/root "), "{line}");
+    }
+    for want in [
+        "./usr/bin/dot-launch",
+        "./usr/bin/dot-sandbox",
+        "./usr/share/man/man1/dot-launch.1.gz",
+        "./usr/share/man/man7/dot.7.gz",
+        "./usr/share/doc/dot/copyright",
+        "./usr/share/doc/dot/changelog.gz",
+    ] {
+        assert!(
+            listing.lines().any(|l| l.ends_with(want)),
+            "{want} not in\n{listing}"
+        );
+    }
+
+    // Installed into a scratch root, the tools run a process-contained plugin with no PATH.
+    let sysroot = scratch_root(tmp.path());
+    dpkg(&sysroot, &["--install"], Some(&deb));
+    let bindir = sysroot.join("usr/bin");
+    let tool = |name: &str| {
+        let mut c = Command::new(bindir.join(name));
+        c.env_clear().env("PATH", "/nonexistent");
+        c
+    };
+    let root = tmp.join("root");
+    let target = tmp.join("out");
+    std::fs::create_dir(&target).unwrap();
+    run(
+        tool("dot-register")
+            .args(["init", "--dev", "--root"])
+            .arg(&root),
+        "init",
+    );
+    run(
+        tool("dot-register")
+            .args(["dev", "--root"])
+            .arg(&root)
+            .args(["--name", "hello", "--containment", "process", "--exe"])
+            .arg(bin_dir().join("hello"))
+            .args(["--input", "name:string:optional"]),
+        "dev",
+    );
+    let out = tool("dot-launch")
+        .arg("--root")
+        .arg(&root)
+        .args(["hello", "--require-process-sandbox", "--input", "name=deb"])
+        .arg("--target")
+        .arg(&target)
+        .output()
+        .unwrap();
+    let r = result(&out);
+    assert_eq!(r.containment, Containment::Process);
+    assert_eq!(
+        std::fs::read_to_string(target.join("hello.txt")).unwrap(),
+        "hello, deb\n"
+    );
+
+    // Removing the package removes every file it installed.
+    assert!(!installed_files(&sysroot).is_empty());
+    dpkg(&sysroot, &["--remove", "dot"], None);
+    assert_eq!(installed_files(&sysroot), Vec::<PathBuf>::new());
+}
