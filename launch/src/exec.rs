@@ -220,7 +220,15 @@ pub fn run(
             let _ = sys::fs::release_lease(file);
         }
     }
-    let supervised = supervise(&mut child, report_read, request, limits, started, leased);
+    let supervised = supervise(
+        &mut child,
+        report_read,
+        request,
+        limits,
+        started,
+        leased,
+        argv0,
+    );
     // Whatever happened, the group is terminated and reaped before anything is decided.
     let reaped = terminate(&mut child);
     let (mut observed, mut streams) = supervised?;
@@ -439,6 +447,7 @@ fn supervise(
     limits: &Limits,
     started: Instant,
     mut leased: Option<(&File, Lease)>,
+    argv0: &str,
 ) -> Result<(Observed, Streams), LaunchError> {
     let mut s = Streams {
         stdin: child.stdin.take(),
@@ -477,13 +486,23 @@ fn supervise(
     let deadline = started + limits.deadline;
     let mut sent = 0usize;
     let mut leader_exited = false;
+    let mut progress = crate::progress::Progress::new(
+        argv0,
+        limits.deadline,
+        limits.stderr != StderrMode::Pass && crate::progress::Progress::stderr_is_terminal(),
+    );
     while !leader_exited {
         let now = Instant::now();
         if now >= deadline {
             o.deadline_hit = true;
             break;
         }
-        let wait_ms = (deadline - now).as_millis().clamp(1, 1000) as u16;
+        progress.tick(started, o.stdout_bytes, o.stderr_bytes);
+        let most = progress
+            .wait_at_most()
+            .unwrap_or(Duration::from_secs(1))
+            .as_millis();
+        let wait_ms = (deadline - now).as_millis().clamp(1, most) as u16;
         let mut fds = Vec::with_capacity(5);
         fds.push(PollFd::new(pidfd.as_fd(), PollFlags::POLLIN));
         let stdin_at = s.stdin.as_ref().map(|f| {
@@ -536,6 +555,7 @@ fn supervise(
         }
     }
     s.stdin = None;
+    progress.clear();
     // The leader is gone (or we stop waiting): take what is already in the pipes.
     s.pump(&mut o, limits);
     s.check_limits(&mut o, limits);

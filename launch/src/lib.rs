@@ -23,6 +23,7 @@ pub mod exec;
 pub mod hooks;
 pub mod inputs;
 pub mod names;
+pub mod progress;
 pub mod recover;
 pub mod rundir;
 pub mod target;

@@ -111,6 +111,11 @@ impl Env {
 
     /// Runs the fixture at audit with `mode` and extra `--input`s.
     pub fn fixture(&self, mode: &str, inputs: &[(&str, &str)], extra: &[&str]) -> Output {
+        self.fixture_command(mode, inputs, extra).output().unwrap()
+    }
+
+    /// The command `fixture` runs.
+    pub fn fixture_command(&self, mode: &str, inputs: &[(&str, &str)], extra: &[&str]) -> Command {
         let mut c = self.launch(
             "fixture",
             &["--allow-audit-plugin", "--input", &format!("mode={mode}")],
@@ -119,7 +124,7 @@ impl Env {
             c.args(["--input", &format!("{k}={v}")]);
         }
         c.args(extra);
-        c.output().unwrap()
+        c
     }
 
     /// `dot-launch` of the fixture at audit in mode `two-outputs`: it commits `a.txt` and `b.txt`.
