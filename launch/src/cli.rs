@@ -150,3 +150,26 @@ pub fn run(args: Args) -> Result<Output, LaunchError> {
         Output::json(&r).with_code(code)
     })
 }
+
+/// What `dot-launch --version` adds to its name and version: the protocol it speaks, and the
+/// `--version` line of the runner beside it (its seccomp policy digest), or why there is none.
+pub fn version_about() -> String {
+    let protocol = proto::protocol::PROTOCOL_VERSION;
+    let runner = match crate::runner_path() {
+        Ok(path) => match std::process::Command::new(&path)
+            .arg("--version")
+            .env_clear()
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .output()
+        {
+            Ok(out) if out.status.success() => {
+                String::from_utf8_lossy(&out.stdout).trim().to_owned()
+            }
+            Ok(out) => format!("{} did not answer ({:?})", path.display(), out.status),
+            Err(e) => format!("{}: {e}", path.display()),
+        },
+        Err(e) => e.to_string(),
+    };
+    format!("(protocol {protocol}; runner: {runner})")
+}

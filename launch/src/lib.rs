@@ -131,12 +131,7 @@ fn check_process_support() -> Result<(), LaunchError> {
 /// validates the open inode: regular, no setuid/setgid, owned by root or us, not group/world
 /// writable, not empty, executable by us.
 fn open_runner() -> Result<Runner, LaunchError> {
-    let exe = std::fs::read_link("/proc/self/exe")
-        .map_err(|e| LaunchError::io("resolving /proc/self/exe", "/proc/self/exe", e))?;
-    let path = exe
-        .parent()
-        .map(|d| d.join("dot-sandbox"))
-        .unwrap_or_else(|| PathBuf::from("/dot-sandbox"));
+    let path = runner_path()?;
     let unusable = |why: String| LaunchError::SandboxUnusable {
         path: path.clone(),
         why,
@@ -173,6 +168,16 @@ fn open_runner() -> Result<Runner, LaunchError> {
         ))
     })?;
     Ok(Runner { file })
+}
+
+/// Where the runner is: `dot-sandbox` in the directory of the running dot-launch (never PATH).
+pub fn runner_path() -> Result<PathBuf, LaunchError> {
+    let exe = std::fs::read_link("/proc/self/exe")
+        .map_err(|e| LaunchError::io("resolving /proc/self/exe", "/proc/self/exe", e))?;
+    Ok(exe
+        .parent()
+        .map(|d| d.join("dot-sandbox"))
+        .unwrap_or_else(|| PathBuf::from("/dot-sandbox")))
 }
 
 /// Everything checked before anything is created: the launch decision.

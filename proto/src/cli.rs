@@ -56,12 +56,47 @@ impl Output {
     }
 }
 
+/// How the error line on stderr is written: JSON for programs, one readable line for people.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorStyle {
+    /// One JSON error object.
+    Json,
+    /// `TOOL: KIND: MESSAGE (next: COMMAND)`.
+    Human,
+}
+
+impl ErrorStyle {
+    /// `--json` or `--human` when given (the last one wins); otherwise human when stderr is a
+    /// terminal, JSON when it is not (a pipe, a file: a program is reading).
+    pub fn choose(forced: Option<ErrorStyle>) -> ErrorStyle {
+        forced.unwrap_or_else(|| {
+            if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+                ErrorStyle::Human
+            } else {
+                ErrorStyle::Json
+            }
+        })
+    }
+}
+
+/// The one readable line of an error object for a person: `TOOL: KIND: MESSAGE`, with the
+/// command that resolves it, if there is one.
+pub fn human_line(tool: &str, err: &ErrorObject) -> String {
+    let mut line = format!("{tool}: {}: {}", err.error, err.message.replace('\n', " "));
+    if let Some(next) = &err.next {
+        line.push_str(&format!(" (next: {next})"));
+    }
+    line
+}
+
 /// What `main` returns: printing happens in `Termination::report`.
 #[derive(Debug)]
 pub struct Outcome {
     stdout: String,
     stderr: Option<ErrorObject>,
     code: ExitCode,
+    tool: String,
+    style: ErrorStyle,
 }
 
 impl std::process::Termination for Outcome {
@@ -79,49 +114,101 @@ impl std::process::Termination for Outcome {
             }
         }
         if let Some(err) = self.stderr {
-            let _ = writeln!(std::io::stderr().lock(), "{}", err.to_line());
+            let line = match self.style {
+                ErrorStyle::Json => err.to_line(),
+                ErrorStyle::Human => human_line(&self.tool, &err),
+            };
+            let _ = writeln!(std::io::stderr().lock(), "{line}");
         }
         code.into()
     }
 }
 
+/// The options every tool takes besides its own, handled here before its parser sees the rest:
+/// `--version`, `--json`, `--human`.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Common {
+    pub version: bool,
+    pub style: Option<ErrorStyle>,
+}
+
+/// Takes the common options out of `argv` (program name first).
+pub fn common_options(argv: &mut Vec<OsString>) -> Common {
+    let mut common = Common::default();
+    let mut i = 1;
+    while i < argv.len() {
+        match argv[i].to_str() {
+            Some("--version") => common.version = true,
+            Some("--json") => common.style = Some(ErrorStyle::Json),
+            Some("--human") => common.style = Some(ErrorStyle::Human),
+            Some("--") => break,
+            _ => {
+                i += 1;
+                continue;
+            }
+        }
+        argv.remove(i);
+    }
+    common
+}
+
+/// The tool's name: the last component of `argv[0]`.
+fn tool_name(argv: &[OsString]) -> String {
+    let name = argv
+        .first()
+        .map(|a| a.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "dot".to_owned());
+    name.rsplit('/').next().unwrap_or(&name).to_owned()
+}
+
 /// Parses `argv` (program name first, as `std::env::args_os` gives it) into `A`, runs `run`, and
-/// turns the result into an `Outcome`.
+/// turns the result into an `Outcome`. `--version` prints `TOOL VERSION` and exits 0.
 pub fn main<A, E, F>(argv: impl IntoIterator<Item = OsString>, run: F) -> Outcome
 where
     A: argh::FromArgs,
     E: ToErrorObject,
     F: FnOnce(A) -> Result<Output, E>,
 {
-    let argv: Vec<OsString> = argv.into_iter().collect();
+    main_with_version(argv, run, String::new)
+}
+
+/// [`main`], with `about` adding to the `--version` line what else a tool should say (dot-launch
+/// and dot-sandbox: the protocol and the seccomp policy).
+pub fn main_with_version<A, E, F>(
+    argv: impl IntoIterator<Item = OsString>,
+    run: F,
+    about: impl FnOnce() -> String,
+) -> Outcome
+where
+    A: argh::FromArgs,
+    E: ToErrorObject,
+    F: FnOnce(A) -> Result<Output, E>,
+{
+    let mut argv: Vec<OsString> = argv.into_iter().collect();
+    let common = common_options(&mut argv);
+    let tool = tool_name(&argv);
+    let style = ErrorStyle::choose(common.style);
+    let outcome = |stdout: String, stderr: Option<ErrorObject>, code: ExitCode| Outcome {
+        stdout,
+        stderr,
+        code,
+        tool: tool.clone(),
+        style,
+    };
+    if common.version {
+        let extra = about();
+        let sep = if extra.is_empty() { "" } else { " " };
+        let line = format!("{tool} {}{sep}{extra}\n", env!("CARGO_PKG_VERSION"));
+        return outcome(line, None, ExitCode::Success);
+    }
     let args = match parse::<A>(&argv) {
         Ok(a) => a,
-        Err(Early::Help(text)) => {
-            return Outcome {
-                stdout: text,
-                stderr: None,
-                code: ExitCode::Success,
-            }
-        }
-        Err(Early::Usage(obj)) => {
-            return Outcome {
-                stdout: String::new(),
-                stderr: Some(*obj),
-                code: ExitCode::Usage,
-            }
-        }
+        Err(Early::Help(text)) => return outcome(text, None, ExitCode::Success),
+        Err(Early::Usage(obj)) => return outcome(String::new(), Some(*obj), ExitCode::Usage),
     };
     match run(args) {
-        Ok(out) => Outcome {
-            stdout: out.stdout,
-            stderr: None,
-            code: out.code,
-        },
-        Err(e) => Outcome {
-            stdout: String::new(),
-            stderr: Some(e.to_error_object()),
-            code: e.exit_code(),
-        },
+        Ok(out) => outcome(out.stdout, None, out.code),
+        Err(e) => outcome(String::new(), Some(e.to_error_object()), e.exit_code()),
     }
 }
 
@@ -180,11 +267,7 @@ pub fn os_string(s: &str) -> Result<OsString, String> {
 
 /// Parses `argv` (program name first) into `A`.
 pub fn parse<A: argh::FromArgs>(argv: &[OsString]) -> Result<A, Early> {
-    let name = argv
-        .first()
-        .map(|a| a.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "dot".to_owned());
-    let name = name.rsplit('/').next().unwrap_or(&name).to_owned();
+    let name = tool_name(argv);
     let mut raw = Vec::new();
     let rest: Vec<String> = argv
         .iter()
@@ -329,5 +412,31 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn common_options_are_taken_out_wherever_they_are() {
+        let mut a = argv(&[b"--json", b"--root", b"/r", b"--version", b"--human", b"n"]);
+        let c = common_options(&mut a);
+        assert_eq!(
+            c,
+            Common {
+                version: true,
+                style: Some(ErrorStyle::Human)
+            }
+        );
+        assert_eq!(a, argv(&[b"--root", b"/r", b"n"]));
+        let mut b = argv(&[b"x", b"--", b"--json"]);
+        assert_eq!(common_options(&mut b), Common::default());
+        assert_eq!(b, argv(&[b"x", b"--", b"--json"]));
+    }
+
+    #[test]
+    fn the_human_line_is_one_line_with_the_next_command() {
+        let e = ErrorObject::new("consent-missing", "hello needs\nconsent").next("dot-launch x");
+        assert_eq!(
+            human_line("dot-launch", &e),
+            "dot-launch: consent-missing: hello needs consent (next: dot-launch x)"
+        );
     }
 }

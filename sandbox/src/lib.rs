@@ -129,6 +129,20 @@ impl ToErrorObject for Error {
     }
 }
 
+/// What `dot-sandbox --version` adds to its name and version: the protocol and the digest of the
+/// seccomp policy it installs (the digest every launch reports as `seccomp_policy_sha256`).
+pub fn version_about() -> String {
+    let protocol = proto::protocol::PROTOCOL_VERSION;
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    let policy = match seccomp::policy_sha256() {
+        Ok(d) => format!("seccomp policy sha256:{}", d.to_hex()),
+        Err(e) => format!("seccomp policy unavailable: {e}"),
+    };
+    #[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
+    let policy = "no process containment on this platform".to_owned();
+    format!("(protocol {protocol}, {policy})")
+}
+
 /// Runs one `dot-sandbox` command. `exec` returns only on failure: on success the process image
 /// is the plugin's.
 pub fn run(args: Args) -> Result<Output, Error> {

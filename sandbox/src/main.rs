@@ -1,3 +1,3 @@
 fn main() -> proto::cli::Outcome {
-    proto::cli::main(std::env::args_os(), sandbox::run)
+    proto::cli::main_with_version(std::env::args_os(), sandbox::run, sandbox::version_about)
 }

@@ -1,0 +1,101 @@
+//! The conventions people expect of a command-line tool: `--version` on every tool (dot-launch and
+//! dot-sandbox also name the protocol and the seccomp policy), and errors as one readable line on
+//! a terminal, JSON otherwise, `--json`/`--human` to choose.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::{makefile_tools, tool};
+use std::io::Read;
+use std::process::Stdio;
+
+#[test]
+fn every_tool_says_its_version() {
+    for t in makefile_tools() {
+        if t == "dot-canary" {
+            continue; // a test plugin, not a command for people (its page says so)
+        }
+        let out = tool(&t).arg("--version").output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{t}");
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert_eq!(text.lines().count(), 1, "{t}: {text}");
+        assert!(text.starts_with(&format!("{t} 0.1.0")), "{text}");
+    }
+    let sandbox = String::from_utf8(
+        tool("dot-sandbox")
+            .arg("--version")
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    assert!(sandbox.contains("protocol 1.0"), "{sandbox}");
+    let digest = sandbox
+        .split("seccomp policy sha256:")
+        .nth(1)
+        .map(|d| d.trim_end_matches(|c: char| !c.is_ascii_hexdigit()))
+        .expect("the policy digest");
+    assert_eq!(digest.len(), 64, "{sandbox}");
+    let launch =
+        String::from_utf8(tool("dot-launch").arg("--version").output().unwrap().stdout).unwrap();
+    assert!(launch.contains("protocol 1.0"), "{launch}");
+    assert!(launch.contains(digest), "the runner beside it: {launch}");
+}
+
+/// dot-launch on a missing root, its stderr on a pty; what the terminal shows.
+fn on_a_terminal(extra: &[&str]) -> String {
+    let pty = nix::pty::openpty(None, None).unwrap();
+    let mut c = tool("dot-launch");
+    c.args(["--root", "/nonexistent/root", "hello"])
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(std::fs::File::from(pty.slave)));
+    let status = c.status().unwrap();
+    drop(c);
+    assert_eq!(status.code(), Some(1));
+    let mut master = std::fs::File::from(pty.master);
+    let mut text = Vec::new();
+    let mut buf = [0u8; 4096];
+    while let Ok(n) = master.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        text.extend_from_slice(&buf[..n]);
+    }
+    String::from_utf8_lossy(&text).replace("\r\n", "\n")
+}
+
+#[test]
+fn errors_are_a_readable_line_on_a_terminal_and_json_otherwise() {
+    let human = on_a_terminal(&[]);
+    assert!(
+        human.starts_with("dot-launch: root-missing: /nonexistent/root is not a platform root"),
+        "{human}"
+    );
+    assert!(
+        human.contains("(next: mkdir -p /nonexistent && dot-register init"),
+        "{human}"
+    );
+    assert_eq!(human.lines().count(), 1, "{human}");
+    let forced = on_a_terminal(&["--json"]);
+    let e: proto::ErrorObject = serde_json::from_str(forced.trim_end()).unwrap();
+    assert_eq!(e.error, "root-missing");
+
+    let piped = tool("dot-launch")
+        .args(["--root", "/nonexistent/root", "hello"])
+        .output()
+        .unwrap();
+    assert_eq!(testkit::decode_error(&piped.stderr).error, "root-missing");
+    let asked = tool("dot-launch")
+        .args(["--human", "--root", "/nonexistent/root", "hello"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(asked.stderr).unwrap();
+    assert!(text.starts_with("dot-launch: root-missing: "), "{text}");
+    assert_eq!(
+        asked.status.code(),
+        Some(1),
+        "the exit code does not depend on the style"
+    );
+}
