@@ -17,6 +17,7 @@ pub mod protocol;
 pub mod publisher;
 pub mod result;
 pub mod strict;
+pub mod time;
 pub mod trust;
 
 pub use digest::Sha256;

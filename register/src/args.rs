@@ -70,11 +70,13 @@ pub struct PublisherAddArgs {
     /// the public key file, as `minisign -G` writes it
     #[argh(option, from_str_fn(proto::cli::path))]
     pub pubkey: PathBuf,
-    /// unix seconds: signatures timestamped earlier are not accepted from this key
-    #[argh(option)]
+    /// signatures timestamped earlier are not accepted from this key (Unix seconds or ISO 8601,
+    /// e.g. 2027-01-01 or 2027-01-01T12:00:00Z)
+    #[argh(option, from_str_fn(proto::time::instant))]
     pub not_before: Option<u64>,
-    /// unix seconds: signatures timestamped at or after this are not accepted from this key
-    #[argh(option)]
+    /// signatures timestamped at or after this are not accepted from this key (Unix seconds or
+    /// ISO 8601)
+    #[argh(option, from_str_fn(proto::time::instant))]
     pub not_after: Option<u64>,
 }
 
@@ -99,11 +101,13 @@ pub struct PublisherRotateArgs {
     /// accept the new key without a transition statement: the root owner's decision, recorded
     #[argh(switch)]
     pub force_by_owner: bool,
-    /// unix seconds: signatures timestamped earlier are not accepted from the new key
-    #[argh(option)]
+    /// signatures timestamped earlier are not accepted from the new key (Unix seconds or ISO 8601,
+    /// e.g. 2027-01-01 or 2027-01-01T12:00:00Z)
+    #[argh(option, from_str_fn(proto::time::instant))]
     pub not_before: Option<u64>,
-    /// unix seconds: signatures timestamped at or after this are not accepted from the new key
-    #[argh(option)]
+    /// signatures timestamped at or after this are not accepted from the new key (Unix seconds or
+    /// ISO 8601)
+    #[argh(option, from_str_fn(proto::time::instant))]
     pub not_after: Option<u64>,
 }
 

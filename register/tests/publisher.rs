@@ -383,3 +383,40 @@ fn policy_show_gives_defaults_and_set_refuses_out_of_range_values() {
         testkit::assert_ok(&reg(["policy", "show", "--root", r(&root)]));
     assert_eq!(shown, p);
 }
+
+#[test]
+fn key_windows_take_iso_8601_dates_or_unix_seconds() {
+    let (d, root) = root();
+    let key = KeyPair::generate();
+    let pk = key.pk_path(d.path());
+    let p: Publisher = testkit::assert_ok(&reg([
+        OsStr::new("publisher"),
+        "add".as_ref(),
+        "--root".as_ref(),
+        root.path().as_os_str(),
+        "--id".as_ref(),
+        "acme".as_ref(),
+        "--pubkey".as_ref(),
+        pk.as_os_str(),
+        "--not-before".as_ref(),
+        "1798761600".as_ref(),
+        "--not-after".as_ref(),
+        "2028-01-01T00:00:00+01:00".as_ref(),
+    ]));
+    assert_eq!(p.keys[0].not_before, Some(1_798_761_600));
+    assert_eq!(p.keys[0].not_after, Some(1_830_294_000));
+    let bad = reg([
+        "publisher",
+        "add",
+        "--root",
+        r(&root),
+        "--id",
+        "beta",
+        "--pubkey",
+        pk.to_str().unwrap(),
+        "--not-after",
+        "2028-02-30",
+    ]);
+    let e = testkit::assert_refused(&bad, 2, "usage");
+    assert!(e.message.contains("2028-02-30"), "{}", e.message);
+}
