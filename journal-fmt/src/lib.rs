@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 /// torn tails are shown, never hidden.
 #[derive(argh::FromArgs, Debug)]
 pub struct Args {
-    /// print one JSON object per journal (or audit record) instead of text
+    /// print JSON lines instead of text: one JSON object per journal (or audit record) per line
     #[argh(switch)]
     pub json: bool,
     /// print ROOT/audit.log (needs --root) instead of run journals; a malformed line is an error
@@ -32,7 +32,7 @@ pub struct Args {
     /// format every run under ROOT/txn/, in txid order
     #[argh(option, from_str_fn(proto::cli::path))]
     pub root: Option<PathBuf>,
-    /// journal files to format (instead of --root)
+    /// journal files to format (instead of --root); - reads one journal from stdin
     #[argh(positional, from_str_fn(proto::cli::path))]
     pub journals: Vec<PathBuf>,
 }
@@ -67,6 +67,29 @@ pub struct BadLine {
     pub line_no: usize,
     pub error: String,
     pub bytes: usize,
+}
+
+/// One journal read from stdin (`-`): at most the classifier's limit and one byte more, so an
+/// oversized one is classified as such.
+fn read_stdin() -> Result<Formatted, FmtError> {
+    let mut bytes = Vec::new();
+    io::stdin()
+        .take(MAX_JOURNAL as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|source| FmtError::Read {
+            path: PathBuf::from("-"),
+            source,
+        })?;
+    let journal = classify(&bytes);
+    let txid = match journal.begin() {
+        Some(Record::Begin { txid, .. }) => Some(txid.clone()),
+        _ => None,
+    };
+    Ok(Formatted {
+        path: PathBuf::from("-"),
+        txid,
+        journal,
+    })
 }
 
 /// Why journals could not be read.
@@ -318,6 +341,9 @@ pub fn run(args: Args) -> Result<Output, FmtError> {
 
 /// Reads one journal named on the command line.
 pub fn read_file(path: &Path) -> Result<Formatted, FmtError> {
+    if path == Path::new("-") {
+        return read_stdin();
+    }
     let bytes = match read_journal(path, false)? {
         Ok(bytes) => bytes,
         Err(what) => {

@@ -255,3 +255,26 @@ fn usage_errors_exit_2() {
         assert_eq!(testkit::decode_error(&stderr).error, kind, "{args:?}");
     }
 }
+
+#[test]
+fn a_journal_on_stdin_is_formatted_like_a_file() {
+    let bytes = encode(&records()[..2]);
+    let out = cargo_bin_cmd!("dot-journal-fmt")
+        .args(["--json", "-"])
+        .write_stdin(bytes.clone())
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let reports: Vec<JournalReport> = testkit::decode_json_lines(&out.stdout);
+    assert_eq!(reports.len(), 1);
+    assert_eq!(reports[0].journal, "-");
+    assert_eq!(reports[0].state, RunState::Prepared);
+    assert_eq!(reports[0].txid.as_deref(), Some(TXID));
+    let dir = TempDir::new();
+    let file = write_run(dir.path(), TXID, &bytes);
+    let from_file = json(&[file.as_os_str()]);
+    assert_eq!(
+        (from_file[0].state, &from_file[0].records),
+        (reports[0].state, &reports[0].records)
+    );
+}

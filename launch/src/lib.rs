@@ -358,6 +358,7 @@ pub fn launch(opts: &Options) -> Result<RunResult, LaunchError> {
         return Err(abandon(run, e));
     }
     let mut result = RunResult {
+        schema: proto::result::RESULT_SCHEMA,
         txid: run.txid.clone(),
         name: entry.name.clone(),
         version: entry.version.to_string(),

@@ -132,24 +132,48 @@ pub struct Common {
     pub style: Option<ErrorStyle>,
 }
 
-/// Takes the common options out of `argv` (program name first).
-pub fn common_options(argv: &mut Vec<OsString>) -> Common {
+/// Takes the common options out of `argv` (program name first): `--version` as the first
+/// argument, `--json` and `--human` anywhere before `--`. A tool with a `--json` option of
+/// its own (dot-journal-fmt: JSON on stdout too) gets it left in place (`keep_json`): it means
+/// JSON everywhere there.
+pub fn common_options(argv: &mut Vec<OsString>, keep_json: bool) -> Common {
     let mut common = Common::default();
+    // `--version` is the tool's only as its first argument: a subcommand may have a `--version`
+    // of its own (`dot-register dev --version 1.2.0`).
+    if argv.get(1).and_then(|a| a.to_str()) == Some("--version") {
+        common.version = true;
+        argv.remove(1);
+    }
     let mut i = 1;
     while i < argv.len() {
-        match argv[i].to_str() {
-            Some("--version") => common.version = true,
-            Some("--json") => common.style = Some(ErrorStyle::Json),
-            Some("--human") => common.style = Some(ErrorStyle::Human),
-            Some("--") => break,
-            _ => {
-                i += 1;
-                continue;
+        let keep = match argv[i].to_str() {
+            Some("--json") => {
+                common.style = Some(ErrorStyle::Json);
+                keep_json
             }
+            Some("--human") => {
+                common.style = Some(ErrorStyle::Human);
+                false
+            }
+            Some("--") => break,
+            _ => true,
+        };
+        if keep {
+            i += 1;
+        } else {
+            argv.remove(i);
         }
-        argv.remove(i);
     }
     common
+}
+
+/// What a tool adds to the common handling in [`main_with`].
+#[derive(Debug, Default)]
+pub struct Extras {
+    /// Added to the `--version` line (dot-launch and dot-sandbox: the protocol, the policy).
+    pub about: Option<fn() -> String>,
+    /// The tool has a `--json` option of its own, which stays in its arguments.
+    pub keep_json: bool,
 }
 
 /// The tool's name: the last component of `argv[0]`.
@@ -169,15 +193,14 @@ where
     E: ToErrorObject,
     F: FnOnce(A) -> Result<Output, E>,
 {
-    main_with_version(argv, run, String::new)
+    main_with(argv, run, Extras::default())
 }
 
-/// [`main`], with `about` adding to the `--version` line what else a tool should say (dot-launch
-/// and dot-sandbox: the protocol and the seccomp policy).
-pub fn main_with_version<A, E, F>(
+/// [`main`] for a tool with [`Extras`].
+pub fn main_with<A, E, F>(
     argv: impl IntoIterator<Item = OsString>,
     run: F,
-    about: impl FnOnce() -> String,
+    extras: Extras,
 ) -> Outcome
 where
     A: argh::FromArgs,
@@ -185,7 +208,7 @@ where
     F: FnOnce(A) -> Result<Output, E>,
 {
     let mut argv: Vec<OsString> = argv.into_iter().collect();
-    let common = common_options(&mut argv);
+    let common = common_options(&mut argv, extras.keep_json);
     let tool = tool_name(&argv);
     let style = ErrorStyle::choose(common.style);
     let outcome = |stdout: String, stderr: Option<ErrorObject>, code: ExitCode| Outcome {
@@ -196,7 +219,7 @@ where
         style,
     };
     if common.version {
-        let extra = about();
+        let extra = extras.about.map(|f| f()).unwrap_or_default();
         let sep = if extra.is_empty() { "" } else { " " };
         let line = format!("{tool} {}{sep}{extra}\n", env!("CARGO_PKG_VERSION"));
         return outcome(line, None, ExitCode::Success);
@@ -273,7 +296,8 @@ pub fn parse<A: argh::FromArgs>(argv: &[OsString]) -> Result<A, Early> {
         .iter()
         .skip(1)
         .map(|a| match a.to_str() {
-            Some(s) if !s.contains(MARK) => s.to_owned(),
+            // A lone `-` (stdin, for a path) is a stand-in too: argh reads it as an option.
+            Some(s) if !s.contains(MARK) && s != "-" => s.to_owned(),
             _ => {
                 raw.push(a.clone());
                 stand_in(raw.len() - 1)
@@ -298,6 +322,7 @@ pub fn parse<A: argh::FromArgs>(argv: &[OsString]) -> Result<A, Early> {
         let at = rest.iter().position(|r| *r == stand_in(index)).unwrap_or(0);
         let arg = &t.raw[index];
         let why = match arg.to_str() {
+            Some("-") => "(stdin) is accepted only where a file is".to_owned(),
             Some(_) => format!("holds U+FDD0, a noncharacter {name} does not accept"),
             None => "is not valid UTF-8".to_owned(),
         };
@@ -416,8 +441,8 @@ mod tests {
 
     #[test]
     fn common_options_are_taken_out_wherever_they_are() {
-        let mut a = argv(&[b"--json", b"--root", b"/r", b"--version", b"--human", b"n"]);
-        let c = common_options(&mut a);
+        let mut a = argv(&[b"--version", b"--json", b"--root", b"/r", b"--human", b"n"]);
+        let c = common_options(&mut a, false);
         assert_eq!(
             c,
             Common {
@@ -426,9 +451,16 @@ mod tests {
             }
         );
         assert_eq!(a, argv(&[b"--root", b"/r", b"n"]));
+        // Past the first argument, `--version` is the subcommand's own.
+        let mut d = argv(&[b"dev", b"--version", b"1.2.0"]);
+        assert_eq!(common_options(&mut d, false), Common::default());
+        assert_eq!(d, argv(&[b"dev", b"--version", b"1.2.0"]));
         let mut b = argv(&[b"x", b"--", b"--json"]);
-        assert_eq!(common_options(&mut b), Common::default());
+        assert_eq!(common_options(&mut b, false), Common::default());
         assert_eq!(b, argv(&[b"x", b"--", b"--json"]));
+        let mut c = argv(&[b"--json", b"--root", b"/r"]);
+        assert_eq!(common_options(&mut c, true).style, Some(ErrorStyle::Json));
+        assert_eq!(c, argv(&[b"--json", b"--root", b"/r"]));
     }
 
     #[test]

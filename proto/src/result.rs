@@ -6,10 +6,15 @@ use crate::name::Name;
 use crate::protocol::Response;
 use serde::{Deserialize, Serialize};
 
-/// What happened to one run.
+/// The result schema this code writes and reads.
+pub const RESULT_SCHEMA: u32 = 1;
+
+/// What happened to one run. A field that does not apply to this run is absent, never `null`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunResult {
+    /// `RESULT_SCHEMA`: a reader refuses a schema it does not know.
+    pub schema: u32,
     pub txid: String,
     pub name: Name,
     pub version: String,
@@ -28,6 +33,8 @@ pub struct RunResult {
     pub outputs: Vec<OutputFile>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
+    /// The plugin's response, once it gave a valid one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response: Option<Response>,
     /// Why the run failed, for a failed run.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -1,3 +1,10 @@
 fn main() -> proto::cli::Outcome {
-    proto::cli::main_with_version(std::env::args_os(), sandbox::run, sandbox::version_about)
+    proto::cli::main_with(
+        std::env::args_os(),
+        sandbox::run,
+        proto::cli::Extras {
+            about: Some(sandbox::version_about),
+            keep_json: false,
+        },
+    )
 }

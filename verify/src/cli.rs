@@ -32,8 +32,9 @@ pub enum Command {
     Doctor(DoctorArgs),
 }
 
-/// SHA-256 and size of each FILE, one JSON object per line: {"path","sha256","size"}. Symbolic
-/// links, non-regular files and setuid/setgid files are refused.
+/// SHA-256 and size of each FILE, as JSON lines (one object per file and line:
+/// {"path","sha256","size"}). Symbolic links, non-regular files and setuid/setgid files are
+/// refused.
 #[derive(FromArgs, Debug)]
 #[argh(subcommand, name = "digest")]
 pub struct DigestArgs {
