@@ -7,7 +7,6 @@
 mod common;
 
 use common::{makefile_tools, tool};
-use std::io::Read;
 use std::process::Stdio;
 
 #[test]
@@ -54,16 +53,7 @@ fn on_a_terminal(extra: &[&str]) -> String {
     let status = c.status().unwrap();
     drop(c);
     assert_eq!(status.code(), Some(1));
-    let mut master = std::fs::File::from(pty.master);
-    let mut text = Vec::new();
-    let mut buf = [0u8; 4096];
-    while let Ok(n) = master.read(&mut buf) {
-        if n == 0 {
-            break;
-        }
-        text.extend_from_slice(&buf[..n]);
-    }
-    String::from_utf8_lossy(&text).replace("\r\n", "\n")
+    common::read_terminal(pty.master).replace("\r\n", "\n")
 }
 
 #[test]

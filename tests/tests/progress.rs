@@ -7,7 +7,6 @@
 mod common;
 
 use common::Env;
-use std::io::Read;
 use std::process::Stdio;
 
 #[test]
@@ -19,19 +18,8 @@ fn a_long_run_on_a_terminal_shows_a_live_line_on_stderr_only() {
         .stderr(Stdio::from(std::fs::File::from(pty.slave)));
     let child = cmd.spawn().unwrap();
     drop(cmd);
-    let mut master = std::fs::File::from(pty.master);
-    let reader = std::thread::spawn(move || {
-        let mut text = Vec::new();
-        let mut buf = [0u8; 4096];
-        // The pty's reads end with EIO once dot-launch, its only writer, has exited.
-        while let Ok(n) = master.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            text.extend_from_slice(&buf[..n]);
-        }
-        String::from_utf8_lossy(&text).into_owned()
-    });
+    let master = pty.master;
+    let reader = std::thread::spawn(move || common::read_terminal(master));
     let out = child.wait_with_output().unwrap();
     let terminal = reader.join().unwrap();
     assert_eq!(out.status.code(), Some(3), "the deadline ends the run");

@@ -306,3 +306,19 @@ pub fn wait_no_processes_under(dir: &Path) -> Vec<String> {
     }
     processes_under(dir)
 }
+
+/// Everything written to the terminal whose master is `master`, until its last writer is gone (the
+/// pty's reads then end with EIO).
+pub fn read_terminal(master: std::os::fd::OwnedFd) -> String {
+    use std::io::Read;
+    let mut master = std::fs::File::from(master);
+    let mut text = Vec::new();
+    let mut buf = [0u8; 4096];
+    while let Ok(n) = master.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        text.extend_from_slice(&buf[..n]);
+    }
+    String::from_utf8_lossy(&text).into_owned()
+}
