@@ -2,8 +2,8 @@
 //!
 //! It reads the plugin request (one JSON line) on stdin, performs the escape named by the input
 //! `probe` (one of `proto::canary::PROBES`, the one list of probes: `dot-sandbox probe --prove`
-//! and the test suite run that list, and the dispatch below matches every probe of it), writes `out/result.json` = `{"probe": NAME, "outcome": OUTCOME}` and prints the protocol
-//! response. OUTCOME is `ok` (the escape worked), `none` (nothing was found to use), or
+//! and the test suite run that list, and the dispatch below matches every probe of it), writes
+//! `out/result.json` = `{"probe": NAME, "outcome": OUTCOME}` and prints the protocol response. OUTCOME is `ok` (the escape worked), `none` (nothing was found to use), or
 //! `errno:NAME` (the kernel refused). A denial by signal kills it; the caller sees the signal.
 //!
 //! `dot-canary --proof NAME` is what the exec probes execute when an exec succeeds: it records

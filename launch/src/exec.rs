@@ -67,8 +67,8 @@ pub struct Limits {
 
 impl Limits {
     /// What the runner bounds for a run whose file inputs total `inputs` (bytes, count): memory,
-    /// CPU (the deadline, rounded up to the next whole second and one more), the largest file (the
-    /// outputs' limit), descriptors and tasks as given, and a stage that much larger than given.
+    /// CPU (the deadline's whole seconds plus one), the largest file (the outputs' limit),
+    /// descriptors and tasks as given, and a stage that much larger than given.
     pub fn runner(&self, inputs: (u64, u64)) -> proto::runner::Limits {
         proto::runner::Limits {
             as_bytes: self.max_memory,
@@ -540,4 +540,42 @@ fn supervise(
     s.pump(&mut o, limits);
     s.check_limits(&mut o, limits);
     Ok((o, s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The runner bounds exactly what the launch was given, the stage grown by the inputs.
+    #[test]
+    fn the_runner_gets_the_launch_limits_and_room_for_the_inputs() {
+        let limits = Limits {
+            stderr: StderrMode::Discard,
+            deadline: Duration::from_millis(2500),
+            max_stdout: 1,
+            max_stderr: 1,
+            max_outputs: 1,
+            max_output_bytes: 7 << 20,
+            max_memory: 300 << 20,
+            max_files: 40,
+            max_tasks: 9,
+            stage_bytes: 14 << 20,
+            stage_inodes: 100,
+        };
+        let r = limits.runner((3 << 20, 5));
+        assert_eq!(
+            r,
+            proto::runner::Limits {
+                as_bytes: 300 << 20,
+                cpu_seconds: 3,
+                fsize_bytes: 7 << 20,
+                nofile: 40,
+                nproc: 9,
+                stage_bytes: 17 << 20,
+                stage_inodes: 105,
+            }
+        );
+        let huge = limits.runner((u64::MAX, u64::MAX));
+        assert_eq!((huge.stage_bytes, huge.stage_inodes), (u64::MAX, u64::MAX));
+    }
 }

@@ -137,7 +137,8 @@ probes! {
     SymlinkInStage = "symlink-in-stage" => landlock();
     // mknod is also refused by the filter, which answers before Landlock (no make_fifo right).
     MkfifoInStage = "mkfifo-in-stage" => p(Layer::Seccomp, EPERM, Some(OK));
-    RenameAcrossStageDirs = "rename-across-stage-dirs" => p(Layer::Landlock, &["errno:EXDEV"], Some(OK));
+    RenameAcrossStageDirs = "rename-across-stage-dirs" =>
+        p(Layer::Landlock, &["errno:EXDEV"], Some(OK));
     // The plugin's own binary: while it runs the kernel refuses writes to it (ETXTBSY) before
     // Landlock (read+execute only on that inode) is consulted, confined or not; so these show the
     // refusal, not which layer gives it, and have no unconfined counterpart.
@@ -174,7 +175,8 @@ probes! {
     Setns = "setns" => seccomp();
     CloneNewuser = "clone-newuser" => seccomp();
     // The kernel refuses CLONE_NEWUSER with CLONE_THREAD itself (EINVAL); the filter answers first.
-    CloneThreadNewuser = "clone-thread-newuser" => p(Layer::Seccomp, EPERM, Some(&["errno:EINVAL"]));
+    CloneThreadNewuser = "clone-thread-newuser" =>
+        p(Layer::Seccomp, EPERM, Some(&["errno:EINVAL"]));
     CloneProcess = "clone-process" => seccomp();
     Fork = "fork" => seccomp();
     Vfork = "vfork" => seccomp();
@@ -210,7 +212,8 @@ probes! {
     Tiocsig = "tiocsig" => seccomp();
     // What the exec hands the plugin: every signal at its default, none blocked. Unconfined the
     // canary is executed by itself, a Rust program, which leaves SIGPIPE ignored.
-    SignalDispositions = "signal-dispositions" => reexec(p(Layer::Signals, &["default"], Some(&["ignored:SIGPIPE"])));
+    SignalDispositions = "signal-dispositions" =>
+        reexec(p(Layer::Signals, &["default"], Some(&["ignored:SIGPIPE"])));
     // The plugin's argv[0] is its registry name, at every level (the harness names the canary
     // `canary`, as dot-launch names a plugin after its entry); nothing else is on its command line.
     Argv0 = "argv0" => p(Layer::Control, &["argv0:canary"], Some(&["argv0:canary"]));

@@ -10,9 +10,9 @@
 //! | descriptor | holds |
 //! |---|---|
 //! | 0, 1, 2 | the plugin's stdin, stdout, stderr |
-//! | [`RUNNER_FD`] (3) | the runner itself, executed as [`RUNNER_PATH`] with `argv[0]` [`RUNNER_ARGV0`] |
+//! | [`RUNNER_FD`] (3) | the runner, executed as [`RUNNER_PATH`], `argv[0]` [`RUNNER_ARGV0`] |
 //! | [`PLUGIN_FD`] (4) | the plugin: the store file under a read lease, or a sealed memfd |
-//! | [`REPORT_FD`] (5) | the runner's end of a unix `SOCK_SEQPACKET` socket pair (close-on-exec) |
+//! | [`REPORT_FD`] (5) | the runner's end of a unix `SOCK_SEQPACKET` socket pair |
 //!
 //! On the report socket the runner sends, in this order: the stage message ([`STAGE_MESSAGE`],
 //! one NUL byte carrying a descriptor of its private stage's root), once the stage exists; then one
@@ -338,13 +338,13 @@ mod tests {
 
     fn limits() -> Limits {
         Limits {
-            as_bytes: 256 << 20,
-            cpu_seconds: 1,
-            fsize_bytes: 1 << 20,
-            nofile: 64,
-            nproc: 64,
-            stage_bytes: 16 << 20,
-            stage_inodes: 256,
+            as_bytes: 3 << 20,
+            cpu_seconds: 2,
+            fsize_bytes: 5,
+            nofile: 17,
+            nproc: 3,
+            stage_bytes: 7 << 20,
+            stage_inodes: 11,
         }
     }
 
@@ -354,9 +354,9 @@ mod tests {
         let mut inv = Invocation::new(limits(), name);
         assert_eq!(
             inv.argv().join(" "),
-            "dot-sandbox exec --report-fd 5 --as-bytes 268435456 --cpu-seconds 1 \
-             --fsize-bytes 1048576 --nofile 64 --nproc 64 --stage-bytes 16777216 \
-             --stage-inodes 256 --argv0 hello /proc/self/fd/4"
+            "dot-sandbox exec --report-fd 5 --as-bytes 3145728 --cpu-seconds 2 --fsize-bytes 5 \
+             --nofile 17 --nproc 3 --stage-bytes 7340032 --stage-inodes 11 --argv0 hello \
+             /proc/self/fd/4"
         );
         inv.landlock_abi = Some(4);
         let argv = inv.argv();

@@ -1,5 +1,5 @@
-//! The seccomp policy compiled to classic BPF, as pure functions: a short hand-written prefix, and a
-//! compiler that lays the deny rules (`policy`) out as a binary search tree over syscall numbers.
+//! The seccomp policy compiled to classic BPF, as pure functions: a short hand-written prefix, and
+//! a compiler that lays the deny rules (`policy`) out as a binary search tree over syscall numbers.
 //!
 //! Program shape:
 //!
@@ -283,8 +283,8 @@ pub fn program_bytes(code: &[sock_filter]) -> Vec<u8> {
     out
 }
 
-/// What the tests of the policy and of the compiler share: a classic-BPF interpreter and the program
-/// for fixed per-launch values.
+/// What the tests of the policy and of the compiler share: a classic-BPF interpreter, seccompiler's
+/// own compilation of the rules, and the program for fixed per-launch values.
 #[cfg(test)]
 pub mod testing {
     use super::*;
@@ -292,8 +292,8 @@ pub mod testing {
     use seccompiler::{SeccompAction, SeccompCmpOp as Op, SeccompRule};
     use std::collections::BTreeMap;
 
-    /// The same rules as seccompiler rules only: each value of a `OneOf` becomes a `Dword` `Eq` rule,
-    /// each bit of an `AnyBit` a `Dword` `MaskedEq` rule.
+    /// The same rules as seccompiler rules only: each value of a `OneOf` becomes a `Dword` `Eq`
+    /// rule, each bit of an `AnyBit` a `Dword` `MaskedEq` rule.
     pub fn seccompiler_rules(
         rules: &Rules,
     ) -> Result<BTreeMap<i64, Vec<SeccompRule>>, BackendError> {

@@ -32,8 +32,8 @@
 //!     (`--argv0`) and nothing else, carrying the seccomp cookie.
 //!
 //! The report descriptor is a unix `SOCK_SEQPACKET` socket: once the stage is made, the stage
-//! message (one NUL byte) carries a descriptor of its root to the launcher (step 5); the report line
-//! (an error or what was enforced) is the next message. `proto::runner` is that contract.
+//! message (one NUL byte) carries a descriptor of its root to the launcher (step 5); the report
+//! line (an error or what was enforced) is the next message. `proto::runner` is that contract.
 
 use crate::{identity, stage};
 use elf::ElfError;

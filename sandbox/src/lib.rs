@@ -7,8 +7,9 @@
 //! `process_enforceable: false`.
 //!
 //! The library's surface is the command line ([`Args`], [`run`]), the errors, the policy's identity
-//! ([`policy_sha256`], [`policy_instructions`]) and the proof ([`prove`] and the harness that runs
-//! the runner as `dot-launch` does, which the test suite shares); the confinement steps are private.
+//! ([`policy_sha256`], [`policy_instructions`]) and the proof ([`prove`] and the harness that
+//! runs the runner as `dot-launch` does, which the test suite shares); the confinement steps are
+//! private.
 #![forbid(unsafe_code)]
 
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]

@@ -1,8 +1,8 @@
 //! The seccomp program as the runner installs it. `build.rs` compiles the policy (`policy`, the
-//! single source, compiled by `bpf`) once at build time with the per-launch values set to zero; each launch copies
-//! that program, takes the policy's digest over it, and fills in its own pid and exec cookie. The
-//! tests below check that the result is exactly what `bpf::program` compiles for the same
-//! values, and the digest built with it is the digest of those bytes.
+//! single source) with `bpf` once at build time, with the per-launch values set to zero; each
+//! launch copies that program, takes the policy's digest over it, and fills in its own pid and exec
+//! cookie. The tests below check that the result is exactly what `bpf::program` compiles for the
+//! same values, and the digest built with it is the digest of those bytes.
 
 use crate::bpf;
 use crate::policy::Params;

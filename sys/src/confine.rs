@@ -1,8 +1,8 @@
 //! The kernel calls `dot-sandbox` makes to confine itself before it executes a plugin: inherited
 //! descriptors, parent-death signal, capabilities and securebits, `no_new_privs`, the Landlock ABI
-//! and the rest of the kernel probe (`probe`, decided by `proto::probe`), seccomp installation, default signal dispositions and an empty signal mask for the
-//! plugin, close-on-exec for every inherited descriptor, and the final `execve` that carries the
-//! seccomp cookie. One syscall per function, each converted at once to `io::Result`.
+//! and the rest of the kernel probe (`probe`, decided by `proto::probe`), seccomp installation,
+//! default signal dispositions and an empty signal mask for the plugin, close-on-exec for every
+//! inherited descriptor, and the final `execve` that carries the seccomp cookie. One syscall per function, each converted at once to `io::Result`.
 
 use std::ffi::CStr;
 use std::io;
