@@ -1,9 +1,12 @@
 //! Builds the seccomp program once, at build time, from the policy in `src/policy.rs` (the single
-//! source): the program with its per-launch values (the runner's pid, the exec cookie) set to zero,
+//! source), compiled by `src/bpf.rs`: the program with its per-launch values (the runner's pid, the exec cookie) set to zero,
 //! its SHA-256 (the policy's identity), and where those values go. `dot-sandbox` copies it and fills the values in on each launch,
 //! instead of building the rules and compiling them every time. The unit tests check that the
 //! filled-in copy is exactly what the policy compiles to.
 
+#[allow(dead_code)]
+#[path = "src/bpf.rs"]
+mod bpf;
 #[allow(dead_code)]
 #[path = "src/policy.rs"]
 mod policy;
@@ -12,6 +15,7 @@ use std::fmt::Write as _;
 
 fn main() {
     println!("cargo:rerun-if-changed=src/policy.rs");
+    println!("cargo:rerun-if-changed=src/bpf.rs");
     println!("cargo:rerun-if-changed=build.rs");
     let out = std::path::PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
     let host = std::env::var("HOST").unwrap_or_default();
@@ -35,8 +39,8 @@ fn generate() -> String {
     const PID: u32 = 0x5eed_0001;
     const COOKIE_HI: u32 = 0x5eed_0002;
     const COOKIE_LO: u32 = 0x5eed_0003;
-    let zero = policy::program(policy::Params { pid: 0, cookie: 0 }).expect("policy compiles");
-    let marked = policy::program(policy::Params {
+    let zero = bpf::program(policy::Params { pid: 0, cookie: 0 }).expect("policy compiles");
+    let marked = bpf::program(policy::Params {
         pid: PID,
         cookie: (u64::from(COOKIE_HI) << 32) | u64::from(COOKIE_LO),
     })
@@ -56,7 +60,7 @@ fn generate() -> String {
         );
     }
     use sha2::Digest as _;
-    let digest: [u8; 32] = sha2::Sha256::digest(policy::program_bytes(&zero)).into();
+    let digest: [u8; 32] = sha2::Sha256::digest(bpf::program_bytes(&zero)).into();
     let _ = writeln!(text, "];\npub const SHA256: [u8; 32] = {digest:?};");
     let _ = writeln!(text, "pub const SLOTS: &[(usize, Slot)] = &[");
     for (at, (z, m)) in zero.iter().zip(&marked).enumerate() {

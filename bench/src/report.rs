@@ -482,10 +482,7 @@ pub fn write(dir: &Path) -> Result<String, BenchError> {
                 .filter(|(_, s)| s.median_us >= 20.0)
                 .map(|(n, s)| format!("{n} {:.0} µs", s.median_us))
                 .collect();
-            let instructions =
-                sandbox::seccomp::program_and_digest(sandbox::policy::Params { pid: 0, cookie: 0 })
-                    .map(|(p, _)| p.len())
-                    .unwrap_or(0);
+            let instructions = sandbox::policy_instructions().unwrap_or(0);
             let _ = writeln!(
                 notes,
                 "- **P3**: the steps above 20 µs are {}. What is left is kernel work that a \

@@ -2,7 +2,8 @@
 
 use crate::stats::{summarize, Summary};
 use crate::BenchError;
-use proto::result::{ConfineTimings, RunResult};
+use proto::result::RunResult;
+use proto::runner::ConfineTimings;
 use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::path::{Path, PathBuf};

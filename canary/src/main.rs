@@ -1,8 +1,9 @@
 //! `dot-canary`: a plugin that tries one named escape per request and reports what happened.
 //!
 //! It reads the plugin request (one JSON line) on stdin, performs the escape named by the input
-//! `probe`, writes `out/result.json` = `{"probe": NAME, "outcome": OUTCOME}` and prints the protocol
-//! response. OUTCOME is `ok` (the escape worked), `none` (nothing was found to use), or
+//! `probe` (one of `proto::canary::PROBES`, the one list of probes: `dot-sandbox probe --prove`
+//! and the test suite run that list, and the dispatch below matches every probe of it), writes
+//! `out/result.json` = `{"probe": NAME, "outcome": OUTCOME}` and prints the protocol response. OUTCOME is `ok` (the escape worked), `none` (nothing was found to use), or
 //! `errno:NAME` (the kernel refused). A denial by signal kills it; the caller sees the signal.
 //!
 //! `dot-canary --proof NAME` is what the exec probes execute when an exec succeeds: it records
@@ -19,6 +20,7 @@
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
 use nix::unistd::Pid;
+use proto::canary::{CanaryResult, Probe};
 use std::collections::BTreeMap;
 use std::ffi::{CStr, CString};
 use std::fs::{self, File, OpenOptions};
@@ -95,9 +97,13 @@ fn main() -> ExitCode {
     };
     let inputs = request.inputs;
     let name = inputs.get("probe").cloned().unwrap_or_default();
-    let outcome = run(&name, &inputs);
+    let probe = Probe::from_name(&name);
+    let outcome = match probe {
+        Some(p) => run(p, &inputs),
+        None => format!("unknown-probe:{name}"),
+    };
     let code = finish(&name, &outcome);
-    if name == "sigio-sigkill" && outcome == "ok" {
+    if probe == Some(Probe::SigioSigkill) && outcome == "ok" {
         // The signal goes out when the reader drains the pipe: stay until it has.
         wait_until_stdout_drained();
     }
@@ -115,17 +121,11 @@ impl<R: BufRead> TakeLine for R {
     }
 }
 
-#[derive(serde::Serialize)]
-struct CanaryResult<'a> {
-    probe: &'a str,
-    outcome: &'a str,
-}
-
 fn finish(name: &str, outcome: &str) -> ExitCode {
     let _ = fs::create_dir("out");
     let body = serde_json::to_vec(&CanaryResult {
-        probe: name,
-        outcome,
+        probe: name.to_owned(),
+        outcome: outcome.to_owned(),
     })
     .unwrap_or_default();
     if let Err(e) = fs::write("out/result.json", body) {
@@ -188,70 +188,75 @@ fn input_u64(inputs: &BTreeMap<String, String>, key: &str) -> u64 {
     inputs.get(key).and_then(|v| v.parse().ok()).unwrap_or(0)
 }
 
-fn run(name: &str, inputs: &BTreeMap<String, String>) -> String {
-    match name {
-        "read-etc-passwd" => res(fs::read("/etc/passwd")),
-        "read-proc-self-status" => res(fs::read("/proc/self/status")),
-        "read-parent-environ" => res(fs::read(format!("/proc/{}/environ", ppid()))),
-        "write-outside" => res(OpenOptions::new().write(true).open(victim(inputs))),
-        "create-outside" => res(OpenOptions::new()
+/// Performs `probe` and returns its outcome. One arm per probe of `proto::canary`: the match is
+/// exhaustive, so the list and what the canary does cannot drift apart.
+fn run(probe: Probe, inputs: &BTreeMap<String, String>) -> String {
+    let name = probe.name();
+    match probe {
+        Probe::ReadEtcPasswd => res(fs::read("/etc/passwd")),
+        Probe::ReadProcSelfStatus => res(fs::read("/proc/self/status")),
+        Probe::ReadParentEnviron => res(fs::read(format!("/proc/{}/environ", ppid()))),
+        Probe::WriteOutside => res(OpenOptions::new().write(true).open(victim(inputs))),
+        Probe::CreateOutside => res(OpenOptions::new()
             .write(true)
             .create_new(true)
             .open(outside(inputs, "created"))),
-        "rename-outside" => res(fs::rename(
+        Probe::RenameOutside => res(fs::rename(
             victim(inputs),
             outside(inputs, "victim-renamed"),
         )),
-        "unlink-outside" => res(fs::remove_file(victim(inputs))),
-        "link-outside" => res(fs::hard_link(victim(inputs), outside(inputs, "linked"))),
-        "truncate-outside" => nix_res(nix::unistd::truncate(&victim(inputs), 0)),
-        "symlink-in-stage" => res(std::os::unix::fs::symlink("/etc/passwd", "sym")),
-        "mkfifo-in-stage" => nix_res(nix::unistd::mkfifo(
+        Probe::UnlinkOutside => res(fs::remove_file(victim(inputs))),
+        Probe::LinkOutside => res(fs::hard_link(victim(inputs), outside(inputs, "linked"))),
+        Probe::TruncateOutside => nix_res(nix::unistd::truncate(&victim(inputs), 0)),
+        Probe::SymlinkInStage => res(std::os::unix::fs::symlink("/etc/passwd", "sym")),
+        Probe::MkfifoInStage => nix_res(nix::unistd::mkfifo(
             "fifo",
             nix::sys::stat::Mode::from_bits_truncate(0o600),
         )),
-        "rename-across-stage-dirs" => res(fs::create_dir_all("sub")
+        Probe::RenameAcrossStageDirs => res(fs::create_dir_all("sub")
             .and_then(|()| fs::write("sub/a", b"a"))
             .and_then(|()| fs::rename("sub/a", "moved"))),
-        "write-own-binary" => res(OpenOptions::new().write(true).open("/proc/self/exe")),
-        "truncate-own-binary" => nix_res(nix::unistd::truncate("/proc/self/exe", 0)),
-        "chmod" => res(stage_file().and_then(|()| {
+        Probe::WriteOwnBinary => res(OpenOptions::new().write(true).open("/proc/self/exe")),
+        Probe::TruncateOwnBinary => nix_res(nix::unistd::truncate("/proc/self/exe", 0)),
+        Probe::Chmod => res(stage_file().and_then(|()| {
             use std::os::unix::fs::PermissionsExt;
             fs::set_permissions("f", fs::Permissions::from_mode(0o777))
         })),
-        "chown" => res(stage_file().and_then(|()| std::os::unix::fs::chown("f", Some(1), Some(1)))),
-        "utimensat" => res(stage_file().and_then(|()| {
+        Probe::Chown => {
+            res(stage_file().and_then(|()| std::os::unix::fs::chown("f", Some(1), Some(1))))
+        }
+        Probe::Utimensat => res(stage_file().and_then(|()| {
             File::options()
                 .write(true)
                 .open("f")?
                 .set_modified(std::time::UNIX_EPOCH)
         })),
-        "setxattr" => res(stage_file().and_then(|()| setxattr(c"f", c"user.dot", b"1"))),
-        "exec-bin-sh" => exec_bin_sh(name),
-        "exec-stage-file" => exec_stage_file(name),
-        "exec-proc-self-exe" => exec_self(name),
-        "execveat" => execveat_self(name),
-        "memfd-exec" => memfd_exec(name),
-        "socket-inet" => res(socket(libc::AF_INET, libc::SOCK_STREAM, 0)),
-        "socket-inet6" => res(socket(libc::AF_INET6, libc::SOCK_STREAM, 0)),
-        "socket-unix" => res(socket(libc::AF_UNIX, libc::SOCK_STREAM, 0)),
-        "socket-netlink" => res(socket(libc::AF_NETLINK, libc::SOCK_RAW, 0)),
-        "socket-packet" => res(socket(
+        Probe::Setxattr => res(stage_file().and_then(|()| setxattr(c"f", c"user.dot", b"1"))),
+        Probe::ExecBinSh => exec_bin_sh(name),
+        Probe::ExecStageFile => exec_stage_file(name),
+        Probe::ExecProcSelfExe => exec_self(name),
+        Probe::Execveat => execveat_self(name),
+        Probe::MemfdExec => memfd_exec(name),
+        Probe::SocketInet => res(socket(libc::AF_INET, libc::SOCK_STREAM, 0)),
+        Probe::SocketInet6 => res(socket(libc::AF_INET6, libc::SOCK_STREAM, 0)),
+        Probe::SocketUnix => res(socket(libc::AF_UNIX, libc::SOCK_STREAM, 0)),
+        Probe::SocketNetlink => res(socket(libc::AF_NETLINK, libc::SOCK_RAW, 0)),
+        Probe::SocketPacket => res(socket(
             libc::AF_PACKET,
             libc::SOCK_RAW,
             i32::from((libc::ETH_P_ALL as u16).to_be()),
         )),
-        "socket-mptcp" => res(socket(
+        Probe::SocketMptcp => res(socket(
             libc::AF_INET,
             libc::SOCK_STREAM,
             libc::IPPROTO_MPTCP,
         )),
-        "socketpair" => res(std::os::unix::net::UnixStream::pair()),
-        "connect-tcp-loopback" => {
+        Probe::Socketpair => res(std::os::unix::net::UnixStream::pair()),
+        Probe::ConnectTcpLoopback => {
             let port = input_u64(inputs, "port") as u16;
             res(std::net::TcpStream::connect(("127.0.0.1", port)))
         }
-        "connect-abstract-unix" => {
+        Probe::ConnectAbstractUnix => {
             use std::os::linux::net::SocketAddrExt;
             let name = inputs.get("abstract").cloned().unwrap_or_default();
             res(
@@ -259,85 +264,85 @@ fn run(name: &str, inputs: &BTreeMap<String, String>) -> String {
                     .and_then(|a| std::os::unix::net::UnixStream::connect_addr(&a)),
             )
         }
-        "sysv-shm" => res(sysv_shm()),
-        "unshare-user" => nix_res(nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWUSER)),
-        "unshare-mount" => nix_res(nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNS)),
-        "unshare-net" => nix_res(nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET)),
-        "setns" => setns(),
-        "clone-newuser" => res(clone_process(
+        Probe::SysvShm => res(sysv_shm()),
+        Probe::UnshareUser => nix_res(nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWUSER)),
+        Probe::UnshareMount => nix_res(nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNS)),
+        Probe::UnshareNet => nix_res(nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET)),
+        Probe::Setns => setns(),
+        Probe::CloneNewuser => res(clone_process(
             libc::CLONE_NEWUSER as u64 | libc::SIGCHLD as u64,
         )),
-        "clone-thread-newuser" => res(clone_thread_newuser()),
-        "clone-process" => res(clone_process(libc::SIGCHLD as u64)),
-        "fork" => res(fork()),
-        "vfork" => res(vfork()),
-        "clone3" => res(clone3()),
-        "setsid" => nix_res(nix::unistd::setsid()),
-        "setpgid" => nix_res(nix::unistd::setpgid(Pid::from_raw(0), Pid::from_raw(0))),
-        "kill-parent" => nix_res(nix::sys::signal::kill(ppid(), None)),
-        "kill-all" => nix_res(nix::sys::signal::kill(Pid::from_raw(-1), None)),
-        "kill-group" => nix_res(nix::sys::signal::kill(Pid::from_raw(0), None)),
-        "kill-init" => nix_res(nix::sys::signal::kill(Pid::from_raw(1), None)),
-        "tgkill-parent" => res(tgkill(ppid().as_raw(), ppid().as_raw())),
-        "tkill-parent" => res(tkill(ppid().as_raw())),
-        "sigqueue-parent" => res(sigqueue(ppid().as_raw())),
-        "pidfd-open-parent" => res(pidfd_open(ppid().as_raw())),
-        "ptrace-attach-parent" => nix_res(nix::sys::ptrace::seize(
+        Probe::CloneThreadNewuser => res(clone_thread_newuser()),
+        Probe::CloneProcess => res(clone_process(libc::SIGCHLD as u64)),
+        Probe::Fork => res(fork()),
+        Probe::Vfork => res(vfork()),
+        Probe::Clone3 => res(clone3()),
+        Probe::Setsid => nix_res(nix::unistd::setsid()),
+        Probe::Setpgid => nix_res(nix::unistd::setpgid(Pid::from_raw(0), Pid::from_raw(0))),
+        Probe::KillParent => nix_res(nix::sys::signal::kill(ppid(), None)),
+        Probe::KillAll => nix_res(nix::sys::signal::kill(Pid::from_raw(-1), None)),
+        Probe::KillGroup => nix_res(nix::sys::signal::kill(Pid::from_raw(0), None)),
+        Probe::KillInit => nix_res(nix::sys::signal::kill(Pid::from_raw(1), None)),
+        Probe::TgkillParent => res(tgkill(ppid().as_raw(), ppid().as_raw())),
+        Probe::TkillParent => res(tkill(ppid().as_raw())),
+        Probe::SigqueueParent => res(sigqueue(ppid().as_raw())),
+        Probe::PidfdOpenParent => res(pidfd_open(ppid().as_raw())),
+        Probe::PtraceAttachParent => nix_res(nix::sys::ptrace::seize(
             ppid(),
             nix::sys::ptrace::Options::empty(),
         )),
-        "ptrace-traceme" => nix_res(nix::sys::ptrace::traceme()),
-        "process-vm-readv-parent" => res(process_vm_readv_parent()),
-        "prlimit-parent" => res(prlimit_read(ppid().as_raw())),
-        "mount" => mount(),
-        "chroot" => nix_res(nix::unistd::chroot(".")),
-        "mmap-exec" => res(mmap(4096, libc::PROT_READ | libc::PROT_EXEC, 0).map(unmap(4096))),
-        "mprotect-exec" => res(mprotect_exec(false)),
-        "pkey-mprotect-exec" => res(mprotect_exec(true)),
-        "personality-read-implies-exec" => res(personality(0x0040_0000)),
-        "io-uring-setup" => res(io_uring_setup()),
-        "bpf" => res(bpf_map_create()),
-        "keyctl" => res(keyctl_session()),
-        "perf-event-open" => res(perf_event_open()),
-        "userfaultfd" => res(userfaultfd()),
-        "prctl-pdeathsig" => res(prctl_pdeathsig_zero()),
-        "fsetown-parent" => res(set_owner(1, ppid().as_raw())),
-        "fsetown-init" => res(set_owner(1, 1)),
-        "fsetown-ex-parent" => res(set_owner_ex(1, ppid().as_raw())),
-        "fsetsig" => res(fcntl_int(1, F_SETSIG, libc::SIGKILL)),
-        "o-async" => res(o_async(1)),
-        "fioasync" => res(fioasync(1)),
-        "fsetlease" => res(lease()),
-        "fnotify" => res(dnotify()),
-        "fiosetown" => res(socket_owner(FIOSETOWN)),
-        "siocspgrp" => res(socket_owner(SIOCSPGRP)),
-        "tiocsctty" => res(tiocsctty()),
-        "tiocspgrp" => res(tiocspgrp()),
-        "tiocsig" => res(tiocsig()),
-        "sigio-sigkill" => res(sigio_sigkill(inputs.get("victim").map(String::as_str))),
-        "fs-ioc-setflags" => res(stage_file().and_then(|()| setflags())),
-        "fs-ioc-fssetxattr" => res(stage_file().and_then(|()| fssetxattr())),
-        "signal-dispositions" => signal_dispositions(),
-        "write-exec-data" => res(write_exec_data()),
-        "tiocsti" => res(tiocsti(libc::TIOCSTI)),
-        "tiocsti-high-bits" => res(tiocsti(libc::TIOCSTI | (1 << 32))),
-        "setrlimit-raise-hard" => res(raise_hard_nofile()),
-        "capabilities" => capabilities(),
-        "inherited-fd" => inherited_fd(),
-        "nofile" => res(open_many(input_u64(inputs, "nofile"))),
-        "fsize" => res(write_past(input_u64(inputs, "fsize"))),
-        "address-space" => {
+        Probe::PtraceTraceme => nix_res(nix::sys::ptrace::traceme()),
+        Probe::ProcessVmReadvParent => res(process_vm_readv_parent()),
+        Probe::PrlimitParent => res(prlimit_read(ppid().as_raw())),
+        Probe::Mount => mount(),
+        Probe::Chroot => nix_res(nix::unistd::chroot(".")),
+        Probe::MmapExec => res(mmap(4096, libc::PROT_READ | libc::PROT_EXEC, 0).map(unmap(4096))),
+        Probe::MprotectExec => res(mprotect_exec(false)),
+        Probe::PkeyMprotectExec => res(mprotect_exec(true)),
+        Probe::PersonalityReadImpliesExec => res(personality(0x0040_0000)),
+        Probe::IoUringSetup => res(io_uring_setup()),
+        Probe::Bpf => res(bpf_map_create()),
+        Probe::Keyctl => res(keyctl_session()),
+        Probe::PerfEventOpen => res(perf_event_open()),
+        Probe::Userfaultfd => res(userfaultfd()),
+        Probe::PrctlPdeathsig => res(prctl_pdeathsig_zero()),
+        Probe::FsetownParent => res(set_owner(1, ppid().as_raw())),
+        Probe::FsetownInit => res(set_owner(1, 1)),
+        Probe::FsetownExParent => res(set_owner_ex(1, ppid().as_raw())),
+        Probe::Fsetsig => res(fcntl_int(1, F_SETSIG, libc::SIGKILL)),
+        Probe::OAsync => res(o_async(1)),
+        Probe::Fioasync => res(fioasync(1)),
+        Probe::Fsetlease => res(lease()),
+        Probe::Fnotify => res(dnotify()),
+        Probe::Fiosetown => res(socket_owner(FIOSETOWN)),
+        Probe::Siocspgrp => res(socket_owner(SIOCSPGRP)),
+        Probe::Tiocsctty => res(tiocsctty()),
+        Probe::Tiocspgrp => res(tiocspgrp()),
+        Probe::Tiocsig => res(tiocsig()),
+        Probe::SigioSigkill => res(sigio_sigkill(inputs.get("victim").map(String::as_str))),
+        Probe::FsIocSetflags => res(stage_file().and_then(|()| setflags())),
+        Probe::FsIocFssetxattr => res(stage_file().and_then(|()| fssetxattr())),
+        Probe::SignalDispositions => signal_dispositions(),
+        Probe::Argv0 => argv0(),
+        Probe::WriteExecData => res(write_exec_data()),
+        Probe::Tiocsti => res(tiocsti(libc::TIOCSTI)),
+        Probe::TiocstiHighBits => res(tiocsti(libc::TIOCSTI | (1 << 32))),
+        Probe::SetrlimitRaiseHard => res(raise_hard_nofile()),
+        Probe::Capabilities => capabilities(),
+        Probe::InheritedFd => inherited_fd(),
+        Probe::Nofile => res(open_many(input_u64(inputs, "nofile"))),
+        Probe::Fsize => res(write_past(input_u64(inputs, "fsize"))),
+        Probe::AddressSpace => {
             let len = input_u64(inputs, "as") as usize + 1;
             let prot = libc::PROT_READ | libc::PROT_WRITE;
             res(mmap(len, prot, libc::MAP_NORESERVE).map(unmap(len)))
         }
-        "cpu" => spin(input_u64(inputs, "cpu") + 1),
-        "write-in-stage" => res(fs::write("out/written.txt", b"written\n")),
-        "rename-in-stage" => res(fs::write("a", b"a").and_then(|()| fs::rename("a", "b"))),
-        "threads" => res(threads()),
-        "kill-self" => nix_res(nix::sys::signal::kill(nix::unistd::getpid(), None)),
-        "tgkill-own-thread" => res(tgkill_own_thread()),
-        other => format!("unknown-probe:{other}"),
+        Probe::Cpu => spin(input_u64(inputs, "cpu") + 1),
+        Probe::WriteInStage => res(fs::write("out/written.txt", b"written\n")),
+        Probe::RenameInStage => res(fs::write("a", b"a").and_then(|()| fs::rename("a", "b"))),
+        Probe::Threads => res(threads()),
+        Probe::KillSelf => nix_res(nix::sys::signal::kill(nix::unistd::getpid(), None)),
+        Probe::TgkillOwnThread => res(tgkill_own_thread()),
     }
 }
 
@@ -927,6 +932,18 @@ fn fssetxattr() -> io::Result<()> {
         )
     })
     .map(drop)
+}
+
+/// `argv0:` and this program's `argv[0]`, or `args:` and the count when it was given more than
+/// `argv[0]` (invalid UTF-8 replaced).
+fn argv0() -> String {
+    let args: Vec<String> = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    match args.as_slice() {
+        [argv0] => format!("argv0:{argv0}"),
+        other => format!("args:{}", other.len()),
+    }
 }
 
 /// `default` when every signal had its default disposition and none was blocked at exec; else

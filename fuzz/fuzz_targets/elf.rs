@@ -1,11 +1,11 @@
-//! The static-ELF checker (`verify::elf`) on an image in memory.
+//! The static-ELF rule (the `elf` crate) on an image in memory.
 //! Invariant: never panics, never reads outside the image, a script is never accepted, and an
 //! accepted image has no loaded segment both writable and executable.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    if verify::elf::check_static_elf_bytes(data).is_ok() {
+    if elf::check_static_elf_bytes(data).is_ok() {
         assert!(data.starts_with(b"\x7fELF") && data.len() >= 64);
         let at = |o: usize, n: usize| {
             let mut b = [0u8; 8];

@@ -4,6 +4,8 @@
 
 use crate::error::LaunchError;
 use nix::poll::{PollFd, PollFlags, PollTimeout};
+use proto::runner::{Invocation, Message, SandboxReport, MAX_REPORT};
+use proto::runner::{PLUGIN_FD, REPORT_FD, RUNNER_FD, RUNNER_PATH};
 use std::fs::File;
 use std::io::{ErrorKind, Read, Write};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
@@ -63,6 +65,23 @@ pub struct Limits {
     pub stage_inodes: u64,
 }
 
+impl Limits {
+    /// What the runner bounds for a run whose file inputs total `inputs` (bytes, count): memory,
+    /// CPU (the deadline's whole seconds plus one), the largest file (the outputs' limit),
+    /// descriptors and tasks as given, and a stage that much larger than given.
+    pub fn runner(&self, inputs: (u64, u64)) -> proto::runner::Limits {
+        proto::runner::Limits {
+            as_bytes: self.max_memory,
+            cpu_seconds: self.deadline.as_secs() + 1,
+            fsize_bytes: self.max_output_bytes,
+            nofile: self.max_files,
+            nproc: self.max_tasks,
+            stage_bytes: self.stage_bytes.saturating_add(inputs.0),
+            stage_inodes: self.stage_inodes.saturating_add(inputs.1),
+        }
+    }
+}
+
 /// The runner for a `process` run: the opened `dot-sandbox`.
 #[derive(Debug)]
 pub struct Runner {
@@ -94,8 +113,6 @@ pub struct Observed {
     pub duration: Duration,
 }
 
-const MAX_REPORT: usize = 64 * 1024;
-
 /// Where an `audit` script plugin finds its own (sealed) script.
 pub const SCRIPT_FD: i32 = 3;
 
@@ -125,8 +142,10 @@ pub enum Ran {
     WriterWaiting,
 }
 
-/// Spawns the plugin and supervises it to the end, group reaped. `inputs` is the total size and
-/// count of the file inputs in the stage (a `process` stage is made that much larger). With a
+/// Spawns the plugin and supervises it to the end, group reaped. `argv0` is the plugin's
+/// `argv[0]`, its registry name, at both levels (`process`: the runner gets it with `--argv0`;
+/// `proto::runner` states the rule). `inputs` is the total size and count of the file inputs in
+/// the stage (a `process` stage is made that much larger). With a
 /// `lease` on `exe`, the lease is released once the plugin is executed (`audit`: when the spawn
 /// returns; `process`: when the runner's report socket closes at its exec), and the run fails
 /// (`exec-unconfirmed`) if that was not before the kernel could have broken it.
@@ -163,39 +182,22 @@ pub fn run(
         Some(r) => {
             let (rd, wr) = report_socket()?;
             report_read = Some(rd);
-            cmd = Command::new("/proc/self/fd/3");
-            cmd.arg0("dot-sandbox").args([
-                "exec".to_owned(),
-                "--report-fd".to_owned(),
-                "5".to_owned(),
-                "--as-bytes".to_owned(),
-                limits.max_memory.to_string(),
-                "--cpu-seconds".to_owned(),
-                (limits.deadline.as_secs() + 1).to_string(),
-                "--fsize-bytes".to_owned(),
-                limits.max_output_bytes.to_string(),
-                "--nofile".to_owned(),
-                limits.max_files.to_string(),
-                "--nproc".to_owned(),
-                limits.max_tasks.to_string(),
-                "--stage-bytes".to_owned(),
-                limits.stage_bytes.saturating_add(inputs.0).to_string(),
-                "--stage-inodes".to_owned(),
-                limits.stage_inodes.saturating_add(inputs.1).to_string(),
-            ]);
-            // Test builds only: a pretended Landlock ABI reaches the runner, which builds its
-            // ruleset as on that kernel.
-            if let Some(abi) = crate::hooks::pretend_landlock_abi() {
-                cmd.args(["--landlock-abi".to_owned(), abi.to_string()]);
-            }
-            cmd.arg("/proc/self/fd/4");
-            moves.push((r.file.as_fd(), 3));
-            moves.push((exe.as_fd(), 4));
+            let invocation = Invocation {
+                // Test builds only: a pretended Landlock ABI reaches the runner, which builds its
+                // ruleset as on that kernel.
+                landlock_abi: crate::hooks::pretend_landlock_abi(),
+                ..Invocation::new(limits.runner(inputs), argv0.parse()?)
+            };
+            let argv = invocation.argv();
+            cmd = Command::new(RUNNER_PATH);
+            cmd.arg0(&argv[0]).args(&argv[1..]);
+            moves.push((r.file.as_fd(), RUNNER_FD));
+            moves.push((exe.as_fd(), PLUGIN_FD));
             report_write = Some(wr);
         }
     }
     if let Some(wr) = &report_write {
-        moves.push((wr.as_fd(), 5));
+        moves.push((wr.as_fd(), REPORT_FD));
     }
     cmd.env_clear()
         .current_dir(stage)
@@ -264,7 +266,6 @@ pub fn run(
 /// Whether the runner reported that executing the plugin failed with `ETXTBSY` (after its line
 /// of what it enforced: it confined itself, then its `execve` was refused).
 fn runner_exec_busy(report: &[u8]) -> bool {
-    use proto::result::SandboxReport;
     report
         .split(|&b| b == b'\n')
         .filter_map(|line| serde_json::from_slice::<SandboxReport>(line).ok())
@@ -340,23 +341,22 @@ fn read_some(r: &mut impl Read, count: &mut u64, mut sink: impl FnMut(&[u8])) ->
     }
 }
 
-/// Reads what the runner sent so far: the stage message (one NUL byte carrying the stage's
-/// descriptor; a second one is closed and ignored) and the report bytes (up to `MAX_REPORT`).
-/// Returns `false` at end of stream or on error.
+/// Reads what the runner sent so far: the stage message's descriptor (a second one, and any other
+/// descriptor, is closed and ignored) and the report bytes (up to `MAX_REPORT`). Returns `false`
+/// at end of stream or on error.
 fn read_report(sock: &OwnedFd, o: &mut Observed) -> bool {
     let mut buf = [0u8; 4096];
     loop {
         match sys::process::recv_with_fds(sock.as_fd(), &mut buf) {
             Ok((0, _)) => return false,
-            Ok((n, fds)) if !fds.is_empty() => {
-                if o.stage.is_none() && n == 1 && buf[0] == 0 {
-                    o.stage = fds.into_iter().next();
+            Ok((n, fds)) => match Message::of(&buf[..n], fds.len()) {
+                Message::Stage if o.stage.is_none() => o.stage = fds.into_iter().next(),
+                Message::Report => {
+                    let room = (MAX_REPORT + 1).saturating_sub(o.report.len());
+                    o.report.extend_from_slice(&buf[..n.min(room)]);
                 }
-            }
-            Ok((n, _)) => {
-                let room = (MAX_REPORT + 1).saturating_sub(o.report.len());
-                o.report.extend_from_slice(&buf[..n.min(room)]);
-            }
+                Message::Stage | Message::Stray => {}
+            },
             Err(e) if e.kind() == ErrorKind::WouldBlock => return true,
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
             Err(_) => return false,
@@ -560,4 +560,42 @@ fn supervise(
     s.pump(&mut o, limits);
     s.check_limits(&mut o, limits);
     Ok((o, s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The runner bounds exactly what the launch was given, the stage grown by the inputs.
+    #[test]
+    fn the_runner_gets_the_launch_limits_and_room_for_the_inputs() {
+        let limits = Limits {
+            stderr: StderrMode::Discard,
+            deadline: Duration::from_millis(2500),
+            max_stdout: 1,
+            max_stderr: 1,
+            max_outputs: 1,
+            max_output_bytes: 7 << 20,
+            max_memory: 300 << 20,
+            max_files: 40,
+            max_tasks: 9,
+            stage_bytes: 14 << 20,
+            stage_inodes: 100,
+        };
+        let r = limits.runner((3 << 20, 5));
+        assert_eq!(
+            r,
+            proto::runner::Limits {
+                as_bytes: 300 << 20,
+                cpu_seconds: 3,
+                fsize_bytes: 7 << 20,
+                nofile: 40,
+                nproc: 9,
+                stage_bytes: 17 << 20,
+                stage_inodes: 105,
+            }
+        );
+        let huge = limits.runner((u64::MAX, u64::MAX));
+        assert_eq!((huge.stage_bytes, huge.stage_inodes), (u64::MAX, u64::MAX));
+    }
 }

@@ -34,7 +34,8 @@ use exec::{Limits, Runner};
 use proto::journal::{Record, RECORD_VERSION};
 use proto::layout::Root;
 use proto::protocol::{protocol_version, Response, ResponseStatus, PROTOCOL_VERSION};
-use proto::result::{ExitStatus, RunResult, RunStatus, SandboxReport, Warning};
+use proto::result::{ExitStatus, RunResult, RunStatus, Warning};
+use proto::runner::SandboxReport;
 use proto::{Containment, Entry, Name};
 use rundir::{now_ms, RunDir};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
@@ -117,11 +118,8 @@ fn check_protocol(entry: &Entry) -> Result<(), LaunchError> {
 
 /// For `process`: the kernel must be able to enforce it, checked before anything is created.
 fn check_process_support() -> Result<(), LaunchError> {
-    let mut probe = sandbox::probe();
-    if let Some(abi) = hooks::pretend_landlock_abi() {
-        probe.landlock_abi = probe.landlock_abi.min(abi);
-    }
-    match sandbox::probe::why_not(&probe) {
+    let probe = sys::confine::probe().capped(hooks::pretend_landlock_abi());
+    match probe.why_not {
         None => Ok(()),
         Some(why) => Err(LaunchError::ProcessUnsupported { why }),
     }

@@ -3,9 +3,12 @@
 //! Everything here is what two or more tools exchange or must agree on: the registry entry and the
 //! publisher record (files in a platform root), journal records and the pure state classifier that
 //! `dot-launch recover`, `dot-discard` and `dot-journal-fmt` share, the plugin protocol messages, the
-//! result and error objects, exit codes, and the name and digest newtypes.
+//! result and error objects, exit codes, the name and digest newtypes, the launcher↔runner contract
+//! (`runner`), what a kernel offers `process` containment (`probe`), and the canary's escape probes
+//! (`canary`).
 #![forbid(unsafe_code)]
 
+pub mod canary;
 pub mod cli;
 pub mod digest;
 pub mod entry;
@@ -13,9 +16,11 @@ pub mod error;
 pub mod journal;
 pub mod layout;
 pub mod name;
+pub mod probe;
 pub mod protocol;
 pub mod publisher;
 pub mod result;
+pub mod runner;
 pub mod strict;
 pub mod time;
 pub mod trust;

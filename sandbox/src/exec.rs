@@ -6,7 +6,7 @@
 //!
 //! 1. claim the report descriptor; check the plugin argument is exactly `/proc/self/fd/4`; claim
 //!    descriptor 4
-//! 2. the plugin is a static ELF executable for this machine (`verify::elf`)
+//! 2. the plugin is a static ELF executable for this machine (the `elf` crate)
 //! 3. the run's own identity (`identity`): root plans a per-run uid; anyone else enters a new user
 //!    and mount namespace. The inputs in the on-disk stage's `in/` are opened now
 //! 4. the stage (`stage`): a private tmpfs mounted nowhere, bounded in bytes and inodes
@@ -28,29 +28,24 @@
 //!     disposition, and before the filter its 63 syscalls do not each run the filter
 //! 12. seccomp (see `policy`), the last restriction because it denies what steps 3–11 use
 //! 13. every descriptor ≥ 3 close-on-exec, so the plugin holds exactly 0, 1 and 2
-//! 14. the report line, then `execve("/proc/self/fd/4")` carrying the seccomp cookie.
+//! 14. the report line, then `execve("/proc/self/fd/4")` with `argv[0]` the plugin's registry name
+//!     (`--argv0`) and nothing else, carrying the seccomp cookie.
 //!
-//! The report descriptor is a unix `SOCK_SEQPACKET` socket: once the stage is made, a message of one
-//! NUL byte carries a descriptor of its root to the launcher (step 5); the report line (an error or
-//! what was enforced) is the next message.
+//! The report descriptor is a unix `SOCK_SEQPACKET` socket: once the stage is made, the stage
+//! message (one NUL byte) carries a descriptor of its root to the launcher (step 5); the report
+//! line (an error or what was enforced) is the next message. `proto::runner` is that contract.
 
-use crate::probe::REQUIRED_LANDLOCK_ABI;
-use crate::ExecArgs;
 use crate::{identity, stage};
-use proto::result::{ConfineTimings, Enforced, Identity, Rlimits, SandboxReport, StageBound};
+use elf::ElfError;
+use proto::probe::REQUIRED_LANDLOCK_ABI;
+use proto::runner::{ConfineTimings, Enforced, Identity, Invocation, Limits, Rlimits};
+use proto::runner::{SandboxReport, PLUGIN_FD, PLUGIN_PATH, STAGE_MESSAGE};
 use proto::{ErrorObject, ExitCode, ToErrorObject};
 use std::convert::Infallible;
+use std::ffi::CString;
 use std::fs::File;
 use std::io::{self, Write};
 use std::time::Instant;
-use verify::elf::ElfError;
-
-/// The only plugin path `exec` accepts.
-pub const PLUGIN_PATH: &str = "/proc/self/fd/4";
-/// The plugin's descriptor.
-pub const PLUGIN_FD: i32 = 4;
-/// The smallest NOFILE limit the runner itself can work under.
-pub const MIN_NOFILE: u64 = 16;
 
 /// Why the runner refused or failed; named after the step.
 #[derive(Debug, thiserror::Error)]
@@ -190,10 +185,10 @@ impl ToErrorObject for ExecError {
 
 /// Runs the whole sequence. Returns only on failure, after reporting it on the report descriptor
 /// (when that descriptor is usable); the caller prints it on stderr.
-pub fn run(args: &ExecArgs) -> Result<Infallible, ExecError> {
+pub fn run(inv: &Invocation) -> Result<Infallible, ExecError> {
     let start = Instant::now();
-    let mut report = claim_report(args.report_fd)?;
-    let err = match confine_and_exec(args, start, &mut report) {
+    let mut report = claim_report(inv.report_fd)?;
+    let err = match confine_and_exec(inv, start, &mut report) {
         Ok(never) => match never {},
         Err(e) => e,
     };
@@ -224,22 +219,11 @@ fn check_plugin_path(path: &str) -> Result<(), ExecError> {
     }
 }
 
-fn check_limits(args: &ExecArgs) -> Result<(), ExecError> {
-    let checks = [
-        ("as-bytes", args.as_bytes, 1 << 20),
-        ("cpu-seconds", args.cpu_seconds, 1),
-        ("fsize-bytes", args.fsize_bytes, 1),
-        ("nofile", args.nofile, MIN_NOFILE),
-        ("nproc", args.nproc, 1),
-        ("stage-bytes", args.stage_bytes, 1 << 20),
-        ("stage-inodes", args.stage_inodes, 8),
-    ];
-    for (field, value, min) in checks {
-        if value < min {
-            return Err(ExecError::BadLimit { field, value });
-        }
+fn check_limits(limits: &Limits) -> Result<(), ExecError> {
+    match limits.below_minimum() {
+        Some((field, value)) => Err(ExecError::BadLimit { field, value }),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 fn claim_plugin() -> Result<File, ExecError> {
@@ -249,7 +233,7 @@ fn claim_plugin() -> Result<File, ExecError> {
 }
 
 fn check_static_elf(plugin: &File) -> Result<(), ExecError> {
-    verify::elf::check_static_elf(plugin)?;
+    elf::check_static_elf(plugin)?;
     Ok(())
 }
 
@@ -266,16 +250,9 @@ fn parent_death_signal() -> Result<(), ExecError> {
     }
 }
 
-fn set_rlimits(args: &ExecArgs) -> Result<Rlimits, ExecError> {
+fn set_rlimits(limits: &Limits) -> Result<Rlimits, ExecError> {
     use nix::sys::resource::Resource;
-    let limits = Rlimits {
-        as_bytes: args.as_bytes,
-        cpu_seconds: args.cpu_seconds,
-        fsize_bytes: args.fsize_bytes,
-        nofile: args.nofile,
-        core: 0,
-        nproc: args.nproc,
-    };
+    let limits = limits.rlimits();
     let table = [
         ("RLIMIT_AS", Resource::RLIMIT_AS, limits.as_bytes),
         ("RLIMIT_CPU", Resource::RLIMIT_CPU, limits.cpu_seconds),
@@ -498,7 +475,7 @@ fn write_line(report: &mut File, line: &SandboxReport) -> io::Result<()> {
 /// `sendmsg`); the report line follows as the next message.
 fn send_stage(report: &File, stage: &std::os::fd::OwnedFd) -> io::Result<()> {
     use std::os::fd::AsFd;
-    match sys::process::send_with_fd(report.as_fd(), b"\0", stage.as_fd())? {
+    match sys::process::send_with_fd(report.as_fd(), STAGE_MESSAGE, stage.as_fd())? {
         1 => Ok(()),
         _ => Err(io::Error::new(
             io::ErrorKind::WriteZero,
@@ -507,19 +484,30 @@ fn send_stage(report: &File, stage: &std::os::fd::OwnedFd) -> io::Result<()> {
     }
 }
 
-fn exec_plugin(_plugin: &File, cookie: u64) -> ExecError {
-    let path = c"/proc/self/fd/4";
-    ExecError::Exec(sys::confine::execve_with_cookie(path, &[path], cookie))
+/// The plugin's path and `argv[0]` (its registry name) as the exec takes them.
+fn exec_strings(inv: &Invocation) -> Result<(CString, CString), ExecError> {
+    let text = |s: &str| CString::new(s).map_err(|e| ExecError::Exec(io::Error::other(e)));
+    Ok((text(PLUGIN_PATH)?, text(inv.argv0.as_str())?))
+}
+
+/// Executes the plugin through its descriptor, which `_plugin` keeps open until then.
+fn exec_plugin(_plugin: &File, path: &CString, argv0: &CString, cookie: u64) -> ExecError {
+    ExecError::Exec(sys::confine::execve_with_cookie(
+        path,
+        &[argv0.as_c_str()],
+        cookie,
+    ))
 }
 
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 fn confine_and_exec(
-    args: &ExecArgs,
+    inv: &Invocation,
     start: Instant,
     report: &mut File,
 ) -> Result<Infallible, ExecError> {
-    check_plugin_path(&args.plugin)?;
-    check_limits(args)?;
+    check_plugin_path(&inv.plugin)?;
+    check_limits(&inv.limits)?;
+    let (path, argv0) = exec_strings(inv)?;
     let plugin = claim_plugin()?;
     let mut laps = Laps(Instant::now());
     let mut t = ConfineTimings::default();
@@ -540,10 +528,7 @@ fn confine_and_exec(
         identity::Plan::PerRunUid { .. } => Some(id.ids()),
     };
     t.identity_us = laps.lap();
-    let bound = StageBound {
-        bytes: args.stage_bytes,
-        inodes: args.stage_inodes,
-    };
+    let bound = inv.limits.stage();
     let stage_root = stage::create(bound, owner).map_err(stage_err("creating the tmpfs"))?;
     t.stage_us = laps.lap();
     let known = lock_capabilities()?;
@@ -560,13 +545,13 @@ fn confine_and_exec(
     t.stage_us += laps.lap();
     parent_death_signal()?;
     t.parent_death_us = laps.lap();
-    let rlimits = set_rlimits(args)?;
+    let rlimits = set_rlimits(&inv.limits)?;
     t.rlimits_us = laps.lap();
     clear_capabilities(known)?;
     t.capabilities_us += laps.lap();
     set_no_new_privs()?;
     t.no_new_privs_us = laps.lap();
-    let landlock = apply_landlock(&plugin, args.landlock_abi)?;
+    let landlock = apply_landlock(&plugin, inv.landlock_abi)?;
     t.landlock_us = laps.lap();
     default_signals()?;
     t.signals_us = laps.lap();
@@ -601,12 +586,12 @@ fn confine_and_exec(
         timings: Some(t),
     };
     write_line(report, &SandboxReport::Enforced(enforced)).map_err(ExecError::Report)?;
-    Err(exec_plugin(&plugin, params.cookie))
+    Err(exec_plugin(&plugin, &path, &argv0, params.cookie))
 }
 
 #[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
 fn confine_and_exec(
-    _args: &ExecArgs,
+    _inv: &Invocation,
     _start: Instant,
     _report: &mut File,
 ) -> Result<Infallible, ExecError> {
@@ -650,8 +635,7 @@ mod tests {
 
     #[test]
     fn tiny_limits_are_usage_errors() {
-        let good = ExecArgs {
-            report_fd: 5,
+        let good = Limits {
             as_bytes: 1 << 30,
             cpu_seconds: 10,
             fsize_bytes: 1 << 20,
@@ -659,37 +643,23 @@ mod tests {
             nproc: 64,
             stage_bytes: 16 << 20,
             stage_inodes: 256,
-            landlock_abi: None,
-            plugin: PLUGIN_PATH.into(),
         };
         assert!(check_limits(&good).is_ok());
         for (field, bad) in [
-            (
-                "nofile",
-                ExecArgs {
-                    nofile: 3,
-                    ..good.clone()
-                },
-            ),
-            (
-                "nproc",
-                ExecArgs {
-                    nproc: 0,
-                    ..good.clone()
-                },
-            ),
+            ("nofile", Limits { nofile: 3, ..good }),
+            ("nproc", Limits { nproc: 0, ..good }),
             (
                 "stage-bytes",
-                ExecArgs {
+                Limits {
                     stage_bytes: 4096,
-                    ..good.clone()
+                    ..good
                 },
             ),
             (
                 "stage-inodes",
-                ExecArgs {
+                Limits {
                     stage_inodes: 2,
-                    ..good.clone()
+                    ..good
                 },
             ),
         ] {

@@ -14,6 +14,7 @@
 //!
 //! Cgroups are not used: the bound is the same with or without a delegated cgroup.
 
+use proto::runner::IdentityKind;
 use std::io;
 
 /// The first per-run uid (and gid): `0x7F000000`. The range is [`RUN_UID_BASE`] to
@@ -41,10 +42,10 @@ impl Plan {
         }
     }
 
-    pub fn kind(self) -> proto::result::IdentityKind {
+    pub fn kind(self) -> IdentityKind {
         match self {
-            Plan::PerRunUid { .. } => proto::result::IdentityKind::PerRunUid,
-            Plan::UserNamespace { .. } => proto::result::IdentityKind::UserNamespace,
+            Plan::PerRunUid { .. } => IdentityKind::PerRunUid,
+            Plan::UserNamespace { .. } => IdentityKind::UserNamespace,
         }
     }
 }
@@ -54,18 +55,12 @@ pub fn run_uid(pid: u32) -> Option<u32> {
     (pid < PID_LIMIT).then(|| RUN_UID_BASE + pid)
 }
 
-/// Whether `uid_map` (the text of `/proc/self/uid_map`) is the initial user namespace's: one line
-/// mapping every id to itself.
-pub fn is_initial_map(uid_map: &str) -> bool {
-    let fields: Vec<&str> = uid_map.split_whitespace().collect();
-    fields == ["0", "0", "4294967295"]
-}
-
-/// Decides the identity for this process.
+/// Decides the identity for this process (the rule is `IdentityKind::for_runner`, which the kernel
+/// probe applies too).
 pub fn plan() -> io::Result<Plan> {
     let euid = nix::unistd::geteuid().as_raw();
-    let initial = is_initial_map(&std::fs::read_to_string("/proc/self/uid_map")?);
-    if euid == 0 && initial {
+    let uid_map = std::fs::read_to_string("/proc/self/uid_map")?;
+    if IdentityKind::for_runner(euid, &uid_map) == IdentityKind::PerRunUid {
         let pid = std::process::id();
         let id = run_uid(pid).ok_or_else(|| {
             io::Error::other(format!("pid {pid} is above the kernel's pid limit"))
@@ -115,13 +110,5 @@ mod tests {
         assert_eq!(run_uid(PID_LIMIT), None);
         assert!(last < 0x7FFF_0000u32, "below systemd's foreign range");
         assert!(i32::try_from(last).is_ok(), "never negative as an int32");
-    }
-
-    #[test]
-    fn only_the_identity_map_is_the_initial_namespace() {
-        assert!(is_initial_map("         0          0 4294967295\n"));
-        assert!(!is_initial_map("         0     100000      65536\n"));
-        assert!(!is_initial_map("      1000       1000          1\n"));
-        assert!(!is_initial_map(""));
     }
 }

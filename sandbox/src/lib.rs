@@ -1,28 +1,40 @@
 //! `dot-sandbox`: the fixed sibling runner of `dot-launch`. `exec` confines the runner itself and
 //! then executes the plugin it was handed on descriptor 4; `probe` reports what this kernel can
-//! enforce, and `probe --prove` runs the canary under the real policy and checks every denial.
+//! enforce (`sys::confine::probe`), and `probe --prove` runs the canary under the real policy and
+//! checks every denial.
 //!
 //! Process containment exists only on Linux x86-64; elsewhere `exec` refuses and `probe` says
 //! `process_enforceable: false`.
+//!
+//! The library's surface is the command line ([`Args`], [`run`]), the errors, the policy's identity
+//! ([`policy_sha256`], [`policy_instructions`]) and the proof ([`prove`] and the harness that
+//! runs the runner as `dot-launch` does, which the test suite shares); the confinement steps are
+//! private.
 #![forbid(unsafe_code)]
 
-pub mod exec;
-pub mod identity;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-pub mod policy;
-pub mod probe;
-pub mod prove;
+mod bpf;
+mod exec;
+mod harness;
+mod identity;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-pub mod seccomp;
-pub mod stage;
+mod policy;
+mod prove;
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+mod seccomp;
+mod stage;
 
 pub use exec::ExecError;
-pub use probe::{probe, Probe};
-pub use prove::{ProbeResult, ProveError, ProveReport};
+pub use harness::{
+    canary_invocation, canary_request, outcome, Input, Run, RunOutput, Scratch, Targets, CANARY,
+};
+pub use prove::PROVE_LIMITS;
+pub use prove::{prove, prove_sibling, run_probe, ProbeResult, ProveError, ProveReport};
 
 use argh::FromArgs;
 use proto::cli::Output;
-use proto::{ErrorObject, ExitCode, ToErrorObject};
+use proto::runner::{Invocation, Limits};
+use proto::{ErrorObject, ExitCode, Name, Sha256, ToErrorObject};
 
 /// dot-sandbox: confine this process and execute a plugin (run only by dot-launch), or report what
 /// this kernel can enforce.
@@ -41,8 +53,8 @@ pub enum Command {
 
 /// Confine this process (own identity, private stage, rlimits, capabilities, no_new_privs,
 /// Landlock, seccomp) and execute the plugin on descriptor 4. Expects descriptor 4 = the plugin, the
-/// report descriptor (a unix stream socket) open, and the on-disk stage holding the inputs in `in/`
-/// as the working directory.
+/// report descriptor (a unix seqpacket socket) open, and the on-disk stage holding the inputs in
+/// `in/` as the working directory.
 #[derive(FromArgs, Debug, Clone, PartialEq, Eq)]
 #[argh(subcommand, name = "exec")]
 pub struct ExecArgs {
@@ -75,9 +87,33 @@ pub struct ExecArgs {
     /// scopes below 6); below 3 is refused like such a kernel
     #[argh(option)]
     pub landlock_abi: Option<u32>,
+    /// the plugin's argv[0]: its registry name
+    #[argh(option)]
+    pub argv0: Name,
     /// the plugin: must be exactly /proc/self/fd/4
     #[argh(positional)]
     pub plugin: String,
+}
+
+impl ExecArgs {
+    /// What the command line says, as `proto::runner` describes the runner's invocation.
+    pub fn invocation(&self) -> Invocation {
+        Invocation {
+            report_fd: self.report_fd,
+            limits: Limits {
+                as_bytes: self.as_bytes,
+                cpu_seconds: self.cpu_seconds,
+                fsize_bytes: self.fsize_bytes,
+                nofile: self.nofile,
+                nproc: self.nproc,
+                stage_bytes: self.stage_bytes,
+                stage_inodes: self.stage_inodes,
+            },
+            landlock_abi: self.landlock_abi,
+            argv0: self.argv0.clone(),
+            plugin: self.plugin.clone(),
+        }
+    }
 }
 
 /// Print what this kernel can enforce as JSON; with --prove, run the canary under the real policy
@@ -147,7 +183,7 @@ pub fn version_about() -> String {
 /// is the plugin's.
 pub fn run(args: Args) -> Result<Output, Error> {
     match args.command {
-        Command::Exec(a) => match exec::run(&a) {
+        Command::Exec(a) => match exec::run(&a.invocation()) {
             Err(e) => Err(Error::Exec(e)),
             Ok(never) => match never {},
         },
@@ -160,6 +196,77 @@ pub fn run(args: Args) -> Result<Output, Error> {
             };
             Ok(Output::json(&report).with_code(code))
         }
-        Command::Probe(a) => Ok(Output::json(&probe::probe_capped(a.landlock_abi))),
+        Command::Probe(a) => Ok(Output::json(&sys::confine::probe().capped(a.landlock_abi))),
+    }
+}
+
+/// The seccomp policy's identity: SHA-256 of its program with the per-launch values set to zero
+/// (what every report's `seccomp_policy_sha256` says).
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+pub fn policy_sha256() -> Result<Sha256, seccompiler::BackendError> {
+    seccomp::policy_sha256()
+}
+
+/// How many instructions the seccomp program the runner installs has.
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+pub fn policy_instructions() -> Result<usize, seccompiler::BackendError> {
+    seccomp::program_and_digest(policy::Params { pid: 0, cookie: 0 }).map(|(p, _)| p.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proto::runner::PLUGIN_PATH;
+
+    fn parse(argv: &[String]) -> Result<Args, argh::EarlyExit> {
+        let rest: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
+        Args::from_args(&[argv[0].as_str()], &rest)
+    }
+
+    /// What a launcher puts on the runner's command line is what the runner reads from it.
+    #[test]
+    fn the_runner_parses_back_every_invocation() {
+        let limits = Limits {
+            as_bytes: 1 << 30,
+            cpu_seconds: 31,
+            fsize_bytes: 64 << 20,
+            nofile: 64,
+            nproc: 256,
+            stage_bytes: 128 << 20,
+            stage_inodes: 8192,
+        };
+        let name = Name::new("hello").expect("name");
+        let plain = Invocation::new(limits, name.clone());
+        let knob = Invocation {
+            landlock_abi: Some(4),
+            ..plain.clone()
+        };
+        let odd = Invocation {
+            report_fd: 9,
+            plugin: "/bin/true".into(),
+            argv0: Name::new("a.b-c_9").expect("name"),
+            limits: Limits::MIN,
+            landlock_abi: Some(0),
+        };
+        for inv in [plain, knob, odd] {
+            match parse(&inv.argv()) {
+                Ok(Args {
+                    command: Command::Exec(a),
+                }) => assert_eq!(a.invocation(), inv),
+                other => panic!("{:?} parsed as {other:?}", inv.argv()),
+            }
+        }
+        assert_eq!(Invocation::new(limits, name).plugin, PLUGIN_PATH);
+    }
+
+    #[test]
+    fn an_argv0_that_is_not_a_registry_name_is_a_usage_error() {
+        let inv = Invocation::new(Limits::MIN, Name::new("hello").expect("name"));
+        let argv: Vec<String> = inv
+            .argv()
+            .into_iter()
+            .map(|a| if a == "hello" { "../x".to_owned() } else { a })
+            .collect();
+        assert!(parse(&argv).is_err());
     }
 }

@@ -1,10 +1,11 @@
 //! The seccomp program as the runner installs it. `build.rs` compiles the policy (`policy`, the
-//! single source) once at build time with the per-launch values set to zero; each launch copies
-//! that program, takes the policy's digest over it, and fills in its own pid and exec cookie. The
-//! tests below check that the result is exactly what `policy::program` compiles for the same
-//! values, and the digest built with it is the digest of those bytes.
+//! single source) with `bpf` once at build time, with the per-launch values set to zero; each
+//! launch copies that program, takes the policy's digest over it, and fills in its own pid and exec
+//! cookie. The tests below check that the result is exactly what `bpf::program` compiles for the
+//! same values, and the digest built with it is the digest of those bytes.
 
-use crate::policy::{self, Params};
+use crate::bpf;
+use crate::policy::Params;
 use proto::Sha256;
 use seccompiler::BackendError;
 use sys::confine::SockFilter;
@@ -45,9 +46,9 @@ pub fn to_kernel(code: &[seccompiler::sock_filter]) -> Vec<SockFilter> {
 /// cookie never leaves the runner.
 pub fn program_and_digest(p: Params) -> Result<(Vec<SockFilter>, Sha256), BackendError> {
     if !prebuilt() {
-        let zero = policy::program(Params { pid: 0, cookie: 0 })?;
-        let code = to_kernel(&policy::program(p)?);
-        return Ok((code, Sha256::of(&policy::program_bytes(&zero))));
+        let zero = bpf::program(Params { pid: 0, cookie: 0 })?;
+        let code = to_kernel(&bpf::program(p)?);
+        return Ok((code, Sha256::of(&bpf::program_bytes(&zero))));
     }
     let mut code: Vec<SockFilter> = built::TEMPLATE
         .iter()
@@ -93,7 +94,7 @@ mod tests {
             },
         ] {
             let (code, _) = program_and_digest(p).expect("program");
-            let compiled = to_kernel(&policy::program(p).expect("policy"));
+            let compiled = to_kernel(&bpf::program(p).expect("policy"));
             let fields = |c: &[SockFilter]| -> Vec<_> {
                 c.iter().map(|i| (i.code, i.jt, i.jf, i.k)).collect()
             };
@@ -104,8 +105,8 @@ mod tests {
 
     #[test]
     fn the_digest_ignores_the_per_launch_values() {
-        let zero = policy::program(Params { pid: 0, cookie: 0 }).expect("policy");
-        let want = Sha256::of(&policy::program_bytes(&zero));
+        let zero = bpf::program(Params { pid: 0, cookie: 0 }).expect("policy");
+        let want = Sha256::of(&bpf::program_bytes(&zero));
         assert_eq!(policy_sha256().ok(), Some(want));
         let (_, d) = program_and_digest(Params {
             pid: 77,

@@ -8,7 +8,7 @@
 
 use nix::fcntl::{openat, OFlag};
 use nix::sys::stat::Mode;
-use proto::result::StageBound;
+use proto::runner::StageBound;
 use std::ffi::CString;
 use std::fs::File;
 use std::io;

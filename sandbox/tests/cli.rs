@@ -3,7 +3,9 @@
 mod common;
 
 use assert_cmd::cargo::cargo_bin_cmd;
-use sandbox::{Probe, ProveReport};
+use proto::probe::Probe;
+use proto::runner::IdentityKind;
+use sandbox::ProveReport;
 
 #[test]
 fn probe_reports_this_kernel() {
@@ -15,9 +17,15 @@ fn probe_reports_this_kernel() {
     let p: Probe = serde_json::from_slice(&out.stdout).expect("probe json");
     assert_eq!(p.arch, std::env::consts::ARCH);
     assert_eq!(p.process_enforceable, p.why_not.is_none());
+    let identity_possible = p.identity == IdentityKind::PerRunUid || p.user_namespaces;
     assert_eq!(
         p.process_enforceable,
-        p.landlock_abi >= 3 && p.seccomp && p.no_new_privs
+        p.landlock_abi >= 3 && p.seccomp && p.no_new_privs && identity_possible
+    );
+    assert_eq!(
+        p,
+        sys::confine::probe(),
+        "the command prints the library's probe"
     );
 }
 
@@ -32,13 +40,13 @@ fn prove_sees_every_expected_denial() {
     let bad: Vec<_> = report.probes.iter().filter(|p| !p.ok).collect();
     assert!(bad.is_empty(), "{bad:#?}");
     assert!(report.ok);
-    assert_eq!(report.probes.len(), sandbox::prove::PROBES.len());
+    assert_eq!(report.probes.len(), proto::canary::PROBES.len());
     assert_eq!(out.status.code(), Some(0));
 }
 
 #[test]
 fn probe_reports_a_lowered_landlock_abi() {
-    let kernel = sandbox::probe().landlock_abi;
+    let kernel = sys::confine::probe().landlock_abi;
     let probe_at = |abi: &str| -> Probe {
         let out = cargo_bin_cmd!("dot-sandbox")
             .args(["probe", "--landlock-abi", abi])

@@ -5,6 +5,7 @@
 
 mod common;
 
+use proto::runner::Limits;
 use proto::{ErrorObject, ExitCode, ToErrorObject};
 use sandbox::{ExecError, ProveError};
 use std::io;
@@ -26,14 +27,15 @@ fn stderr_error(out: &std::process::Output, code: i32) -> ErrorObject {
 }
 
 /// `dot-sandbox exec` started by bash with the report descriptor 5 open (a file in `dir`) and
-/// nothing on descriptor 4, with `limits` as its arguments.
-fn exec_without_plugin(dir: &std::path::Path, limits: &[&str]) -> (std::process::Output, String) {
+/// nothing on descriptor 4, under `limits`.
+fn exec_without_plugin(dir: &std::path::Path, limits: Limits) -> (std::process::Output, String) {
     let report = dir.join("report");
+    let argv = common::argv(limits, None);
     let script = format!(
-        "exec 5>'{}'; exec '{}' exec --report-fd 5 {} /proc/self/fd/4",
+        "exec 5>'{}'; exec '{}' {}",
         report.display(),
         common::runner_path().display(),
-        limits.join(" ")
+        argv[1..].join(" ")
     );
     let out = Command::new("bash")
         .args(["-c", &script])
@@ -43,29 +45,14 @@ fn exec_without_plugin(dir: &std::path::Path, limits: &[&str]) -> (std::process:
     (out, std::fs::read_to_string(report).unwrap_or_default())
 }
 
-const LIMITS: [&str; 14] = [
-    "--as-bytes",
-    "268435456",
-    "--cpu-seconds",
-    "1",
-    "--fsize-bytes",
-    "1048576",
-    "--nproc",
-    "64",
-    "--stage-bytes",
-    "16777216",
-    "--stage-inodes",
-    "256",
-    "--nofile",
-    "64",
-];
-
 #[test]
 fn a_limit_below_its_minimum_is_bad_limit_exit_2() {
-    let dir = sandbox::prove::Scratch::new("bad-limit").expect("scratch");
-    let mut limits = LIMITS;
-    limits[13] = "15";
-    let (out, report) = exec_without_plugin(&dir.dir, &limits);
+    let dir = sandbox::Scratch::new("bad-limit").expect("scratch");
+    let limits = Limits {
+        nofile: 15,
+        ..common::limits()
+    };
+    let (out, report) = exec_without_plugin(&dir.dir, limits);
     let e = stderr_error(&out, 2);
     assert_eq!(e.error, "bad-limit");
     assert_eq!(e.field.as_deref(), Some("nofile"));
@@ -78,8 +65,8 @@ fn a_limit_below_its_minimum_is_bad_limit_exit_2() {
 
 #[test]
 fn no_plugin_on_descriptor_4_is_bad_plugin_fd_exit_1() {
-    let dir = sandbox::prove::Scratch::new("no-fd4").expect("scratch");
-    let (out, report) = exec_without_plugin(&dir.dir, &LIMITS);
+    let dir = sandbox::Scratch::new("no-fd4").expect("scratch");
+    let (out, report) = exec_without_plugin(&dir.dir, common::limits());
     let e = stderr_error(&out, 1);
     assert_eq!(e.error, "bad-plugin-fd");
     assert_eq!(e.path.as_deref(), Some("/proc/self/fd/4"));
@@ -88,7 +75,7 @@ fn no_plugin_on_descriptor_4_is_bad_plugin_fd_exit_1() {
 
 #[test]
 fn prove_without_a_canary_beside_the_runner_is_canary_missing() {
-    let dir = sandbox::prove::Scratch::new("lonely").expect("scratch");
+    let dir = sandbox::Scratch::new("lonely").expect("scratch");
     let lonely = dir.dir.join("dot-sandbox");
     std::fs::copy(common::runner_path(), &lonely).unwrap();
     let out = Command::new(&lonely)

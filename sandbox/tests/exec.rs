@@ -3,23 +3,19 @@
 
 mod common;
 
-use proto::result::SandboxReport;
+use common::request;
+use proto::canary::CanaryResult;
+use proto::runner::{SandboxReport, PLUGIN_PATH};
 use proto::ErrorObject;
-use sandbox::prove::{canary_request, Targets};
 use std::fs::File;
 use std::os::unix::fs::PermissionsExt;
 
-fn request(probe: &str) -> Vec<u8> {
-    canary_request(probe, &Targets::new().expect("targets"), common::limits()).expect("request")
-}
-
 fn refused(plugin: &File, plugin_arg: &str, kind: &str) {
-    let (run, scratch) = common::launch(
-        plugin,
-        &request("write-in-stage"),
-        plugin_arg,
-        common::limits(),
-    );
+    let mut argv = common::argv(common::limits(), None);
+    if let Some(last) = argv.last_mut() {
+        *last = plugin_arg.to_owned();
+    }
+    let (run, scratch) = common::launch_argv(plugin, &request("write-in-stage"), &argv);
     assert_eq!(
         run.status.code(),
         Some(1),
@@ -35,7 +31,7 @@ fn refused(plugin: &File, plugin_arg: &str, kind: &str) {
     assert_eq!(stderr.error, kind);
     assert!(run.stdout.is_empty(), "the plugin ran");
     assert!(
-        sandbox::prove::read_stage_file(&run, &scratch.stage, "out/written.txt").is_err(),
+        common::read_stage_file(&run, &scratch.stage, "out/written.txt").is_err(),
         "the plugin ran"
     );
     assert!(run.stage.is_none(), "refused before a stage was made");
@@ -45,12 +41,7 @@ fn refused(plugin: &File, plugin_arg: &str, kind: &str) {
 #[test]
 fn reports_what_it_enforced_then_runs_the_plugin() {
     let canary = common::canary();
-    let (run, scratch) = common::launch(
-        &canary,
-        &request("write-in-stage"),
-        "/proc/self/fd/4",
-        common::limits(),
-    );
+    let (run, scratch) = common::launch(&canary, &request("write-in-stage"), common::limits());
     assert!(
         run.status.success(),
         "{}",
@@ -79,15 +70,12 @@ fn reports_what_it_enforced_then_runs_the_plugin() {
         ),
         (l.as_bytes, l.cpu_seconds, l.fsize_bytes, l.nofile, 0)
     );
-    assert_eq!(
-        Some(e.seccomp_policy_sha256),
-        sandbox::seccomp::policy_sha256().ok()
-    );
+    assert_eq!(Some(e.seccomp_policy_sha256), sandbox::policy_sha256().ok());
     assert!(e.confine_us.is_some());
     let response = proto::protocol::Response::parse(&run.stdout, 4096).expect("one response");
     assert_eq!(response.outputs, ["result.json"]);
     assert_eq!(
-        sandbox::prove::read_stage_file(&run, &scratch.stage, "out/written.txt").expect("output"),
+        run.read_stage_file("out/written.txt").expect("output"),
         b"written\n"
     );
     assert!(
@@ -100,20 +88,20 @@ fn reports_what_it_enforced_then_runs_the_plugin() {
 fn refuses_a_dynamic_plugin() {
     refused(
         &File::open("/bin/true").expect("/bin/true"),
-        "/proc/self/fd/4",
+        PLUGIN_PATH,
         "not-static-elf",
     );
 }
 
 #[test]
 fn refuses_a_script_plugin() {
-    let dir = sandbox::prove::Scratch::new("script").expect("scratch");
+    let dir = sandbox::Scratch::new("script").expect("scratch");
     let path = dir.dir.join("plugin.sh");
     std::fs::write(&path, "#!/bin/sh\ntouch ran\n").expect("script");
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     refused(
         &File::open(&path).expect("open"),
-        "/proc/self/fd/4",
+        PLUGIN_PATH,
         "not-static-elf",
     );
 }
@@ -134,35 +122,15 @@ fn refuses_any_plugin_path_but_fd_4() {
 fn fails_closed_without_a_report_descriptor() {
     let canary = common::canary();
     let runner = common::runner();
-    let scratch = sandbox::prove::Scratch::new("nofd5").expect("scratch");
-    let mut cmd = std::process::Command::new("/proc/self/fd/3");
-    cmd.args([
-        "exec",
-        "--report-fd",
-        "5",
-        "--as-bytes",
-        "268435456",
-        "--cpu-seconds",
-        "1",
-    ])
-    .args([
-        "--fsize-bytes",
-        "1048576",
-        "--nofile",
-        "64",
-        "--nproc",
-        "64",
-        "--stage-bytes",
-        "16777216",
-        "--stage-inodes",
-        "256",
-        "/proc/self/fd/4",
-    ])
-    .env_clear()
-    .current_dir(&scratch.stage)
-    .stdin(std::process::Stdio::null())
-    .stdout(std::process::Stdio::piped())
-    .stderr(std::process::Stdio::piped());
+    let scratch = sandbox::Scratch::new("nofd5").expect("scratch");
+    let argv = common::argv(common::limits(), None);
+    let mut cmd = std::process::Command::new(proto::runner::RUNNER_PATH);
+    cmd.args(&argv[1..])
+        .env_clear()
+        .current_dir(&scratch.stage)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
     use std::os::fd::AsFd;
     let child = sys::process::spawn_with_fds(&mut cmd, &[(runner.as_fd(), 3), (canary.as_fd(), 4)])
         .expect("spawn");
@@ -177,17 +145,11 @@ fn fails_closed_without_a_report_descriptor() {
 #[test]
 fn multi_threaded_rust_plugin_runs() {
     let canary = common::canary();
-    let (run, scratch) = common::launch(
-        &canary,
-        &request("threads"),
-        "/proc/self/fd/4",
-        common::limits(),
-    );
+    let (run, _scratch) = common::launch(&canary, &request("threads"), common::limits());
     assert!(run.status.success());
-    let result: sandbox::prove::CanaryResult = serde_json::from_slice(
-        &sandbox::prove::read_stage_file(&run, &scratch.stage, "out/result.json").expect("result"),
-    )
-    .expect("result json");
+    let result: CanaryResult =
+        serde_json::from_slice(&run.read_stage_file("out/result.json").expect("result"))
+            .expect("result json");
     assert_eq!(result.outcome, "ok");
 }
 
@@ -197,12 +159,7 @@ fn confine_time_is_reported() {
     let canary = common::canary();
     let mut us: Vec<u64> = (0..20)
         .map(|_| {
-            let (run, _s) = common::launch(
-                &canary,
-                &request("kill-self"),
-                "/proc/self/fd/4",
-                common::limits(),
-            );
+            let (run, _s) = common::launch(&canary, &request("kill-self"), common::limits());
             match run.sandbox_report() {
                 Some(SandboxReport::Enforced(e)) => e.confine_us.expect("confine_us"),
                 other => panic!("{other:?}"),
@@ -210,13 +167,9 @@ fn confine_time_is_reported() {
         })
         .collect();
     us.sort_unstable();
-    let code =
-        sandbox::policy::program(sandbox::policy::Params { pid: 1, cookie: 1 }).expect("policy");
+    let instructions = sandbox::policy_instructions().expect("policy");
     println!(
-        "confine_us median {} (min {}, max {}); seccomp program {} instructions",
-        us[10],
-        us[0],
-        us[19],
-        code.len()
+        "confine_us median {} (min {}, max {}); seccomp program {instructions} instructions",
+        us[10], us[0], us[19],
     );
 }

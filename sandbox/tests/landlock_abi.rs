@@ -5,29 +5,21 @@
 
 mod common;
 
-use proto::result::SandboxReport;
+use common::{request, Mode};
+use proto::canary::PROBES;
+use proto::runner::SandboxReport;
 use proto::ErrorObject;
-use sandbox::prove::{canary_request, run_probe, Mode, Targets, PROBES, PROVE_LIMITS};
 
 fn kernel_abi() -> u32 {
-    sandbox::probe().landlock_abi
+    sys::confine::probe().landlock_abi
 }
 
 fn suite_at(abi: u32) {
     let applied = abi.min(kernel_abi());
-    let runner = common::runner();
     let canary = common::canary();
     let mut bad = Vec::new();
     for probe in PROBES {
-        let (observed, run) = run_probe(
-            &runner,
-            &canary,
-            probe,
-            Mode::Confined,
-            PROVE_LIMITS,
-            Some(abi),
-        )
-        .expect("harness runs");
+        let (observed, run) = common::run_probe(&canary, probe, Mode::Confined, Some(abi));
         if !probe.confined.contains(&observed.as_str()) {
             bad.push(format!(
                 "{}: expected {:?}, observed {observed}",
@@ -81,20 +73,10 @@ fn every_probe_is_denied_at_landlock_abi_7() {
 /// A cap below 3 is refused like a kernel without ABI 3, before the plugin runs.
 #[test]
 fn a_landlock_abi_below_3_is_refused_before_the_plugin_runs() {
-    let request = canary_request(
-        "write-in-stage",
-        &Targets::new().expect("targets"),
-        PROVE_LIMITS,
-    )
-    .expect("request");
+    let request = request("write-in-stage");
     for abi in [0, 2] {
-        let (run, scratch) = common::launch_at_abi(
-            &common::canary(),
-            &request,
-            "/proc/self/fd/4",
-            PROVE_LIMITS,
-            Some(abi),
-        );
+        let (run, scratch) =
+            common::launch_at_abi(&common::canary(), &request, common::limits(), abi);
         assert_eq!(run.status.code(), Some(1));
         match run.sandbox_report() {
             Some(SandboxReport::Error(e)) => {
@@ -114,14 +96,11 @@ fn a_landlock_abi_below_3_is_refused_before_the_plugin_runs() {
 /// A cap above the kernel's changes nothing: the report shows the kernel's ABI.
 #[test]
 fn a_landlock_abi_above_the_kernels_is_the_kernels() {
-    let request = canary_request("kill-self", &Targets::new().expect("targets"), PROVE_LIMITS)
-        .expect("request");
     let (run, _scratch) = common::launch_at_abi(
         &common::canary(),
-        &request,
-        "/proc/self/fd/4",
-        PROVE_LIMITS,
-        Some(99),
+        &request("kill-self"),
+        common::limits(),
+        99,
     );
     assert!(run.status.success());
     let Some(SandboxReport::Enforced(e)) = run.sandbox_report() else {

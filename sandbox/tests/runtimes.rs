@@ -2,7 +2,7 @@
 
 mod common;
 
-use sandbox::prove::Limits;
+use proto::runner::Limits;
 use std::process::Command;
 
 const MAIN_GO: &str = r#"package main
@@ -47,7 +47,7 @@ fn go_plugin_with_goroutines_and_gc_runs() {
         eprintln!("notice: no Go toolchain on PATH; the Go runtime test did not run");
         return;
     }
-    let dir = sandbox::prove::Scratch::new("go").expect("scratch");
+    let dir = sandbox::Scratch::new("go").expect("scratch");
     std::fs::write(dir.dir.join("main.go"), MAIN_GO).expect("main.go");
     std::fs::write(
         dir.dir.join("go.mod"),
@@ -71,7 +71,7 @@ fn go_plugin_with_goroutines_and_gc_runs() {
         as_bytes: 1 << 30,
         ..common::limits()
     };
-    let (run, scratch) = common::launch(&plugin, b"{}", "/proc/self/fd/4", limits);
+    let (run, _scratch) = common::launch(&plugin, b"{}", limits);
     assert!(
         run.status.success(),
         "{:?} {}",
@@ -81,7 +81,7 @@ fn go_plugin_with_goroutines_and_gc_runs() {
     let response = proto::protocol::Response::parse(&run.stdout, 4096).expect("response");
     assert_eq!(response.outputs, ["go.txt"]);
     assert_eq!(
-        sandbox::prove::read_stage_file(&run, &scratch.stage, "out/go.txt").expect("out"),
+        run.read_stage_file("out/go.txt").expect("out"),
         b"goroutines done\n"
     );
 }

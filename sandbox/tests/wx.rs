@@ -4,9 +4,11 @@
 
 mod common;
 
-use proto::result::SandboxReport;
+use common::{request, Mode};
+use proto::canary::Probe;
+use proto::runner::SandboxReport;
 use proto::ErrorObject;
-use sandbox::prove::{canary_request, run_probe, spec, Mode, Scratch, Targets, PROVE_LIMITS};
+use sandbox::Scratch;
 use std::fs::File;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -48,27 +50,10 @@ fn canary_with_executable_data(dir: &Path) -> PathBuf {
 fn a_data_segment_made_executable_runs_code_written_into_it_unconfined() {
     let dir = Scratch::new("wx").expect("scratch");
     let patched = File::open(canary_with_executable_data(&dir.dir)).expect("open copy");
-    let probe = spec("write-exec-data").expect("the probe");
-    let runner = common::runner();
-    let (observed, _) = run_probe(
-        &runner,
-        &patched,
-        probe,
-        Mode::Unconfined,
-        PROVE_LIMITS,
-        None,
-    )
-    .expect("harness runs");
+    let probe = Probe::WriteExecData.spec();
+    let (observed, _) = common::run_probe(&patched, probe, Mode::Unconfined, None);
     assert_eq!(observed, "ok", "the patched copy executes its data");
-    let (observed, _) = run_probe(
-        &runner,
-        &common::canary(),
-        probe,
-        Mode::Unconfined,
-        PROVE_LIMITS,
-        None,
-    )
-    .expect("harness runs");
+    let (observed, _) = common::run_probe(&common::canary(), probe, Mode::Unconfined, None);
     assert_eq!(observed, "signal:SIGSEGV", "the canary as built does not");
 }
 
@@ -78,16 +63,11 @@ fn the_runner_refuses_a_writable_and_executable_segment_before_the_plugin_runs()
     let path = canary_with_executable_data(&dir.dir);
     let patched = File::open(&path).expect("open copy");
     assert!(matches!(
-        verify::elf::check_static_elf(&patched),
-        Err(verify::elf::ElfError::WritableExecutable { .. })
+        elf::check_static_elf(&patched),
+        Err(elf::ElfError::WritableExecutable { .. })
     ));
-    let request = canary_request(
-        "write-exec-data",
-        &Targets::new().expect("targets"),
-        PROVE_LIMITS,
-    )
-    .expect("request");
-    let (run, scratch) = common::launch(&patched, &request, "/proc/self/fd/4", PROVE_LIMITS);
+    let request = request("write-exec-data");
+    let (run, scratch) = common::launch(&patched, &request, common::limits());
     assert_eq!(
         run.status.code(),
         Some(1),
@@ -111,7 +91,7 @@ fn the_runner_refuses_a_writable_and_executable_segment_before_the_plugin_runs()
     );
 }
 
-/// Registration applies the same rule (through `verify::elf`): the copy cannot become a
+/// Registration applies the same rule (the `elf` crate, through `verify`): the copy cannot become a
 /// `process` entry.
 #[test]
 fn registration_refuses_a_writable_and_executable_segment_for_process() {

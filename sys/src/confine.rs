@@ -1,8 +1,8 @@
 //! The kernel calls `dot-sandbox` makes to confine itself before it executes a plugin: inherited
 //! descriptors, parent-death signal, capabilities and securebits, `no_new_privs`, the Landlock ABI
-//! probe, seccomp installation, default signal dispositions and an empty signal mask for the
-//! plugin, close-on-exec for every inherited descriptor, and the final `execve` that carries the
-//! seccomp cookie. One syscall per function, each converted at once to `io::Result`.
+//! and the rest of the kernel probe (`probe`, decided by `proto::probe`), seccomp installation,
+//! default signal dispositions and an empty signal mask for the plugin, close-on-exec for every
+//! inherited descriptor, and the final `execve` that carries the seccomp cookie. One syscall per function, each converted at once to `io::Result`.
 
 use std::ffi::CStr;
 use std::io;
@@ -226,6 +226,49 @@ pub fn seccomp_action_available(action: u32) -> io::Result<bool> {
         Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP) => Ok(false),
         Err(e) => Err(e),
     }
+}
+
+/// What this kernel and this process offer `process` containment, decided by `proto::probe`
+/// (`dot-sandbox probe` prints it; `dot-launch` refuses `process` with its `why_not`). Reads only:
+/// no side effect on this process.
+pub fn probe() -> proto::probe::Probe {
+    proto::probe::Probe::new(kernel_facts())
+}
+
+/// The queries behind [`probe`]: the Landlock ABI, seccomp's filter actions, `no_new_privs`, the
+/// identity a run gets (effective uid and `/proc/self/uid_map`), the user-namespace switches and
+/// whether this process holds `CAP_SYS_ADMIN`.
+pub fn kernel_facts() -> proto::probe::KernelFacts {
+    use proto::probe::{KernelFacts, UserNamespaceSwitches};
+    const CAP_SYS_ADMIN: u32 = 21;
+    let uid_map = std::fs::read_to_string("/proc/self/uid_map").unwrap_or_default();
+    KernelFacts {
+        kernel_release: std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .map(|s| s.trim().to_owned())
+            .unwrap_or_default(),
+        landlock_abi: landlock_abi_version().unwrap_or(0),
+        seccomp: [libc::SECCOMP_RET_KILL_PROCESS, libc::SECCOMP_RET_ERRNO]
+            .into_iter()
+            .all(|a| seccomp_action_available(a).unwrap_or(false)),
+        no_new_privs: no_new_privs().is_ok(),
+        identity: proto::runner::IdentityKind::for_runner(
+            nix::unistd::geteuid().as_raw(),
+            &uid_map,
+        ),
+        user_namespaces: UserNamespaceSwitches {
+            max_user_namespaces: sysctl("/proc/sys/user/max_user_namespaces"),
+            unprivileged_userns_clone: sysctl("/proc/sys/kernel/unprivileged_userns_clone"),
+            apparmor_restrict_unprivileged_userns: sysctl(
+                "/proc/sys/kernel/apparmor_restrict_unprivileged_userns",
+            ),
+        },
+        cap_sys_admin: capability_sets().is_ok_and(|(eff, _, _)| eff & (1 << CAP_SYS_ADMIN) != 0),
+    }
+}
+
+/// A numeric sysctl, `None` when this kernel has no such file (or it is not a number).
+fn sysctl(path: &str) -> Option<u64> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
 }
 
 /// One classic BPF instruction, laid out as the kernel's `struct sock_filter`.

@@ -410,6 +410,8 @@ fn any_other_argument_that_is_not_utf8_is_a_usage_error_in_every_tool() {
             "16777216",
             "--stage-inodes",
             "64",
+            "--argv0",
+            "hello",
             bad
         ],
     );

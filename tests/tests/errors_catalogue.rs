@@ -11,8 +11,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The crates whose errors reach a tool's stderr.
-const CRATES: [&str; 8] = [
+const CRATES: [&str; 9] = [
     "proto",
+    "elf",
     "verify",
     "register",
     "launch",

@@ -8,7 +8,7 @@
 mod common;
 
 use common::{result, Env};
-use proto::result::IdentityKind;
+use proto::runner::IdentityKind;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 

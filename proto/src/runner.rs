@@ -1,0 +1,457 @@
+//! The contract between a launcher and the runner, `dot-sandbox exec`, in one place: which
+//! descriptor holds what, the command line ([`Invocation::argv`]), the limits it carries, the
+//! plugin's `argv[0]`, the messages on the report socket and the report itself. `dot-launch` and
+//! `dot-sandbox probe --prove` build the runner's command line here, and the runner's argument
+//! parser gives back the same [`Invocation`] (a test in `sandbox` proves the round trip).
+//!
+//! A launcher starts the runner with an empty environment, the on-disk stage (holding the inputs
+//! in `in/`) as working directory, in a new process group, with:
+//!
+//! | descriptor | holds |
+//! |---|---|
+//! | 0, 1, 2 | the plugin's stdin, stdout, stderr |
+//! | [`RUNNER_FD`] (3) | the runner, executed as [`RUNNER_PATH`], `argv[0]` [`RUNNER_ARGV0`] |
+//! | [`PLUGIN_FD`] (4) | the plugin: the store file under a read lease, or a sealed memfd |
+//! | [`REPORT_FD`] (5) | the runner's end of a unix `SOCK_SEQPACKET` socket pair |
+//!
+//! On the report socket the runner sends, in this order: the stage message ([`STAGE_MESSAGE`],
+//! one NUL byte carrying a descriptor of its private stage's root), once the stage exists; then one
+//! report line ([`SandboxReport`]: what it enforced, or why it refused). The socket closes when the
+//! runner executes the plugin (it is close-on-exec) or exits.
+//!
+//! **The plugin's `argv[0]`** is its registry name at every containment level: `dot-launch`
+//! executes an `audit` plugin with it, and passes it to the runner (`--argv0`), which executes a
+//! `process` plugin with it. Nothing else is on the plugin's command line. A script plugin (at
+//! `audit` only) is the exception the kernel makes: its interpreter gets the interpreter's path and
+//! the script's (`/proc/self/fd/3`) instead.
+
+use crate::digest::Sha256;
+use crate::error::ErrorObject;
+use crate::name::Name;
+use serde::{Deserialize, Serialize};
+
+/// The runner's descriptor.
+pub const RUNNER_FD: i32 = 3;
+/// The plugin's descriptor.
+pub const PLUGIN_FD: i32 = 4;
+/// The report socket's descriptor.
+pub const REPORT_FD: i32 = 5;
+/// What the launcher executes: the runner, through its descriptor.
+pub const RUNNER_PATH: &str = "/proc/self/fd/3";
+/// The runner's `argv[0]`.
+pub const RUNNER_ARGV0: &str = "dot-sandbox";
+/// The only plugin path the runner accepts (and executes).
+pub const PLUGIN_PATH: &str = "/proc/self/fd/4";
+
+/// What the runner bounds: hard resource limits on the plugin and the size of its stage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// `RLIMIT_AS`, bytes.
+    pub as_bytes: u64,
+    /// `RLIMIT_CPU`, seconds.
+    pub cpu_seconds: u64,
+    /// `RLIMIT_FSIZE`, bytes.
+    pub fsize_bytes: u64,
+    /// `RLIMIT_NOFILE`.
+    pub nofile: u64,
+    /// `RLIMIT_NPROC`: the most tasks (processes and threads) of the run.
+    pub nproc: u64,
+    /// Size of the stage (a private tmpfs), bytes.
+    pub stage_bytes: u64,
+    /// Inodes of the stage, the root included.
+    pub stage_inodes: u64,
+}
+
+impl Limits {
+    /// The smallest value of each limit the runner accepts (below it: `bad-limit`, exit 2). The
+    /// runner itself needs 16 descriptors; a stage needs room for `in/`, `out/` and a few files.
+    pub const MIN: Limits = Limits {
+        as_bytes: 1 << 20,
+        cpu_seconds: 1,
+        fsize_bytes: 1,
+        nofile: 16,
+        nproc: 1,
+        stage_bytes: 1 << 20,
+        stage_inodes: 8,
+    };
+
+    /// Each limit with its option name (without `--`), in command-line order.
+    pub fn options(&self) -> [(&'static str, u64); 7] {
+        [
+            ("as-bytes", self.as_bytes),
+            ("cpu-seconds", self.cpu_seconds),
+            ("fsize-bytes", self.fsize_bytes),
+            ("nofile", self.nofile),
+            ("nproc", self.nproc),
+            ("stage-bytes", self.stage_bytes),
+            ("stage-inodes", self.stage_inodes),
+        ]
+    }
+
+    /// The first limit below its minimum, as (option name, value).
+    pub fn below_minimum(&self) -> Option<(&'static str, u64)> {
+        self.options()
+            .into_iter()
+            .zip(Limits::MIN.options())
+            .find(|((_, value), (_, min))| value < min)
+            .map(|(given, _)| given)
+    }
+
+    /// The resource limits these set, as the report states them (`RLIMIT_CORE` is always 0).
+    pub fn rlimits(&self) -> Rlimits {
+        Rlimits {
+            as_bytes: self.as_bytes,
+            cpu_seconds: self.cpu_seconds,
+            fsize_bytes: self.fsize_bytes,
+            nofile: self.nofile,
+            core: 0,
+            nproc: self.nproc,
+        }
+    }
+
+    /// The stage's bounds.
+    pub fn stage(&self) -> StageBound {
+        StageBound {
+            bytes: self.stage_bytes,
+            inodes: self.stage_inodes,
+        }
+    }
+}
+
+/// One run of `dot-sandbox exec`: everything on its command line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Invocation {
+    /// The report socket's descriptor ([`REPORT_FD`]).
+    pub report_fd: i32,
+    pub limits: Limits,
+    /// Test and diagnostic knob: the runner builds its Landlock ruleset as on a kernel with this
+    /// ABI, when lower than the kernel's.
+    pub landlock_abi: Option<u32>,
+    /// The plugin's `argv[0]`: its registry name.
+    pub argv0: Name,
+    /// The plugin path argument ([`PLUGIN_PATH`]; the runner refuses anything else).
+    pub plugin: String,
+}
+
+impl Invocation {
+    /// The invocation a launcher makes: report on [`REPORT_FD`], plugin at [`PLUGIN_PATH`].
+    pub fn new(limits: Limits, argv0: Name) -> Invocation {
+        Invocation {
+            report_fd: REPORT_FD,
+            limits,
+            landlock_abi: None,
+            argv0,
+            plugin: PLUGIN_PATH.to_owned(),
+        }
+    }
+
+    /// The runner's whole command line, `argv[0]` ([`RUNNER_ARGV0`]) first.
+    pub fn argv(&self) -> Vec<String> {
+        let mut argv = vec![
+            RUNNER_ARGV0.to_owned(),
+            "exec".to_owned(),
+            "--report-fd".to_owned(),
+            self.report_fd.to_string(),
+        ];
+        for (option, value) in self.limits.options() {
+            argv.push(format!("--{option}"));
+            argv.push(value.to_string());
+        }
+        if let Some(abi) = self.landlock_abi {
+            argv.push("--landlock-abi".to_owned());
+            argv.push(abi.to_string());
+        }
+        argv.push("--argv0".to_owned());
+        argv.push(self.argv0.to_string());
+        argv.push(self.plugin.clone());
+        argv
+    }
+}
+
+/// The stage message: one NUL byte, carrying a descriptor of the stage's root (`SCM_RIGHTS`).
+pub const STAGE_MESSAGE: &[u8] = b"\0";
+
+/// The most report bytes a launcher keeps (the report is one line of well under 4 KiB).
+pub const MAX_REPORT: usize = 64 * 1024;
+
+/// What one message on the report socket is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Message {
+    /// The stage message: its descriptor is the stage's root (the first one counts; a launcher
+    /// closes any later one).
+    Stage,
+    /// Report bytes.
+    Report,
+    /// Descriptors in any other message: closed, and the message ignored.
+    Stray,
+}
+
+impl Message {
+    /// Classifies a message of `bytes` that carried `descriptors` descriptors.
+    pub fn of(bytes: &[u8], descriptors: usize) -> Message {
+        match (descriptors, bytes == STAGE_MESSAGE) {
+            (0, _) => Message::Report,
+            (1, true) => Message::Stage,
+            _ => Message::Stray,
+        }
+    }
+}
+
+/// The one line `dot-sandbox` writes on its report descriptor (fd 5) before the final exec: what it
+/// enforced, or why it refused. The descriptor is close-on-exec, so the launcher reads to EOF.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "lowercase")]
+pub enum SandboxReport {
+    Enforced(Enforced),
+    Error(ErrorObject),
+}
+
+impl SandboxReport {
+    /// The report in `bytes`, if they are exactly one valid line.
+    pub fn parse(bytes: &[u8]) -> Option<SandboxReport> {
+        let line = bytes.strip_suffix(b"\n")?;
+        if line.contains(&b'\n') {
+            return None;
+        }
+        serde_json::from_slice(line).ok()
+    }
+}
+
+/// The containment `dot-sandbox` applied, as reported by it before the final exec.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Enforced {
+    pub landlock_abi: u32,
+    pub landlock_status: String,
+    pub landlock_net: bool,
+    pub landlock_scopes: bool,
+    pub no_new_privs: bool,
+    pub capabilities: String,
+    pub rlimits: Rlimits,
+    /// Who the plugin runs as, and what makes its task count its own.
+    pub identity: Identity,
+    /// The bounds of the plugin's working directory (a private tmpfs).
+    pub stage: StageBound,
+    pub seccomp_policy_sha256: Sha256,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confine_us: Option<u64>,
+    /// Where the runner's confinement time went, step by step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timings: Option<ConfineTimings>,
+}
+
+/// Microseconds each step of `dot-sandbox exec` took (in the order they run; `confine_us` is their
+/// sum plus argument and descriptor checks), and the runner's peak resident set just before the
+/// exec. Measured on every launch: a few clock reads, no extra work.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfineTimings {
+    /// The static-ELF check of the plugin (header, program headers, dynamic section).
+    pub elf_us: u64,
+    /// The run's own identity: a per-run uid, or a new user namespace.
+    pub identity_us: u64,
+    /// The private tmpfs made, the inputs copied into it.
+    pub stage_us: u64,
+    /// Parent-death signal and the parent check.
+    pub parent_death_us: u64,
+    pub rlimits_us: u64,
+    /// Securebits, bounding set, ambient and capability sets, each checked afterwards.
+    pub capabilities_us: u64,
+    pub no_new_privs_us: u64,
+    /// Ruleset built, rules added, `restrict_self`, status checked.
+    pub landlock_us: u64,
+    /// Every signal's disposition back to default, the signal mask emptied.
+    #[serde(default)]
+    pub signals_us: u64,
+    /// The seccomp program made ready for this launch (per-launch values filled in).
+    pub seccomp_build_us: u64,
+    /// `seccomp(SECCOMP_SET_MODE_FILTER)`: the kernel checks, translates and compiles the program.
+    pub seccomp_install_us: u64,
+    /// Every descriptor >= 3 close-on-exec.
+    pub cloexec_us: u64,
+    /// The runner's peak resident set size (`ru_maxrss`), KiB.
+    pub peak_rss_kib: u64,
+}
+
+/// Hard resource limits set on the plugin.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rlimits {
+    pub as_bytes: u64,
+    pub cpu_seconds: u64,
+    pub fsize_bytes: u64,
+    pub nofile: u64,
+    pub core: u64,
+    /// `RLIMIT_NPROC`: the most tasks (processes and threads) of the run's own uid.
+    pub nproc: u64,
+}
+
+/// Who a `process` plugin runs as.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Identity {
+    /// The plugin's uid and gid, as the launcher's user namespace sees them.
+    pub uid: u32,
+    pub gid: u32,
+    pub kind: IdentityKind,
+}
+
+/// What gives a run a task count of its own, so `RLIMIT_NPROC` bounds that run alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum IdentityKind {
+    /// Launched by root: the plugin runs as a uid no account or file uses, derived from the
+    /// runner's pid (unique among live runs), with no supplementary groups.
+    PerRunUid,
+    /// Launched by another user: the plugin runs as that user inside a new user namespace (uid
+    /// mapped to itself), whose task count starts at one.
+    UserNamespace,
+}
+
+impl IdentityKind {
+    /// The identity a runner with effective uid `euid` and `/proc/self/uid_map` text `uid_map`
+    /// gives its plugin: a per-run uid for root of the initial user namespace (the one map line
+    /// `0 0 4294967295`), a new user namespace for anyone else.
+    pub fn for_runner(euid: u32, uid_map: &str) -> IdentityKind {
+        let initial = uid_map.split_whitespace().eq(["0", "0", "4294967295"]);
+        if euid == 0 && initial {
+            IdentityKind::PerRunUid
+        } else {
+            IdentityKind::UserNamespace
+        }
+    }
+}
+
+/// The bounds of a `process` plugin's working directory: a private tmpfs, mounted nowhere.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StageBound {
+    /// Its size (`size=`): every byte of every file, inputs included.
+    pub bytes: u64,
+    /// Its inode count (`nr_inodes=`): files and directories, at any depth, the root included.
+    pub inodes: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits() -> Limits {
+        Limits {
+            as_bytes: 3 << 20,
+            cpu_seconds: 2,
+            fsize_bytes: 5,
+            nofile: 17,
+            nproc: 3,
+            stage_bytes: 7 << 20,
+            stage_inodes: 11,
+        }
+    }
+
+    #[test]
+    fn the_command_line_names_every_limit_once_and_ends_with_the_plugin() {
+        let name = Name::new("hello").expect("name");
+        let mut inv = Invocation::new(limits(), name);
+        assert_eq!(
+            inv.argv().join(" "),
+            "dot-sandbox exec --report-fd 5 --as-bytes 3145728 --cpu-seconds 2 --fsize-bytes 5 \
+             --nofile 17 --nproc 3 --stage-bytes 7340032 --stage-inodes 11 --argv0 hello \
+             /proc/self/fd/4"
+        );
+        inv.landlock_abi = Some(4);
+        let argv = inv.argv();
+        let at = argv
+            .iter()
+            .position(|a| a == "--landlock-abi")
+            .expect("knob");
+        assert_eq!(argv[at + 1], "4");
+        assert_eq!(argv.last().map(String::as_str), Some(PLUGIN_PATH));
+    }
+
+    #[test]
+    fn each_limit_below_its_minimum_is_named() {
+        assert_eq!(limits().below_minimum(), None);
+        assert_eq!(Limits::MIN.below_minimum(), None);
+        let cases = [
+            (
+                "nofile",
+                Limits {
+                    nofile: 15,
+                    ..limits()
+                },
+                15,
+            ),
+            (
+                "nproc",
+                Limits {
+                    nproc: 0,
+                    ..limits()
+                },
+                0,
+            ),
+            (
+                "as-bytes",
+                Limits {
+                    as_bytes: 4096,
+                    ..limits()
+                },
+                4096,
+            ),
+            (
+                "stage-inodes",
+                Limits {
+                    stage_inodes: 7,
+                    ..limits()
+                },
+                7,
+            ),
+        ];
+        for (option, l, value) in cases {
+            assert_eq!(l.below_minimum(), Some((option, value)));
+        }
+    }
+
+    #[test]
+    fn the_stage_message_is_one_nul_byte_with_one_descriptor() {
+        assert_eq!(Message::of(b"\0", 1), Message::Stage);
+        assert_eq!(Message::of(b"\0", 0), Message::Report);
+        assert_eq!(Message::of(b"{}\n", 0), Message::Report);
+        assert_eq!(Message::of(b"\0", 2), Message::Stray);
+        assert_eq!(Message::of(b"x", 1), Message::Stray);
+    }
+
+    #[test]
+    fn a_report_is_exactly_one_line() {
+        let e = SandboxReport::Error(ErrorObject::new("exec", "no"));
+        let mut line = serde_json::to_vec(&e).expect("json");
+        assert_eq!(SandboxReport::parse(&line), None, "no newline");
+        line.push(b'\n');
+        assert_eq!(SandboxReport::parse(&line), Some(e));
+        let twice = [line.clone(), line].concat();
+        assert_eq!(SandboxReport::parse(&twice), None);
+    }
+
+    #[test]
+    fn only_root_of_the_initial_user_namespace_gets_a_per_run_uid() {
+        let initial = "         0          0 4294967295\n";
+        assert_eq!(
+            IdentityKind::for_runner(0, initial),
+            IdentityKind::PerRunUid
+        );
+        assert_eq!(
+            IdentityKind::for_runner(1000, initial),
+            IdentityKind::UserNamespace
+        );
+        for map in [
+            "         0     100000      65536\n",
+            "      1000       1000          1\n",
+            "",
+        ] {
+            assert_eq!(
+                IdentityKind::for_runner(0, map),
+                IdentityKind::UserNamespace,
+                "{map:?}"
+            );
+        }
+    }
+}
