@@ -40,10 +40,16 @@ build:
 
 # Debug binaries (static too) are what the tests run; DOT_STATIC_DIR tells them where. Only these
 # builds carry dot-launch's test-only hooks (failpoints, pause point, pretend ABI); release never does.
+#
+# Every assertion of an error kind records the kind in KINDS_SEEN (testkit::kinds); after the
+# suite, the catalogue's ignored test fails unless every kind of docs/errors.md was asserted.
 TEST_FEATURES := --features launch/test-hooks
+KINDS_SEEN := $(CURDIR)/target/kinds-seen
 test:
 	$(CARGO_T) build --target $(TARGET) --workspace --bins $(TEST_FEATURES)
-	DOT_STATIC_DIR=$(CURDIR)/$(DBG) $(CARGO_T) test --target $(TARGET) --workspace --no-fail-fast $(TEST_FEATURES)
+	rm -rf $(KINDS_SEEN) && mkdir -p $(KINDS_SEEN)
+	DOT_KINDS_SEEN=$(KINDS_SEEN) DOT_STATIC_DIR=$(CURDIR)/$(DBG) $(CARGO_T) test --target $(TARGET) --workspace --no-fail-fast $(TEST_FEATURES)
+	DOT_KINDS_SEEN=$(KINDS_SEEN) $(CARGO_T) test --target $(TARGET) -p tests --test errors_catalogue $(TEST_FEATURES) -- --ignored
 
 # Fuzzing (nightly + cargo-fuzz; never part of `make test`): every target in fuzz/fuzz_targets for
 # FUZZ_SECONDS each (default 600), from the committed seeds in fuzz/corpus/. See fuzz/run.sh.

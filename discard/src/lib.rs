@@ -105,21 +105,13 @@ pub enum DiscardError {
 }
 
 impl ToErrorObject for DiscardError {
-    fn kind(&self) -> &'static str {
+    fn kind(&self) -> proto::Kind {
         match self {
-            DiscardError::NoTxn { .. } => "not-a-root",
-            DiscardError::UnsafeTxn { .. } => "unsafe-txn",
+            DiscardError::NoTxn { .. } => proto::Kind::NotARoot,
+            DiscardError::UnsafeTxn { .. } => proto::Kind::UnsafeTxn,
             DiscardError::OpenTxn { .. }
             | DiscardError::ListTxn { .. }
-            | DiscardError::SyncTxn { .. } => "io",
-        }
-    }
-
-    fn exit_code(&self) -> ExitCode {
-        match self {
-            DiscardError::NoTxn { .. } => ExitCode::Usage,
-            DiscardError::UnsafeTxn { .. } => ExitCode::Refused,
-            _ => ExitCode::System,
+            | DiscardError::SyncTxn { .. } => proto::Kind::Io,
         }
     }
 

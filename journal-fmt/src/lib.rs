@@ -11,7 +11,7 @@ pub mod audit;
 use proto::cli::Output;
 use proto::journal::{classify, Journal, Line, Record, RunState, MAX_JOURNAL};
 use proto::layout::{is_txid, Root, JOURNAL_FILE};
-use proto::{ErrorObject, ExitCode, ToErrorObject};
+use proto::{ErrorObject, Kind, ToErrorObject};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 use std::fs::{File, OpenOptions};
@@ -93,21 +93,14 @@ pub enum FmtError {
 }
 
 impl ToErrorObject for FmtError {
-    fn kind(&self) -> &'static str {
+    fn kind(&self) -> Kind {
         match self {
-            FmtError::Usage(_) => "usage",
-            FmtError::NoJournal { .. } => "no-journal",
-            FmtError::NotAJournal { .. } => "not-a-journal",
-            FmtError::NoTxn { .. } => "not-a-root",
-            FmtError::Read { .. } | FmtError::ListTxn { .. } => "io",
-            FmtError::AuditMalformed { .. } => "audit-log-malformed",
-        }
-    }
-
-    fn exit_code(&self) -> ExitCode {
-        match self {
-            FmtError::Read { .. } | FmtError::ListTxn { .. } => ExitCode::System,
-            _ => ExitCode::Usage,
+            FmtError::Usage(_) => Kind::Usage,
+            FmtError::NoJournal { .. } => Kind::NoJournal,
+            FmtError::NotAJournal { .. } => Kind::NotAJournal,
+            FmtError::NoTxn { .. } => Kind::NotARoot,
+            FmtError::Read { .. } | FmtError::ListTxn { .. } => Kind::Io,
+            FmtError::AuditMalformed { .. } => Kind::AuditLogMalformed,
         }
     }
 

@@ -2,7 +2,7 @@
 
 use crate::exec::{Limits, StderrMode};
 use crate::inputs::{GivenInputs, RequestSource};
-use crate::{LaunchError, Options};
+use crate::{Consent, LaunchError, Options};
 use argh::FromArgs;
 use proto::cli::Output;
 use proto::ExitCode;
@@ -119,8 +119,10 @@ pub fn run(args: Args) -> Result<Output, LaunchError> {
     let opts = Options {
         root: args.root,
         name: args.name,
-        allow_audit_plugin: args.allow_audit_plugin,
-        require_process_sandbox: args.require_process_sandbox,
+        consent: Consent {
+            allow_audit_plugin: args.allow_audit_plugin,
+            require_process_sandbox: args.require_process_sandbox,
+        },
         inputs: GivenInputs {
             strings: args.input,
             files: args.input_file,

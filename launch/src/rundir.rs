@@ -2,6 +2,12 @@
 //! removed by the same rules `dot-discard` keeps (`discard::run`): everything but the journal
 //! first, the journal last, the directory after, with a bounded number of descriptors whatever
 //! the plugin left in the stage.
+//!
+//! A launch ends its run directory exactly once, in one place (`run::launch`): [`RunDir::abandon`]
+//! for a run that failed before PREPARED, [`RunDir::finish`] for a committed one, or by dropping
+//! it (the lock released, the directory kept) for a run `dot-launch recover` must finish. A
+//! removal that fails is reported (`cleanup-retained`), which a `Drop` could not do: so the end
+//! is a call, not a destructor.
 
 use crate::error::LaunchError;
 use crate::hooks::inject;
@@ -9,6 +15,7 @@ use discard::run::{open_txn, Inspected, RunFiles, JOURNAL};
 use discard::tree::Stop;
 use proto::journal::{Record, RecordKind};
 use proto::layout::{Root, JOURNAL_FILE, STAGE_DIR};
+use proto::result::{RunResult, Warning};
 use std::ffi::CString;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
@@ -245,6 +252,33 @@ impl RunDir {
 
     fn txn(&self) -> PathBuf {
         self.path.parent().map(PathBuf::from).unwrap_or_default()
+    }
+
+    /// Ends a run that failed before PREPARED (nothing in any target changed): its directory is
+    /// removed and `err` comes back. When the directory cannot be removed, the failure comes back
+    /// as `cleanup-retained` (exit 4) carrying the run directory and why, never silently.
+    pub fn abandon(self, err: LaunchError) -> LaunchError {
+        match self.remove() {
+            Ok(()) => err,
+            Err(retained) => LaunchError::CleanupRetained {
+                retained,
+                cause: Some(Box::new(err)),
+            },
+        }
+    }
+
+    /// Ends a committed run: its directory is removed (`txn/` synced with `sync_txn`). When it
+    /// cannot be, the run is still committed: the result carries a `cleanup-retained` warning
+    /// (and exits 4), never an error that hides the commit.
+    pub fn finish(self, sync_txn: bool, result: &mut RunResult) {
+        if let Err(retained) = self.remove_with(sync_txn) {
+            result
+                .warnings
+                .push(Warning::of(&LaunchError::CleanupRetained {
+                    retained,
+                    cause: None,
+                }));
+        }
     }
 
     /// Removes the whole run directory (it is ours and locked), then makes `txn/` durable.

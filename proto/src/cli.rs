@@ -15,7 +15,7 @@
 //! stand-in that no path field decoded is a usage error naming the argument. A file path can
 //! therefore be any bytes, while a name, a key or an input value must be UTF-8.
 
-use crate::error::{ErrorObject, ExitCode, ToErrorObject};
+use crate::error::{ErrorObject, ExitCode, Kind, ToErrorObject};
 use serde::Serialize;
 use std::cell::RefCell;
 use std::ffi::OsString;
@@ -120,7 +120,7 @@ where
         Err(e) => Outcome {
             stdout: String::new(),
             stderr: Some(e.to_error_object()),
-            code: e.exit_code(),
+            code: e.kind().exit_code(),
         },
     }
 }
@@ -206,7 +206,8 @@ pub fn parse<A: argh::FromArgs>(argv: &[OsString]) -> Result<A, Early> {
     let refs: Vec<&str> = rest.iter().map(String::as_str).collect();
     let parsed = A::from_args(&[&name], &refs);
     let t = STAND_INS.with(|t| std::mem::take(&mut *t.borrow_mut()));
-    let usage = |message: String| ErrorObject::new("usage", message).next(format!("{name} --help"));
+    let usage =
+        |message: String| ErrorObject::new(Kind::Usage, message).next(format!("{name} --help"));
     let args = parsed.map_err(|e| match e.status {
         Ok(()) => Early::Help(e.output),
         Err(()) => Early::Usage(Box::new(usage(shown(e.output.trim_end(), &t.raw)))),
@@ -310,7 +311,7 @@ mod tests {
         ] {
             match parse::<T>(&argv(args)) {
                 Err(Early::Usage(obj)) => {
-                    assert_eq!(obj.error, "usage");
+                    assert_eq!(obj.error, Kind::Usage);
                     assert_eq!(obj.field.as_deref(), field);
                     assert_eq!(obj.next.as_deref(), Some("dot-test --help"));
                     assert!(!obj.message.contains(MARK), "{}", obj.message);

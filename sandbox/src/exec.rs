@@ -38,7 +38,7 @@ use crate::probe::REQUIRED_LANDLOCK_ABI;
 use crate::ExecArgs;
 use crate::{identity, stage};
 use proto::result::{ConfineTimings, Enforced, Identity, Rlimits, SandboxReport, StageBound};
-use proto::{ErrorObject, ExitCode, ToErrorObject};
+use proto::{ErrorObject, Kind, ToErrorObject};
 use std::convert::Infallible;
 use std::fs::File;
 use std::io::{self, Write};
@@ -114,46 +114,30 @@ pub enum ExecError {
 }
 
 impl ToErrorObject for ExecError {
-    fn kind(&self) -> &'static str {
+    fn kind(&self) -> Kind {
         match self {
-            ExecError::ReportFd { .. } => "bad-report-fd",
-            ExecError::BadPluginPath { .. } => "bad-plugin-path",
-            ExecError::BadLimit { .. } => "bad-limit",
-            ExecError::PluginFd(_) => "bad-plugin-fd",
+            ExecError::ReportFd { .. } => Kind::BadReportFd,
+            ExecError::BadPluginPath { .. } => Kind::BadPluginPath,
+            ExecError::BadLimit { .. } => Kind::BadLimit,
+            ExecError::PluginFd(_) => Kind::BadPluginFd,
             ExecError::NotStaticElf(e) => e.kind(),
-            ExecError::ParentDeathSignal(_) => "parent-death-signal",
-            ExecError::ParentGone { .. } => "parent-gone",
-            ExecError::Rlimit { .. } => "rlimit",
-            ExecError::Capabilities { .. } => "capabilities",
-            ExecError::NoNewPrivs(_) => "no-new-privs",
-            ExecError::LandlockUnsupported { .. } => "landlock-unsupported",
-            ExecError::Signals(_) => "signals",
-            ExecError::Landlock(_) => "landlock",
-            ExecError::Identity { .. } => "identity",
-            ExecError::Stage { .. } => "stage",
-            ExecError::LandlockNotEnforced { .. } => "landlock-not-enforced",
-            ExecError::SeccompPolicy(_) => "seccomp-policy",
-            ExecError::SeccompInstall(_) => "seccomp-install",
-            ExecError::Cloexec(_) => "cloexec",
-            ExecError::Report(_) => "report",
-            ExecError::Exec(_) => "exec",
-            ExecError::UnsupportedPlatform => "unsupported-platform",
-        }
-    }
-
-    fn exit_code(&self) -> ExitCode {
-        match self {
-            ExecError::BadLimit { .. } => ExitCode::Usage,
-            ExecError::ReportFd { .. }
-            | ExecError::BadPluginPath { .. }
-            | ExecError::PluginFd(_)
-            | ExecError::NotStaticElf(_)
-            | ExecError::ParentGone { .. }
-            | ExecError::LandlockUnsupported { .. }
-            | ExecError::LandlockNotEnforced { .. }
-            | ExecError::Identity { .. }
-            | ExecError::UnsupportedPlatform => ExitCode::Refused,
-            _ => ExitCode::System,
+            ExecError::ParentDeathSignal(_) => Kind::ParentDeathSignal,
+            ExecError::ParentGone { .. } => Kind::ParentGone,
+            ExecError::Rlimit { .. } => Kind::Rlimit,
+            ExecError::Capabilities { .. } => Kind::Capabilities,
+            ExecError::NoNewPrivs(_) => Kind::NoNewPrivs,
+            ExecError::LandlockUnsupported { .. } => Kind::LandlockUnsupported,
+            ExecError::Signals(_) => Kind::Signals,
+            ExecError::Landlock(_) => Kind::Landlock,
+            ExecError::Identity { .. } => Kind::Identity,
+            ExecError::Stage { .. } => Kind::Stage,
+            ExecError::LandlockNotEnforced { .. } => Kind::LandlockNotEnforced,
+            ExecError::SeccompPolicy(_) => Kind::SeccompPolicy,
+            ExecError::SeccompInstall(_) => Kind::SeccompInstall,
+            ExecError::Cloexec(_) => Kind::Cloexec,
+            ExecError::Report(_) => Kind::Report,
+            ExecError::Exec(_) => Kind::Exec,
+            ExecError::UnsupportedPlatform => Kind::UnsupportedPlatform,
         }
     }
 
@@ -628,8 +612,7 @@ mod tests {
             "/proc/self/fd/44",
         ] {
             let err = check_plugin_path(bad).expect_err(bad);
-            assert_eq!(err.kind(), "bad-plugin-path");
-            assert_eq!(err.exit_code(), ExitCode::Refused);
+            assert_eq!(err.kind(), Kind::BadPluginPath);
         }
     }
 
@@ -641,10 +624,7 @@ mod tests {
         assert_eq!(target_abi(3, Some(9)).ok(), Some(3));
         for (kernel, cap) in [(7, Some(2)), (7, Some(0)), (2, None), (2, Some(7))] {
             let err = target_abi(kernel, cap).expect_err("below 3");
-            assert_eq!(
-                (err.kind(), err.exit_code()),
-                ("landlock-unsupported", ExitCode::Refused)
-            );
+            assert_eq!(err.kind(), Kind::LandlockUnsupported);
         }
     }
 
@@ -694,10 +674,7 @@ mod tests {
             ),
         ] {
             let err = check_limits(&bad).expect_err(field);
-            assert_eq!(
-                (err.kind(), err.exit_code()),
-                ("bad-limit", ExitCode::Usage)
-            );
+            assert_eq!(err.kind(), Kind::BadLimit);
             assert_eq!(err.to_error_object().field.as_deref(), Some(field));
         }
     }

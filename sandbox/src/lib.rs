@@ -22,7 +22,7 @@ pub use prove::{ProbeResult, ProveError, ProveReport};
 
 use argh::FromArgs;
 use proto::cli::Output;
-use proto::{ErrorObject, ExitCode, ToErrorObject};
+use proto::{ErrorObject, ExitCode, Kind, ToErrorObject};
 
 /// dot-sandbox: confine this process and execute a plugin (run only by dot-launch), or report what
 /// this kernel can enforce.
@@ -107,17 +107,10 @@ pub enum Error {
 }
 
 impl ToErrorObject for Error {
-    fn kind(&self) -> &'static str {
+    fn kind(&self) -> Kind {
         match self {
             Error::Exec(e) => e.kind(),
             Error::Prove(e) => e.kind(),
-        }
-    }
-
-    fn exit_code(&self) -> ExitCode {
-        match self {
-            Error::Exec(e) => e.exit_code(),
-            Error::Prove(e) => e.exit_code(),
         }
     }
 

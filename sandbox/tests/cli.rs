@@ -3,6 +3,7 @@
 mod common;
 
 use assert_cmd::cargo::cargo_bin_cmd;
+use proto::Kind;
 use sandbox::{Probe, ProveReport};
 
 #[test]
@@ -81,7 +82,7 @@ fn prove_refuses_an_unknown_probe() {
     assert_eq!(out.status.code(), Some(2));
     let err: proto::ErrorObject =
         serde_json::from_slice(out.stderr.trim_ascii_end()).expect("error");
-    assert_eq!(err.error, "unknown-probe");
+    testkit::assert_kind!(err, Kind::UnknownProbe);
 }
 
 #[test]
@@ -93,7 +94,7 @@ fn exec_without_arguments_is_a_usage_error() {
     assert_eq!(out.status.code(), Some(2));
     let err: proto::ErrorObject =
         serde_json::from_slice(out.stderr.trim_ascii_end()).expect("error");
-    assert_eq!(err.error, "usage");
+    testkit::assert_kind!(err, Kind::Usage);
 }
 
 #[test]

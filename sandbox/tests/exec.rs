@@ -5,6 +5,7 @@ mod common;
 
 use proto::result::SandboxReport;
 use proto::ErrorObject;
+use proto::Kind;
 use sandbox::prove::{canary_request, Targets};
 use std::fs::File;
 use std::os::unix::fs::PermissionsExt;
@@ -13,7 +14,7 @@ fn request(probe: &str) -> Vec<u8> {
     canary_request(probe, &Targets::new().expect("targets"), common::limits()).expect("request")
 }
 
-fn refused(plugin: &File, plugin_arg: &str, kind: &str) {
+fn refused(plugin: &File, plugin_arg: &str, kind: Kind) {
     let (run, scratch) = common::launch(
         plugin,
         &request("write-in-stage"),
@@ -27,12 +28,12 @@ fn refused(plugin: &File, plugin_arg: &str, kind: &str) {
         String::from_utf8_lossy(&run.stderr)
     );
     match run.sandbox_report() {
-        Some(SandboxReport::Error(e)) => assert_eq!(e.error, kind),
+        Some(SandboxReport::Error(e)) => testkit::assert_kind!(e, kind),
         other => panic!("expected an error report, got {other:?}"),
     }
     let stderr: ErrorObject =
         serde_json::from_slice(run.stderr.trim_ascii_end()).expect("stderr is one error object");
-    assert_eq!(stderr.error, kind);
+    testkit::assert_kind!(stderr, kind);
     assert!(run.stdout.is_empty(), "the plugin ran");
     assert!(
         sandbox::prove::read_stage_file(&run, &scratch.stage, "out/written.txt").is_err(),
@@ -101,7 +102,7 @@ fn refuses_a_dynamic_plugin() {
     refused(
         &File::open("/bin/true").expect("/bin/true"),
         "/proc/self/fd/4",
-        "not-static-elf",
+        Kind::NotStaticElf,
     );
 }
 
@@ -114,7 +115,7 @@ fn refuses_a_script_plugin() {
     refused(
         &File::open(&path).expect("open"),
         "/proc/self/fd/4",
-        "not-static-elf",
+        Kind::NotStaticElf,
     );
 }
 
@@ -126,7 +127,7 @@ fn refuses_any_plugin_path_but_fd_4() {
         "/bin/true",
         &common::canary_path().display().to_string(),
     ] {
-        refused(&canary, arg, "bad-plugin-path");
+        refused(&canary, arg, Kind::BadPluginPath);
     }
 }
 
@@ -170,7 +171,7 @@ fn fails_closed_without_a_report_descriptor() {
     assert_eq!(out.status.code(), Some(1));
     let err: ErrorObject =
         serde_json::from_slice(out.stderr.trim_ascii_end()).expect("error object");
-    assert_eq!(err.error, "bad-report-fd");
+    testkit::assert_kind!(err, Kind::BadReportFd);
     assert!(out.stdout.is_empty());
 }
 

@@ -6,6 +6,7 @@ mod common;
 
 use proto::result::SandboxReport;
 use proto::ErrorObject;
+use proto::Kind;
 use sandbox::prove::{canary_request, run_probe, spec, Mode, Scratch, Targets, PROVE_LIMITS};
 use std::fs::File;
 use std::os::unix::fs::PermissionsExt;
@@ -96,14 +97,14 @@ fn the_runner_refuses_a_writable_and_executable_segment_before_the_plugin_runs()
     );
     match run.sandbox_report() {
         Some(SandboxReport::Error(e)) => {
-            assert_eq!(e.error, "exe-wx-segment");
+            testkit::assert_kind!(e, Kind::ExeWxSegment);
             assert_eq!(e.path.as_deref(), Some("/proc/self/fd/4"));
         }
         other => panic!("expected an error report, got {other:?}"),
     }
     let err: ErrorObject =
         serde_json::from_slice(run.stderr.trim_ascii_end()).expect("stderr error object");
-    assert_eq!(err.error, "exe-wx-segment");
+    testkit::assert_kind!(err, Kind::ExeWxSegment);
     assert!(run.stdout.is_empty(), "the plugin ran");
     assert!(
         !scratch.stage.join("out/result.json").exists(),
@@ -135,7 +136,7 @@ fn registration_refuses_a_writable_and_executable_segment_for_process() {
     assert_eq!(out.status.code(), Some(1));
     let err: ErrorObject =
         serde_json::from_slice(out.stderr.trim_ascii_end()).expect("stderr error object");
-    assert_eq!(err.error, "exe-wx-segment");
+    testkit::assert_kind!(err, Kind::ExeWxSegment);
     assert!(err.message.contains("writable and executable"), "{err:?}");
     assert!(!root.join("plugins.d/wx.json").exists(), "registered");
 }

@@ -6,6 +6,7 @@ mod common;
 
 use common::{bin_dir, failure, repo_root, require_program, result};
 use proto::Containment;
+use proto::Kind;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -138,7 +139,7 @@ fn install_layout_launch_from_the_installed_tree_and_uninstall_leaves_no_file() 
     // Without the installed sibling, a dot-sandbox on PATH is not used: the launch refuses.
     std::fs::remove_file(bindir.join("dot-sandbox")).unwrap();
     let e = failure(&launch(&bin_dir()), 1);
-    assert_eq!(e.error, "sandbox-unusable");
+    testkit::assert_kind!(e, Kind::SandboxUnusable);
     assert_eq!(
         e.path.as_deref(),
         Some(bindir.join("dot-sandbox").to_str().unwrap())

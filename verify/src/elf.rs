@@ -12,7 +12,7 @@
 //! Only the ELF header, the program headers and the dynamic segment are read (positioned reads on
 //! the open descriptor), never the whole file.
 
-use proto::{ExitCode, ToErrorObject};
+use proto::{Kind, ToErrorObject};
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
@@ -92,17 +92,24 @@ pub enum ElfError {
 }
 
 impl ToErrorObject for ElfError {
-    fn kind(&self) -> &'static str {
+    fn kind(&self) -> Kind {
         match self {
-            ElfError::WritableExecutable { .. } => "exe-wx-segment",
-            _ => "not-static-elf",
-        }
-    }
-
-    fn exit_code(&self) -> ExitCode {
-        match self {
-            ElfError::WritableExecutable { .. } => ExitCode::Refused,
-            _ => ExitCode::Refused,
+            ElfError::WritableExecutable { .. } => Kind::ExeWxSegment,
+            ElfError::Script
+            | ElfError::NotElf
+            | ElfError::Truncated(_)
+            | ElfError::Malformed(_)
+            | ElfError::WrongClass
+            | ElfError::ForeignArch { .. }
+            | ElfError::Interpreter
+            | ElfError::Needed
+            | ElfError::TextRel
+            | ElfError::SharedObject
+            | ElfError::NotExecutable(_)
+            | ElfError::NoStackHeader
+            | ElfError::ExecStack
+            | ElfError::NoEntry
+            | ElfError::Io(_) => Kind::NotStaticElf,
         }
     }
 }
@@ -310,6 +317,7 @@ fn read_up_to(file: &impl ReadAt, buf: &mut [u8], offset: u64) -> io::Result<usi
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proto::ExitCode;
     use std::io::Write;
 
     fn check_bytes(bytes: &[u8]) -> Result<ElfFacts, ElfError> {
@@ -458,8 +466,8 @@ mod tests {
                 "{err:?}"
             );
             assert_eq!(
-                (err.kind(), err.exit_code()),
-                ("exe-wx-segment", ExitCode::Refused)
+                (err.kind(), err.kind().exit_code()),
+                (Kind::ExeWxSegment, ExitCode::Refused)
             );
             assert!(err.to_string().contains("writable and executable"));
         }
@@ -478,7 +486,7 @@ mod tests {
         assert!(check_bytes(&note).is_ok());
         // Every other refusal keeps its kind.
         let err = check_bytes(&image(ET_EXEC, HOST_MACHINE, &[(1, 5)], &[])).expect_err("stack");
-        assert_eq!(err.kind(), "not-static-elf");
+        assert_eq!(err.kind(), Kind::NotStaticElf);
     }
 
     #[test]
