@@ -14,9 +14,7 @@ use proto::layout::{is_txid, Root, JOURNAL_FILE};
 use proto::{ErrorObject, Kind, ToErrorObject};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
-use std::fs::{File, OpenOptions};
-use std::io::{self, Read};
-use std::os::unix::fs::OpenOptionsExt;
+use std::io;
 use std::path::{Path, PathBuf};
 
 /// `dot-journal-fmt`: print run journals, one line per record, and each run's state. Bad lines and
@@ -427,11 +425,7 @@ fn read_run(dir: &Path, journal: &Path, shown: &str) -> Option<Journal> {
 /// journal is classified as such). `Ok(Err(what))`: not a regular file. With `no_follow`, a symbolic
 /// link is not followed.
 fn read_journal(path: &Path, no_follow: bool) -> Result<Result<Vec<u8>, &'static str>, FmtError> {
-    let mut flags = libc::O_NONBLOCK | libc::O_CLOEXEC;
-    if no_follow {
-        flags |= libc::O_NOFOLLOW;
-    }
-    let file = match OpenOptions::new().read(true).custom_flags(flags).open(path) {
+    let file = match sys::fs::open_read(path, !no_follow) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             return Err(FmtError::NoJournal { path: path.into() })
@@ -453,10 +447,8 @@ fn read_journal(path: &Path, no_follow: bool) -> Result<Result<Vec<u8>, &'static
     if !meta.is_file() {
         return Ok(Err(kind_of(&meta)));
     }
-    let mut bytes = Vec::new();
-    File::take(file, MAX_JOURNAL as u64 + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|source| FmtError::Read {
+    let bytes =
+        sys::fs::read_at_most(&file, MAX_JOURNAL as u64 + 1).map_err(|source| FmtError::Read {
             path: path.into(),
             source,
         })?;

@@ -70,7 +70,7 @@ pub struct Runner {
 }
 
 /// What supervision observed.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Observed {
     pub stdout: Vec<u8>,
     pub stdout_bytes: u64,

@@ -171,17 +171,9 @@ mod tests {
         Observed {
             stdout: stdout.as_bytes().to_vec(),
             stdout_bytes: stdout.len() as u64,
-            stderr_bytes: 0,
-            over_limit: None,
-            deadline_hit: false,
-            report: Vec::new(),
-            stderr_tail: Vec::new(),
-            stderr_passed: 0,
-            stderr_passed_ends_line: false,
-            stage: None,
-            report_closed_at: None,
             status: std::process::ExitStatus::from_raw(status),
             duration: Duration::from_millis(7),
+            ..Observed::default()
         }
     }
 

@@ -5,7 +5,7 @@ use crate::exec::Observed;
 use crate::inputs::Inputs;
 use crate::rundir::RunDir;
 use crate::LaunchError;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::DirBuilderExt;
 
 /// The stage: `in/` with the file inputs (copied from the descriptors opened at check time) and an
 /// empty `out/`.
@@ -19,11 +19,7 @@ pub(crate) fn prepare(run: &RunDir, inputs: &Inputs) -> Result<(), LaunchError> 
     }
     for f in &inputs.files {
         let dest = stage.join("in").join(&f.key);
-        let mut out = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&dest)
+        let mut out = sys::fs::create_new(&dest, 0o600)
             .map_err(|e| LaunchError::io("copying a file input", &dest, e))?;
         let mut src = &f.file;
         std::io::copy(&mut src, &mut out)
@@ -35,12 +31,10 @@ pub(crate) fn prepare(run: &RunDir, inputs: &Inputs) -> Result<(), LaunchError> 
 /// The stage's `out/`, opened: in the private tmpfs the runner handed over (`process`), or in the
 /// run directory (`audit`).
 pub(crate) fn out_dir(run: &RunDir, o: &Observed) -> Result<std::fs::File, LaunchError> {
-    use nix::fcntl::{openat, OFlag};
-    let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
     let path = run.stage().join("out");
     let fd = match &o.stage {
-        Some(stage) => openat(stage, "out", flags, nix::sys::stat::Mode::empty()),
-        None => nix::fcntl::open(&path, flags, nix::sys::stat::Mode::empty()),
+        Some(stage) => sys::fs::open_dir_at(stage, "out"),
+        None => sys::fs::open_dir(&path),
     };
     fd.map(std::fs::File::from)
         .map_err(|e| LaunchError::io("opening the stage's out/", path, e.into()))

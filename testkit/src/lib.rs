@@ -25,5 +25,5 @@ pub use fixtures::{
 };
 pub use keys::KeyPair;
 pub use kinds::{assert_refused, assert_typed};
-pub use output::{assert_ok, decode_error, decode_json, decode_json_lines};
+pub use output::{assert_failed, assert_ok, decode_error, decode_json, decode_json_lines};
 pub use tempdir::{tree_snapshot, NodeFacts, TempDir};

@@ -14,6 +14,24 @@ pub fn decode_error(stderr: &[u8]) -> proto::ErrorObject {
         .unwrap_or_else(|e| panic!("stderr is not an error object ({e}): {text:?}"))
 }
 
+/// Asserts a tool failed with exit `code` and printed nothing on stdout; its error object.
+#[track_caller]
+pub fn assert_failed(out: &std::process::Output, code: i32) -> proto::ErrorObject {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "exit status; stdout {:?}, stderr {:?}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stdout.is_empty(),
+        "a failure prints nothing on stdout: {:?}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    decode_error(&out.stderr)
+}
+
 /// Asserts a tool succeeded (exit 0, nothing on stderr) and decodes its stdout as `T`.
 pub fn assert_ok<T: serde::de::DeserializeOwned>(out: &std::process::Output) -> T {
     assert_eq!(

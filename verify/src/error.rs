@@ -386,7 +386,7 @@ impl ToErrorObject for VerifyError {
                     _ => obj,
                 }
             }
-            E::PublisherMalformed { source, .. } => match publisher_field(source) {
+            E::PublisherMalformed { source, .. } => match source.field() {
                 Some(f) => obj.field(f),
                 None => obj,
             },
@@ -434,12 +434,5 @@ impl ToErrorObject for VerifyError {
             )),
             _ => obj,
         }
-    }
-}
-
-fn publisher_field(e: &PublisherError) -> Option<&str> {
-    match e {
-        PublisherError::Decode(d) => d.field(),
-        PublisherError::Invalid { field, .. } => Some(field),
     }
 }

@@ -23,33 +23,13 @@ pub use policy::{
 };
 pub use transition::KeyTransition;
 
-use crate::strict::StrictError;
 use serde::Serialize;
 
 /// The schema every trust-lifecycle document of this module carries.
 pub const TRUST_SCHEMA: u32 = 1;
 
 /// Why a trust document is not valid.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum TrustDocError {
-    #[error(transparent)]
-    Decode(#[from] StrictError),
-    #[error("field `{field}`: {message}")]
-    Invalid {
-        field: &'static str,
-        message: String,
-    },
-}
-
-impl TrustDocError {
-    /// The field that failed, when one did.
-    pub fn field(&self) -> Option<&str> {
-        match self {
-            TrustDocError::Decode(e) => e.field(),
-            TrustDocError::Invalid { field, .. } => Some(field),
-        }
-    }
-}
+pub type TrustDocError = crate::strict::DocError;
 
 fn check_schema(schema: u32) -> Result<(), TrustDocError> {
     if schema == TRUST_SCHEMA {

@@ -148,15 +148,7 @@ pub fn result(out: &Output) -> RunResult {
 
 /// The error object of a failed run, after checking the exit code.
 pub fn failure(out: &Output, code: i32) -> ErrorObject {
-    assert_eq!(
-        out.status.code(),
-        Some(code),
-        "stdout: {}\nstderr: {}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.stdout.is_empty(), "nothing on stdout on failure");
-    testkit::decode_error(&out.stderr)
+    testkit::assert_failed(out, code)
 }
 
 /// The repository's top directory (README.md, Makefile, man/, docs/).
