@@ -303,3 +303,48 @@ pub fn rename_all(
         .sync_all()
         .map_err(|e| LaunchError::io("syncing the target directory", target, e))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::output_name_problem;
+
+    #[test]
+    fn an_output_name_is_one_plain_component_a_person_reads_as_written() {
+        let long = "x".repeat(256);
+        // (name, the start of why it is refused, or None when accepted)
+        let cases: [(&str, Option<&str>); 16] = [
+            ("hello.txt", None),
+            ("a b", None),
+            ("naïve.csv", None),
+            ("..hidden", None),
+            (&long[..255], None),
+            ("", Some("is not a file name")),
+            (".", Some("is not a file name")),
+            ("..", Some("is not a file name")),
+            (&long, Some("is 256 bytes, over 255")),
+            ("a/b", Some("is not a single path component")),
+            ("/etc", Some("is not a single path component")),
+            ("a\0b", Some("is not a single path component")),
+            (".dot-0-1.tmp", Some("starts with .dot-")),
+            (
+                "a\nb",
+                Some("holds the control or formatting character U+000A"),
+            ),
+            (
+                "evil\u{202E}txt",
+                Some("holds the control or formatting character U+202E"),
+            ),
+            (
+                "\u{1b}[31m",
+                Some("holds the control or formatting character U+001B"),
+            ),
+        ];
+        for (name, refused) in cases {
+            match (output_name_problem(name), refused) {
+                (None, None) => {}
+                (Some(why), Some(start)) => assert!(why.starts_with(start), "{name:?}: {why}"),
+                (got, expected) => panic!("{name:?}: {got:?}, expected {expected:?}"),
+            }
+        }
+    }
+}
