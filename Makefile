@@ -31,7 +31,7 @@ DOCS    := README.md $(wildcard docs/*.md)
 DEMO_ROOT := demo/root
 DEMO_OUT  := demo/out
 
-.PHONY: all build test demo check bench install uninstall clean fuzz soak
+.PHONY: all build test demo check msrv-deps bench install uninstall clean fuzz soak
 
 all: build
 
@@ -81,9 +81,17 @@ demo: build
 	$(REL)/dot-launch --root $(DEMO_ROOT) hello-sandboxed --require-process-sandbox --input name=sandbox --target $(DEMO_OUT)
 	@printf '%s: ' $(DEMO_OUT)/hello.txt; cat $(DEMO_OUT)/hello.txt
 
-check:
+check: msrv-deps
 	$(CARGO) fmt --all -- --check
 	$(CARGO_T) clippy --target $(TARGET) --workspace --all-targets -- -D warnings
+
+# The declared minimum Rust version (Cargo.toml `rust-version`), checked with the one toolchain at
+# hand (docs/design.md "Toolchain"): clippy's `incompatible_msrv` (an error here, with -D warnings:
+# any standard-library item newer than it), and .ci/msrv-deps: every
+# locked dependency of the host target must declare a `rust-version` no newer (those that declare
+# none are listed). Language features newer than it are checked by no tool.
+msrv-deps:
+	.ci/msrv-deps $(TARGET)
 
 # Measures launches, confinement, digests, commit, reap and RSS in one run and writes BENCHMARKS.md
 # (installs hyperfine and bubblewrap when missing). Never part of `make test`.

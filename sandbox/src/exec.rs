@@ -240,7 +240,7 @@ fn check_static_elf(plugin: &File) -> Result<(), ExecError> {
 fn parent_death_signal() -> Result<(), ExecError> {
     sys::confine::set_parent_death_kill().map_err(ExecError::ParentDeathSignal)?;
     // The launcher is the parent and never pid 1; a parent of 1 means it died before the signal
-    // was armed (a subreaper parent would be some other pid, see DESIGN.md: launch is the
+    // was armed (a subreaper parent would be some other pid, see docs/design.md: launch is the
     // subreaper and the parent at once).
     match sys::confine::parent_pid() {
         0 | 1 => Err(ExecError::ParentGone {

@@ -46,3 +46,16 @@ pub fn static_fixture(name: &str) -> PathBuf {
          static for the host target, or set DOT_STATIC_DIR to the directory holding it"
     );
 }
+
+/// Asserts an external program the suite needs is on `PATH` (`.ci/run` installs it, from the
+/// Debian `package`): a missing one fails the test, never skips it.
+#[track_caller]
+pub fn require_program(name: &str, package: &str) {
+    let found = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join(name).is_file()))
+        .unwrap_or(false);
+    assert!(
+        found,
+        "{name} is not installed: `.ci/run` installs it (apt-get install {package})"
+    );
+}

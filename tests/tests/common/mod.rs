@@ -170,13 +170,7 @@ pub fn bin_dir() -> PathBuf {
 /// Asserts an external program the suite needs is installed (`.ci/run` installs it): a missing one
 /// fails the test, never skips it.
 pub fn require_program(name: &str, package: &str) {
-    let found = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| d.join(name).is_file()))
-        .unwrap_or(false);
-    assert!(
-        found,
-        "{name} is not installed: `.ci/run` installs it (apt-get install {package})"
-    );
+    testkit::require_program(name, package)
 }
 
 /// The text of a file in the repository.
