@@ -4,8 +4,7 @@
 
 use assert_cmd::cargo::cargo_bin_cmd;
 use proto::trust::{AuditAction, AuditOutcome, AuditRecord};
-use proto::Kind;
-use proto::Sha256;
+use proto::{Kind, Sha256};
 use std::fs;
 use std::process::Output;
 use testkit::TempDir;

@@ -3,8 +3,7 @@
 use assert_cmd::cargo::cargo_bin_cmd;
 use journal_fmt::JournalReport;
 use proto::journal::{Record, RecordKind, RunState};
-use proto::Kind;
-use proto::Sha256;
+use proto::{Kind, Sha256};
 use std::fs;
 use std::path::{Path, PathBuf};
 use testkit::journal::{encode, TXID};

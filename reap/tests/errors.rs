@@ -2,8 +2,7 @@
 //! die), checked on the typed error: kind, exit code, fields and the command to run next.
 #![allow(clippy::unwrap_used)]
 
-use proto::Kind;
-use proto::{ExitCode, ToErrorObject};
+use proto::{ExitCode, Kind, ToErrorObject};
 use reap::ReapError;
 
 #[test]

@@ -4,8 +4,7 @@
 
 use assert_cmd::cargo::cargo_bin_cmd;
 use proto::layout::Root;
-use proto::Kind;
-use proto::{Containment, ErrorObject, Name, Sha256, Trust};
+use proto::{Containment, ErrorObject, Kind, Name, Sha256, Trust};
 use register::report::{AddReport, ListItem};
 use std::ffi::OsStr;
 use std::fs;

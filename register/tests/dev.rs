@@ -3,8 +3,7 @@
 
 use assert_cmd::cargo::cargo_bin_cmd;
 use proto::layout::Root;
-use proto::Kind;
-use proto::{Containment, InputKind, Name, Sha256, Trust};
+use proto::{Containment, InputKind, Kind, Name, Sha256, Trust};
 use register::report::AddReport;
 use std::ffi::OsStr;
 use std::fs;

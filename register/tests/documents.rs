@@ -6,8 +6,7 @@
 
 use assert_cmd::cargo::cargo_bin_cmd;
 use proto::layout::Root;
-use proto::Containment;
-use proto::Kind;
+use proto::{Containment, Kind};
 use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -3,8 +3,7 @@
 
 use assert_cmd::cargo::cargo_bin_cmd;
 use proto::layout::Root;
-use proto::Kind;
-use proto::{Name, Publisher};
+use proto::{Kind, Name, Publisher};
 use std::ffi::OsStr;
 use std::fs;
 use std::process::Output;

@@ -5,8 +5,7 @@
 
 mod common;
 
-use proto::Kind;
-use proto::{ErrorObject, ExitCode, ToErrorObject};
+use proto::{ErrorObject, ExitCode, Kind, ToErrorObject};
 use sandbox::{ExecError, ProveError};
 use std::io;
 use std::process::Command;

@@ -4,8 +4,7 @@
 mod common;
 
 use proto::result::SandboxReport;
-use proto::ErrorObject;
-use proto::Kind;
+use proto::{ErrorObject, Kind};
 use sandbox::prove::{canary_request, Targets};
 use std::fs::File;
 use std::os::unix::fs::PermissionsExt;

@@ -6,8 +6,7 @@
 mod common;
 
 use proto::result::SandboxReport;
-use proto::ErrorObject;
-use proto::Kind;
+use proto::{ErrorObject, Kind};
 use sandbox::prove::{canary_request, run_probe, Mode, Targets, PROBES, PROVE_LIMITS};
 
 fn kernel_abi() -> u32 {

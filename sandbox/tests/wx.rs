@@ -5,8 +5,7 @@
 mod common;
 
 use proto::result::SandboxReport;
-use proto::ErrorObject;
-use proto::Kind;
+use proto::{ErrorObject, Kind};
 use sandbox::prove::{canary_request, run_probe, spec, Mode, Scratch, Targets, PROVE_LIMITS};
 use std::fs::File;
 use std::os::unix::fs::PermissionsExt;

@@ -7,8 +7,7 @@
 mod common;
 
 use common::tool;
-use proto::Kind;
-use proto::{Containment, ErrorObject};
+use proto::{Containment, ErrorObject, Kind};
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};

@@ -7,8 +7,7 @@ mod common;
 
 use common::{bin_dir, failure, launch_into, tool, Env};
 use launch::LaunchError;
-use proto::Kind;
-use proto::{ExitCode, ToErrorObject};
+use proto::{ExitCode, Kind, ToErrorObject};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 

@@ -5,8 +5,6 @@
 mod common;
 
 use common::{tool, Env};
-use proto::Kind;
-use proto::Sha256;
 use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -227,3 +225,4 @@ fn an_exec_after_the_lease_break_time_fails_closed() {
         assert_eq!(env.runs(), Vec::<String>::new(), "{name}");
     }
 }
+use proto::{Kind, Sha256};

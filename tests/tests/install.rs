@@ -5,8 +5,6 @@
 mod common;
 
 use common::{bin_dir, failure, repo_root, require_program, result};
-use proto::Containment;
-use proto::Kind;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -157,3 +155,4 @@ fn install_layout_launch_from_the_installed_tree_and_uninstall_leaves_no_file() 
     );
     assert!(bindir.is_dir(), "BINDIR is shared and stays");
 }
+use proto::{Containment, Kind};

@@ -6,8 +6,7 @@ mod common;
 
 use common::{failure, result, Env};
 use proto::result::RunStatus;
-use proto::Kind;
-use proto::{Containment, Trust};
+use proto::{Containment, Kind, Trust};
 
 #[test]
 fn hello_commits_its_file_and_reports_audit() {

@@ -7,8 +7,7 @@ mod common;
 
 use common::{failure, result, tool, Env};
 use proto::result::RunStatus;
-use proto::Containment;
-use proto::Kind;
+use proto::{Containment, Kind};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use testkit::{workspace_bin, TempDir};

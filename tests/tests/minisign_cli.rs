@@ -6,8 +6,7 @@
 mod common;
 
 use common::{bin_dir, failure, launch_into, require_program, result, tool};
-use proto::Kind;
-use proto::{Containment, Entry};
+use proto::{Containment, Entry, Kind};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use testkit::{assert_ok, assert_refused, tree_snapshot, TempDir};

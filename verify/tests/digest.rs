@@ -2,8 +2,6 @@
 #![allow(clippy::unwrap_used)]
 
 use assert_cmd::cargo::cargo_bin_cmd;
-use proto::Kind;
-use proto::Sha256;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use testkit::TempDir;
@@ -123,3 +121,4 @@ fn help_exits_zero() {
     assert_eq!(out.status.code(), Some(0));
     assert!(String::from_utf8(out.stdout).unwrap().contains("digest"));
 }
+use proto::{Kind, Sha256};

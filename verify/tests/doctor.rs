@@ -6,8 +6,7 @@
 use assert_cmd::cargo::cargo_bin_cmd;
 use proto::layout::Root;
 use proto::trust::Policy;
-use proto::Kind;
-use proto::{Containment, Entry};
+use proto::{Containment, Entry, Kind};
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::process::Output;

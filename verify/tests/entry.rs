@@ -4,8 +4,7 @@
 
 use assert_cmd::cargo::cargo_bin_cmd;
 use proto::layout::Root;
-use proto::Kind;
-use proto::{Containment, ErrorObject, Name, Trust};
+use proto::{Containment, ErrorObject, Kind, Name, Trust};
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::process::Output;

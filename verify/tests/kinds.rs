@@ -5,8 +5,7 @@
 
 use assert_cmd::cargo::cargo_bin_cmd;
 use proto::layout::Root;
-use proto::Kind;
-use proto::{Containment, Name};
+use proto::{Containment, Kind, Name};
 use std::ffi::OsStr;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
