@@ -31,7 +31,7 @@ DOCS    := README.md $(wildcard docs/*.md)
 DEMO_ROOT := demo/root
 DEMO_OUT  := demo/out
 
-.PHONY: all build test demo check bench install uninstall clean fuzz soak deb
+.PHONY: all build test demo check msrv-deps bench install uninstall clean fuzz soak deb
 
 all: build
 
@@ -41,13 +41,20 @@ build:
 
 # Debug binaries (static too) are what the tests run; DOT_STATIC_DIR tells them where. Only these
 # builds carry dot-launch's test-only hooks (failpoints, pause point, pretend ABI); release never does.
+#
+# Every assertion of an error kind records the kind in KINDS_SEEN (testkit::kinds); after the
+# suite, the catalogue's ignored test fails unless every kind of docs/errors.md was asserted.
 TEST_FEATURES := --features launch/test-hooks
 # tests/need.sh first: as root it installs the Debian packages the suites run (minisign, Go, a C
-# compiler, mandoc, strace, dpkg, lintian, …); as anyone else it names them and stops.
+# compiler, mandoc, strace, dpkg, lintian, …); as anyone else it names them and stops. Every error
+# kind a test asserted is recorded under KINDS_SEEN; the last step checks none is missing.
+KINDS_SEEN := $(CURDIR)/target/kinds-seen
 test:
 	tests/need.sh
 	$(CARGO_T) build --locked --target $(TARGET) --workspace --bins $(TEST_FEATURES)
-	DOT_STATIC_DIR=$(CURDIR)/$(DBG) $(CARGO_T) test --target $(TARGET) --workspace --no-fail-fast $(TEST_FEATURES)
+	rm -rf $(KINDS_SEEN) && mkdir -p $(KINDS_SEEN)
+	DOT_KINDS_SEEN=$(KINDS_SEEN) DOT_STATIC_DIR=$(CURDIR)/$(DBG) $(CARGO_T) test --target $(TARGET) --workspace --no-fail-fast $(TEST_FEATURES)
+	DOT_KINDS_SEEN=$(KINDS_SEEN) $(CARGO_T) test --target $(TARGET) -p tests --test errors_catalogue $(TEST_FEATURES) -- --ignored
 
 # Fuzzing (nightly + cargo-fuzz; never part of `make test`): every target in fuzz/fuzz_targets for
 # FUZZ_SECONDS each (default 600), from the committed seeds in fuzz/corpus/. See fuzz/run.sh.
@@ -79,9 +86,17 @@ demo: build
 	$(REL)/dot-launch --root $(DEMO_ROOT) hello-sandboxed --require-process-sandbox --input name=sandbox --target $(DEMO_OUT)
 	@printf '%s: ' $(DEMO_OUT)/hello.txt; cat $(DEMO_OUT)/hello.txt
 
-check:
+check: msrv-deps
 	$(CARGO) fmt --all -- --check
 	$(CARGO_T) clippy --target $(TARGET) --workspace --all-targets -- -D warnings
+
+# The declared minimum Rust version (Cargo.toml `rust-version`), checked with the one toolchain at
+# hand (docs/design.md "Toolchain"): clippy's `incompatible_msrv` (an error here, with -D warnings:
+# any standard-library item newer than it), and .ci/msrv-deps: every
+# locked dependency of the host target must declare a `rust-version` no newer (those that declare
+# none are listed). Language features newer than it are checked by no tool.
+msrv-deps:
+	.ci/msrv-deps $(TARGET)
 
 # Measures launches, confinement, digests, commit, reap and RSS in one run and writes BENCHMARKS.md
 # (installs hyperfine and bubblewrap when missing). Never part of `make test`.

@@ -18,7 +18,7 @@ pub mod wall;
 
 use argh::FromArgs;
 use proto::cli::Output;
-use proto::{ErrorObject, ExitCode, ToErrorObject};
+use proto::{ErrorObject, Kind, ToErrorObject};
 use std::io;
 use std::path::PathBuf;
 
@@ -147,18 +147,11 @@ impl BenchError {
 }
 
 impl ToErrorObject for BenchError {
-    fn kind(&self) -> &'static str {
+    fn kind(&self) -> Kind {
         match self {
-            BenchError::Io { .. } => "io",
-            BenchError::CommandFailed { .. } => "command-failed",
-            BenchError::Malformed { .. } => "malformed",
-        }
-    }
-
-    fn exit_code(&self) -> ExitCode {
-        match self {
-            BenchError::Malformed { .. } => ExitCode::Usage,
-            _ => ExitCode::System,
+            BenchError::Io { .. } => Kind::Io,
+            BenchError::CommandFailed { .. } => Kind::CommandFailed,
+            BenchError::Malformed { .. } => Kind::Malformed,
         }
     }
 

@@ -63,7 +63,7 @@ fn main() -> ExitCode {
         .map(std::ffi::OsString::into_string)
         .collect::<Result<Vec<String>, _>>()
     else {
-        let err = proto::ErrorObject::new("usage", "an argument is not valid UTF-8");
+        let err = proto::ErrorObject::new(proto::Kind::Usage, "an argument is not valid UTF-8");
         let _ = writeln!(io::stderr(), "{}", err.to_line());
         return ExitCode::from(2);
     };

@@ -105,21 +105,13 @@ pub enum DiscardError {
 }
 
 impl ToErrorObject for DiscardError {
-    fn kind(&self) -> &'static str {
+    fn kind(&self) -> proto::Kind {
         match self {
-            DiscardError::NoTxn { .. } => "not-a-root",
-            DiscardError::UnsafeTxn { .. } => "unsafe-txn",
+            DiscardError::NoTxn { .. } => proto::Kind::NotARoot,
+            DiscardError::UnsafeTxn { .. } => proto::Kind::UnsafeTxn,
             DiscardError::OpenTxn { .. }
             | DiscardError::ListTxn { .. }
-            | DiscardError::SyncTxn { .. } => "io",
-        }
-    }
-
-    fn exit_code(&self) -> ExitCode {
-        match self {
-            DiscardError::NoTxn { .. } => ExitCode::Usage,
-            DiscardError::UnsafeTxn { .. } => ExitCode::Refused,
-            _ => ExitCode::System,
+            | DiscardError::SyncTxn { .. } => proto::Kind::Io,
         }
     }
 
@@ -324,7 +316,7 @@ impl TargetTemps {
     /// that is anything but our own one-link regular file retains the run, with what the operator
     /// must do: dot-discard never removes it, so running dot-discard again would not help.
     fn find(target: &Path, txid: &str, uid: u32) -> Result<Option<TargetTemps>, String> {
-        let dir = match nix::fcntl::open(target, tree::dir_flags(), nix::sys::stat::Mode::empty()) {
+        let dir = match sys::fs::open_dir(target) {
             Ok(fd) => fd,
             Err(Errno::ENOENT) => return Ok(None),
             Err(e) => return Err(format!("target {}: {e}", target.display())),

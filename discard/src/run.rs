@@ -5,7 +5,7 @@
 //! it is; [`RunFiles`] checks and removes one: everything under `stage/` (checked whole first,
 //! then removed with every entry checked again), then the journal, then the directory.
 
-use crate::tree::{self, check_entry, list, open_dir_at, same, stat_at, Kind, Pass, Rules, Stop};
+use crate::tree::{self, check_entry, list, same, stat_at, Kind, Pass, Rules, Stop};
 use crate::{DiscardError, State};
 use nix::errno::Errno;
 use nix::sys::stat::{fstat, FileStat};
@@ -14,9 +14,9 @@ use proto::journal::{classify_run, Journal, RunState, MAX_JOURNAL};
 use proto::layout::{is_txid, JOURNAL_FILE, STAGE_DIR};
 use std::ffi::{CStr, CString};
 use std::fs::File;
-use std::io::Read;
 use std::os::fd::OwnedFd;
 use std::path::Path;
+use sys::fs::open_dir_at;
 
 /// `journal` as a C string.
 pub const JOURNAL: &CStr = c"journal";
@@ -25,7 +25,7 @@ pub const STAGE: &CStr = c"stage";
 
 /// Opens `txn/` (not through a symbolic link) and checks it is ours and not writable by others.
 pub fn open_txn(path: &Path, uid: u32) -> Result<OwnedFd, DiscardError> {
-    let txn = match nix::fcntl::open(path, tree::dir_flags(), nix::sys::stat::Mode::empty()) {
+    let txn = match sys::fs::open_dir(path) {
         Ok(fd) => fd,
         Err(Errno::ENOENT) => return Err(DiscardError::NoTxn { path: path.into() }),
         // The root itself is not a directory (a file given as `--root`).
@@ -249,20 +249,13 @@ fn read_journal(dir: &File, rules: &Rules) -> Result<Option<(FileStat, Vec<u8>)>
             st.st_size
         ));
     }
-    let flags = nix::fcntl::OFlag::O_RDONLY
-        | nix::fcntl::OFlag::O_NOFOLLOW
-        | nix::fcntl::OFlag::O_NONBLOCK
-        | nix::fcntl::OFlag::O_CLOEXEC;
-    let fd = nix::fcntl::openat(dir, JOURNAL, flags, nix::sys::stat::Mode::empty())
-        .map_err(|e| format!("{JOURNAL_FILE}: {e}"))?;
+    let fd = sys::fs::open_read_at(dir, JOURNAL).map_err(|e| format!("{JOURNAL_FILE}: {e}"))?;
     let file = File::from(fd);
     let held = fstat(&file).map_err(|e| format!("{JOURNAL_FILE}: {e}"))?;
     if !same(&held, &st) {
         return Err(format!("{JOURNAL_FILE} changed during the check"));
     }
-    let mut bytes = Vec::new();
-    file.take(MAX_JOURNAL as u64 + 1)
-        .read_to_end(&mut bytes)
+    let bytes = sys::fs::read_at_most(&file, MAX_JOURNAL as u64 + 1)
         .map_err(|e| format!("{JOURNAL_FILE}: {e}"))?;
     Ok(Some((st, bytes)))
 }
@@ -290,8 +283,7 @@ fn bare_layout(dir: &File, rules: &Rules) -> Result<(), String> {
         }
         open_dir_at(parent, name).map_err(|e| format!("{rel}: {e}"))
     };
-    let top = nix::fcntl::openat(dir, c".", tree::dir_flags(), nix::sys::stat::Mode::empty())
-        .map_err(|e| format!("the run directory: {e}"))?;
+    let top = open_dir_at(dir, c".").map_err(|e| format!("the run directory: {e}"))?;
     let stage = held(&top, STAGE, STAGE_DIR)?;
     for sub in list(&stage, 3).map_err(|e| format!("{STAGE_DIR}: {e}"))? {
         let rel = format!("{STAGE_DIR}/{}", sub.to_string_lossy());

@@ -11,21 +11,12 @@
 
 use nix::dir::Dir;
 use nix::errno::Errno;
-use nix::fcntl::{openat, AtFlags, OFlag};
-use nix::sys::stat::{fstat, fstatat, FileStat, Mode};
+use nix::fcntl::AtFlags;
+use nix::sys::stat::{fstat, fstatat, FileStat};
 use nix::unistd::{unlinkat, UnlinkatFlags};
 use std::ffi::{CStr, CString};
 use std::os::fd::{AsFd, OwnedFd};
-
-/// `O_RDONLY|O_DIRECTORY|O_NOFOLLOW|O_CLOEXEC`.
-pub fn dir_flags() -> OFlag {
-    OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC
-}
-
-/// Opens the directory `name` in `dir`, never through a symbolic link.
-pub fn open_dir_at(dir: impl AsFd, name: &CStr) -> nix::Result<OwnedFd> {
-    openat(dir, name, dir_flags(), Mode::empty())
-}
+use sys::fs::open_dir_at;
 
 /// `fstatat(dir, name, AT_SYMLINK_NOFOLLOW)`.
 pub fn stat_at(dir: impl AsFd, name: &CStr) -> nix::Result<FileStat> {
@@ -50,7 +41,7 @@ fn each_name<E: From<Errno>>(
     dir: impl AsFd,
     mut f: impl FnMut(&CStr) -> Result<bool, E>,
 ) -> Result<(), E> {
-    let fresh = openat(dir, c".", dir_flags(), Mode::empty())?;
+    let fresh = open_dir_at(dir, c".")?;
     let mut d = Dir::from_fd(fresh)?;
     for entry in d.iter() {
         let entry = entry?;
@@ -302,8 +293,7 @@ impl WalkError {
 /// number of entries seen.
 pub fn walk(top: &impl AsFd, rel: &str, rules: &Rules, pass: Pass) -> Result<u64, Stop> {
     let changed = |what: String| Stop::Changed(what);
-    let mut cur = openat(top, c".", dir_flags(), Mode::empty())
-        .map_err(|e| changed(format!("{rel}: {e}")))?;
+    let mut cur = open_dir_at(top, c".").map_err(|e| changed(format!("{rel}: {e}")))?;
     let stat = fstat(&cur).map_err(|e| changed(format!("{rel}: {e}")))?;
     let mut frames = vec![Frame {
         name: CString::default(),
@@ -323,7 +313,7 @@ pub fn walk(top: &impl AsFd, rel: &str, rules: &Rules, pass: Pass) -> Result<u64
             if removable(&st, &path, rules).map_err(Stop::Rule)? != Kind::Dir {
                 return Err(changed(format!("{path} changed during the walk")));
             }
-            let fd = open_dir_at(&cur, &sub).map_err(|e| Stop::errno(e, &path))?;
+            let fd = open_dir_at(&cur, sub.as_c_str()).map_err(|e| Stop::errno(e, &path))?;
             let held = fstat(&fd).map_err(|e| changed(format!("{path}: {e}")))?;
             if !same(&held, &st) {
                 return Err(changed(format!("{path} changed during the walk")));
@@ -376,10 +366,12 @@ pub fn walk(top: &impl AsFd, rel: &str, rules: &Rules, pass: Pass) -> Result<u64
 #[cfg(test)]
 mod tests {
     use super::*;
+    use nix::fcntl::OFlag;
+    use nix::sys::stat::Mode;
     use std::fs;
 
     fn open(path: &std::path::Path) -> OwnedFd {
-        nix::fcntl::open(path, dir_flags(), Mode::empty()).expect("open dir")
+        sys::fs::open_dir(path).expect("open dir")
     }
 
     fn rules(path: &std::path::Path) -> Rules {

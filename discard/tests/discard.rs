@@ -4,6 +4,7 @@ use assert_cmd::cargo::cargo_bin_cmd;
 use discard::{Report, Retained, State};
 use nix::fcntl::{Flock, FlockArg};
 use proto::layout::Root;
+use proto::Kind;
 use std::fs;
 use std::os::unix::fs::{symlink, DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -342,7 +343,7 @@ fn refuses_a_missing_root_and_a_symlinked_txn() {
         .output()
         .expect("runs");
     assert_eq!(out.status.code(), Some(2));
-    assert_eq!(testkit::decode_error(&out.stderr).error, "not-a-root");
+    testkit::assert_kind!(testkit::decode_error(&out.stderr), Kind::NotARoot);
 
     let root = root(&tmp);
     fs::remove_dir(root.txn()).expect("rm txn");
@@ -355,7 +356,7 @@ fn refuses_a_missing_root_and_a_symlinked_txn() {
         .expect("runs");
     assert_eq!(out.status.code(), Some(1));
     let err = testkit::decode_error(&out.stderr);
-    assert_eq!(err.error, "unsafe-txn");
+    testkit::assert_kind!(err, Kind::UnsafeTxn);
     assert_eq!(err.path, Some(root.txn().display().to_string()));
 }
 

@@ -27,7 +27,7 @@ use goblin::elf::program_header::{
 use goblin::elf64::dynamic::SIZEOF_DYN as DYN_LEN;
 use goblin::elf64::header::{Header, SIZEOF_EHDR as EHDR_LEN};
 use goblin::elf64::program_header::SIZEOF_PHDR as PHDR_LEN;
-use proto::{ExitCode, ToErrorObject};
+use proto::{Kind, ToErrorObject};
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
@@ -88,17 +88,24 @@ pub enum ElfError {
 }
 
 impl ToErrorObject for ElfError {
-    fn kind(&self) -> &'static str {
+    fn kind(&self) -> Kind {
         match self {
-            ElfError::WritableExecutable { .. } => "exe-wx-segment",
-            _ => "not-static-elf",
-        }
-    }
-
-    fn exit_code(&self) -> ExitCode {
-        match self {
-            ElfError::WritableExecutable { .. } => ExitCode::Refused,
-            _ => ExitCode::Refused,
+            ElfError::WritableExecutable { .. } => Kind::ExeWxSegment,
+            ElfError::Script
+            | ElfError::NotElf
+            | ElfError::Truncated(_)
+            | ElfError::Malformed(_)
+            | ElfError::WrongClass
+            | ElfError::ForeignArch { .. }
+            | ElfError::Interpreter
+            | ElfError::Needed
+            | ElfError::TextRel
+            | ElfError::SharedObject
+            | ElfError::NotExecutable(_)
+            | ElfError::NoStackHeader
+            | ElfError::ExecStack
+            | ElfError::NoEntry
+            | ElfError::Io(_) => Kind::NotStaticElf,
         }
     }
 }
@@ -444,8 +451,8 @@ mod tests {
                 "{err:?}"
             );
             assert_eq!(
-                (err.kind(), err.exit_code()),
-                ("exe-wx-segment", ExitCode::Refused)
+                (err.kind(), err.kind().exit_code()),
+                (Kind::ExeWxSegment, proto::ExitCode::Refused)
             );
             assert!(err.to_string().contains("writable and executable"));
         }
@@ -464,7 +471,7 @@ mod tests {
         assert!(check_bytes(&note).is_ok());
         // Every other refusal keeps its kind.
         let err = check_bytes(&image(ET_EXEC, HOST_MACHINE, &[(1, 5)], &[])).expect_err("stack");
-        assert_eq!(err.kind(), "not-static-elf");
+        assert_eq!(err.kind(), Kind::NotStaticElf);
     }
 
     #[test]

@@ -8,16 +8,11 @@ use proto::layout::Root;
 use proto::trust::{AuditOutcome, AuditRecord};
 use std::fmt::Write as _;
 use std::io::{self, BufRead, BufReader};
-use std::os::unix::fs::OpenOptionsExt;
 
 /// Reads and validates every record of the root's audit log (absent log: no records).
 pub fn read(root: &Root) -> Result<Vec<AuditRecord>, FmtError> {
     let path = root.audit_log();
-    let file = match std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
-        .open(&path)
-    {
+    let file = match sys::fs::open_read(&path, false) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(source) => return Err(FmtError::Read { path, source }),

@@ -11,12 +11,10 @@ pub mod audit;
 use proto::cli::Output;
 use proto::journal::{classify, Journal, Line, Record, RunState, MAX_JOURNAL};
 use proto::layout::{is_txid, Root, JOURNAL_FILE};
-use proto::{ErrorObject, ExitCode, ToErrorObject};
+use proto::{ErrorObject, Kind, ToErrorObject};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
-use std::fs::{File, OpenOptions};
 use std::io::{self, Read};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 /// `dot-journal-fmt`: print run journals, one line per record, and each run's state. Bad lines and
@@ -116,21 +114,14 @@ pub enum FmtError {
 }
 
 impl ToErrorObject for FmtError {
-    fn kind(&self) -> &'static str {
+    fn kind(&self) -> Kind {
         match self {
-            FmtError::Usage(_) => "usage",
-            FmtError::NoJournal { .. } => "no-journal",
-            FmtError::NotAJournal { .. } => "not-a-journal",
-            FmtError::NoTxn { .. } => "not-a-root",
-            FmtError::Read { .. } | FmtError::ListTxn { .. } => "io",
-            FmtError::AuditMalformed { .. } => "audit-log-malformed",
-        }
-    }
-
-    fn exit_code(&self) -> ExitCode {
-        match self {
-            FmtError::Read { .. } | FmtError::ListTxn { .. } => ExitCode::System,
-            _ => ExitCode::Usage,
+            FmtError::Usage(_) => Kind::Usage,
+            FmtError::NoJournal { .. } => Kind::NoJournal,
+            FmtError::NotAJournal { .. } => Kind::NotAJournal,
+            FmtError::NoTxn { .. } => Kind::NotARoot,
+            FmtError::Read { .. } | FmtError::ListTxn { .. } => Kind::Io,
+            FmtError::AuditMalformed { .. } => Kind::AuditLogMalformed,
         }
     }
 
@@ -460,11 +451,7 @@ fn read_run(dir: &Path, journal: &Path, shown: &str) -> Option<Journal> {
 /// journal is classified as such). `Ok(Err(what))`: not a regular file. With `no_follow`, a symbolic
 /// link is not followed.
 fn read_journal(path: &Path, no_follow: bool) -> Result<Result<Vec<u8>, &'static str>, FmtError> {
-    let mut flags = libc::O_NONBLOCK | libc::O_CLOEXEC;
-    if no_follow {
-        flags |= libc::O_NOFOLLOW;
-    }
-    let file = match OpenOptions::new().read(true).custom_flags(flags).open(path) {
+    let file = match sys::fs::open_read(path, !no_follow) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             return Err(FmtError::NoJournal { path: path.into() })
@@ -486,10 +473,8 @@ fn read_journal(path: &Path, no_follow: bool) -> Result<Result<Vec<u8>, &'static
     if !meta.is_file() {
         return Ok(Err(kind_of(&meta)));
     }
-    let mut bytes = Vec::new();
-    File::take(file, MAX_JOURNAL as u64 + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|source| FmtError::Read {
+    let bytes =
+        sys::fs::read_at_most(&file, MAX_JOURNAL as u64 + 1).map_err(|source| FmtError::Read {
             path: path.into(),
             source,
         })?;

@@ -4,7 +4,7 @@
 
 use assert_cmd::cargo::cargo_bin_cmd;
 use proto::trust::{AuditAction, AuditOutcome, AuditRecord};
-use proto::Sha256;
+use proto::{Kind, Sha256};
 use std::fs;
 use std::process::Output;
 use testkit::TempDir;
@@ -17,7 +17,7 @@ fn records() -> Vec<AuditRecord> {
     reg.overrides = vec!["allow-dynamic".into()];
     let mut refused = AuditRecord::new(1_764_000_060, AuditAction::Launch, AuditOutcome::Refused);
     refused.name = Some("hello".into());
-    refused.kind = Some("key-revoked".into());
+    refused.kind = Some(proto::Kind::KeyRevoked);
     vec![reg, refused]
 }
 
@@ -78,7 +78,7 @@ fn fails_closed_on_a_malformed_line_and_names_it() {
     bytes.extend(log_of(&records()[1..]));
     let d = root_with(&bytes);
     for json in [true, false] {
-        let e = testkit::assert_refused(&fmt(&d, json), 2, "audit-log-malformed");
+        let e = testkit::assert_refused(&fmt(&d, json), 2, Kind::AuditLogMalformed);
         assert_eq!(e.value.as_deref(), Some("2"));
     }
 }
@@ -88,7 +88,7 @@ fn fails_closed_on_a_torn_last_line() {
     let mut bytes = log_of(&records());
     bytes.extend_from_slice(b"{\"v\":1,");
     let d = root_with(&bytes);
-    let e = testkit::assert_refused(&fmt(&d, true), 2, "audit-log-malformed");
+    let e = testkit::assert_refused(&fmt(&d, true), 2, Kind::AuditLogMalformed);
     assert_eq!(e.value.as_deref(), Some("3"));
 }
 
@@ -98,5 +98,5 @@ fn audit_needs_a_root_and_no_journal_files() {
         .args(["--audit", "some/journal"])
         .output()
         .unwrap();
-    testkit::assert_refused(&out, 2, "usage");
+    testkit::assert_refused(&out, 2, Kind::Usage);
 }

@@ -3,7 +3,7 @@
 use assert_cmd::cargo::cargo_bin_cmd;
 use journal_fmt::JournalReport;
 use proto::journal::{Record, RecordKind, RunState};
-use proto::Sha256;
+use proto::{Kind, Sha256};
 use std::fs;
 use std::path::{Path, PathBuf};
 use testkit::journal::{encode, TXID};
@@ -231,28 +231,28 @@ fn root_formats_every_run_in_txid_order() {
 fn usage_errors_exit_2() {
     let tmp = TempDir::new();
     let missing = tmp.join("missing");
-    let cases: [(Vec<&std::ffi::OsStr>, &str); 5] = [
-        (vec![missing.as_os_str()], "no-journal"),
-        (vec![tmp.path().as_os_str()], "not-a-journal"),
-        (vec![], "usage"),
+    let cases: [(Vec<&std::ffi::OsStr>, Kind); 5] = [
+        (vec![missing.as_os_str()], Kind::NoJournal),
+        (vec![tmp.path().as_os_str()], Kind::NotAJournal),
+        (vec![], Kind::Usage),
         (
             vec![
                 std::ffi::OsStr::new("--root"),
                 tmp.path().as_os_str(),
                 std::ffi::OsStr::new("x"),
             ],
-            "usage",
+            Kind::Usage,
         ),
         (
             vec![std::ffi::OsStr::new("--root"), tmp.path().as_os_str()],
-            "not-a-root",
+            Kind::NotARoot,
         ),
     ];
     for (args, kind) in cases {
         let (code, stdout, stderr) = fmt(&args);
         assert_eq!(code, 2, "{args:?}");
         assert!(stdout.is_empty());
-        assert_eq!(testkit::decode_error(&stderr).error, kind, "{args:?}");
+        testkit::assert_kind!(testkit::decode_error(&stderr), kind, "{args:?}");
     }
 }
 

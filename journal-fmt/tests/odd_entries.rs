@@ -6,6 +6,7 @@
 use assert_cmd::cargo::cargo_bin_cmd;
 use journal_fmt::JournalReport;
 use proto::journal::RunState;
+use proto::Kind;
 use std::ffi::OsStr;
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
@@ -103,7 +104,7 @@ fn a_root_that_is_a_file_is_not_a_root_with_a_next_that_works() {
         .args([OsStr::new("--root"), file.as_os_str()])
         .output()
         .unwrap();
-    let e = testkit::assert_refused(&out, 2, "not-a-root");
+    let e = testkit::assert_refused(&out, 2, Kind::NotARoot);
     assert_eq!(e.next.as_deref(), Some("dot-register init --root DIR"));
     // A root that is only missing gets the init command for it.
     let missing = d.join("missing");
@@ -111,7 +112,7 @@ fn a_root_that_is_a_file_is_not_a_root_with_a_next_that_works() {
         .args([OsStr::new("--root"), missing.as_os_str()])
         .output()
         .unwrap();
-    let e = testkit::assert_refused(&out, 2, "not-a-root");
+    let e = testkit::assert_refused(&out, 2, Kind::NotARoot);
     assert_eq!(
         e.next,
         Some(format!("dot-register init --root {}", missing.display()))

@@ -2,12 +2,11 @@
 
 use crate::exec::{Limits, StderrMode};
 use crate::inputs::{GivenInputs, RequestSource};
-use crate::{LaunchError, Options};
+use crate::{Consent, LaunchError, Options};
 use argh::FromArgs;
 use proto::cli::Output;
 use proto::ExitCode;
 use std::ffi::OsString;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -107,10 +106,7 @@ pub fn run(args: Args) -> Result<Output, LaunchError> {
     let request = match args.request.as_deref() {
         None => None,
         Some(p) if p == Path::new("-") => {
-            let mut b = Vec::new();
-            std::io::stdin()
-                .take((1 << 20) + 1)
-                .read_to_end(&mut b)
+            let b = sys::fs::read_at_most(std::io::stdin(), (1 << 20) + 1)
                 .map_err(|e| LaunchError::io("reading the request", "-", e))?;
             Some(RequestSource::Stdin(b))
         }
@@ -119,8 +115,10 @@ pub fn run(args: Args) -> Result<Output, LaunchError> {
     let opts = Options {
         root: args.root,
         name: args.name,
-        allow_audit_plugin: args.allow_audit_plugin,
-        require_process_sandbox: args.require_process_sandbox,
+        consent: Consent {
+            allow_audit_plugin: args.allow_audit_plugin,
+            require_process_sandbox: args.require_process_sandbox,
+        },
         inputs: GivenInputs {
             strings: args.input,
             files: args.input_file,

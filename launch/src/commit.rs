@@ -5,15 +5,14 @@
 use crate::error::LaunchError;
 use crate::exec::Limits;
 use crate::hooks::failpoint;
-use crate::rundir::{now_ms, open_dir, RunDir};
+use crate::rundir::{now_ms, RunDir};
 use proto::journal::{PreparedFile, Record, RECORD_VERSION};
 use proto::result::OutputFile;
 use proto::Sha256;
-use sha2::Digest as _;
-use std::fs::{File, OpenOptions};
-use std::io::{Read, Write};
+use std::fs::File;
+use std::io::Write;
 use std::os::fd::AsFd;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 /// Why the outputs cannot be committed (the run then fails with nothing committed).
@@ -154,16 +153,11 @@ fn old_digest(target: &Path, name: &str) -> Result<Option<Sha256>, CommitError> 
 fn write_temp(
     target: &Path,
     temp: &str,
-    src: &mut File,
+    src: &File,
     size: u64,
 ) -> Result<(File, Sha256), LaunchError> {
     let path = target.join(temp);
-    let mut dst = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o644)
-        .custom_flags(nix::libc::O_CLOEXEC | nix::libc::O_NOFOLLOW)
-        .open(&path)
+    let mut dst = sys::fs::create_new(&path, 0o644)
         .map_err(|e| LaunchError::io("creating a temp file in the target", &path, e))?;
     // The temp file is not in PREPARED yet, so nothing else would ever remove it: a failed copy
     // (ENOSPC, EFBIG, a changed output) removes its own partial temp file.
@@ -174,27 +168,21 @@ fn write_temp(
         .map(|sha256| (dst, sha256))
 }
 
-fn copy_hashed(
-    src: &mut File,
-    dst: &mut File,
-    path: &Path,
-    size: u64,
-) -> Result<Sha256, LaunchError> {
-    let mut hasher = sha2::Sha256::new();
-    let mut buf = vec![0u8; 256 * 1024];
-    let mut copied = 0u64;
-    loop {
-        let n = src
-            .read(&mut buf)
-            .map_err(|e| LaunchError::io("reading an output", path, e))?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-        dst.write_all(&buf[..n])
-            .map_err(|e| LaunchError::io("writing a temp file in the target", path, e))?;
-        copied += n as u64;
-    }
+/// Copies `src` into `dst` with the `verify` library's digest (`digest_file_with`): `dst` receives
+/// exactly the bytes digested.
+fn copy_hashed(src: &File, dst: &mut File, path: &Path, size: u64) -> Result<Sha256, LaunchError> {
+    let mut writing_failed = false;
+    let (sha256, copied) = verify::digest::digest_file_with(src, |chunk| {
+        dst.write_all(chunk).inspect_err(|_| writing_failed = true)
+    })
+    .map_err(|e| {
+        let step = if writing_failed {
+            "writing a temp file in the target"
+        } else {
+            "reading an output"
+        };
+        LaunchError::io(step, path, e)
+    })?;
     if copied != size {
         return Err(LaunchError::io(
             "copying an output",
@@ -204,7 +192,7 @@ fn copy_hashed(
             )),
         ));
     }
-    Ok(Sha256(hasher.finalize().into()))
+    Ok(sha256)
 }
 
 /// Makes the temp files durable: one fsync each for a few, one syncfs for many.
@@ -237,18 +225,19 @@ pub fn commit(
     limits: &Limits,
 ) -> Result<Vec<OutputFile>, CommitError> {
     let outputs = validate(out_dir, names, limits)?;
-    let target_dir = open_dir(target)
-        .map_err(|e| CommitError::Before(LaunchError::io("opening the target", target, e)))?;
+    let target_dir = sys::fs::open_dir(target).map(File::from).map_err(|e| {
+        CommitError::Before(LaunchError::io("opening the target", target, e.into()))
+    })?;
     // BEGIN names the target: durable before the first temp file is created there.
     run.sync_intent().map_err(CommitError::Before)?;
     let mut prepared = Vec::with_capacity(outputs.len());
     let mut temps = Vec::with_capacity(outputs.len());
     let result = (|| {
-        for (i, mut o) in outputs.into_iter().enumerate() {
+        for (i, o) in outputs.into_iter().enumerate() {
             let old = old_digest(target, &o.name)?;
             let temp = proto::layout::target_temp(&run.txid, i);
             let (file, sha256) =
-                write_temp(target, &temp, &mut o.file, o.size).map_err(CommitError::Before)?;
+                write_temp(target, &temp, &o.file, o.size).map_err(CommitError::Before)?;
             prepared.push(PreparedFile {
                 name: o.name,
                 temp,
@@ -313,4 +302,49 @@ pub fn rename_all(
     target_dir
         .sync_all()
         .map_err(|e| LaunchError::io("syncing the target directory", target, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::output_name_problem;
+
+    #[test]
+    fn an_output_name_is_one_plain_component_a_person_reads_as_written() {
+        let long = "x".repeat(256);
+        // (name, the start of why it is refused, or None when accepted)
+        let cases: [(&str, Option<&str>); 16] = [
+            ("hello.txt", None),
+            ("a b", None),
+            ("naïve.csv", None),
+            ("..hidden", None),
+            (&long[..255], None),
+            ("", Some("is not a file name")),
+            (".", Some("is not a file name")),
+            ("..", Some("is not a file name")),
+            (&long, Some("is 256 bytes, over 255")),
+            ("a/b", Some("is not a single path component")),
+            ("/etc", Some("is not a single path component")),
+            ("a\0b", Some("is not a single path component")),
+            (".dot-0-1.tmp", Some("starts with .dot-")),
+            (
+                "a\nb",
+                Some("holds the control or formatting character U+000A"),
+            ),
+            (
+                "evil\u{202E}txt",
+                Some("holds the control or formatting character U+202E"),
+            ),
+            (
+                "\u{1b}[31m",
+                Some("holds the control or formatting character U+001B"),
+            ),
+        ];
+        for (name, refused) in cases {
+            match (output_name_problem(name), refused) {
+                (None, None) => {}
+                (Some(why), Some(start)) => assert!(why.starts_with(start), "{name:?}: {why}"),
+                (got, expected) => panic!("{name:?}: {got:?}, expected {expected:?}"),
+            }
+        }
+    }
 }

@@ -1,8 +1,10 @@
 //! Every way a launch or a recover can fail, each mapped to one kind and one exit code.
 
+use crate::judge::PluginFailure;
 use crate::rundir::NotRemoved;
-use proto::result::RunResult;
-use proto::{Containment, ErrorObject, ExitCode, ToErrorObject};
+use proto::protocol::Response;
+use proto::result::{RunResult, RunStatus};
+use proto::{Containment, ErrorObject, Kind, ToErrorObject};
 use std::path::PathBuf;
 
 /// Why `dot-launch` stopped.
@@ -65,10 +67,10 @@ pub enum LaunchError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("{message}")]
+    /// The plugin ran and failed; `run` is its result, `status: "failed"`.
+    #[error("{failure}")]
     Plugin {
-        kind: &'static str,
-        message: String,
+        failure: PluginFailure,
         run: Box<RunResult>,
     },
     #[error("dot-sandbox refused to run the plugin: {}", .error.message)]
@@ -106,6 +108,20 @@ fn cause_prefix(cause: &Option<Box<LaunchError>>) -> String {
 }
 
 impl LaunchError {
+    /// The plugin's `failure`, with the run's result marked failed and carrying the failure's
+    /// message (and, for `plugin-error`, the plugin's own response).
+    pub fn plugin(mut run: RunResult, failure: PluginFailure) -> LaunchError {
+        run.status = RunStatus::Failed;
+        run.failure = Some(failure.to_string());
+        if let PluginFailure::Error { response, .. } = &failure {
+            run.response = Some(Response::clone(response));
+        }
+        LaunchError::Plugin {
+            failure,
+            run: Box::new(run),
+        }
+    }
+
     pub(crate) fn io(step: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         LaunchError::Io {
             step,
@@ -116,63 +132,33 @@ impl LaunchError {
 }
 
 impl ToErrorObject for LaunchError {
-    fn kind(&self) -> &'static str {
+    fn kind(&self) -> Kind {
         match self {
-            LaunchError::Usage(_) => "usage",
-            LaunchError::BadName(_) => "bad-name",
+            LaunchError::Usage(_) => Kind::Usage,
+            LaunchError::BadName(_) => Kind::BadName,
             LaunchError::Verify(e) => e.kind(),
-            LaunchError::ConsentMissing { .. } => "consent-missing",
-            LaunchError::ConsentMismatch { .. } => "consent-mismatch",
-            LaunchError::ProcessUnsupported { .. } => "process-unsupported",
-            LaunchError::SandboxUnusable { .. } => "sandbox-unusable",
-            LaunchError::InputUndeclared { .. } => "input-undeclared",
-            LaunchError::InputMissing { .. } => "input-missing",
-            LaunchError::InputKind { .. } => "input-kind",
-            LaunchError::InputTwice { .. } => "input-twice",
-            LaunchError::InputSyntax { .. } => "input-syntax",
-            LaunchError::InputFileUnsafe { .. } => "input-file-unsafe",
-            LaunchError::Request { .. } => "request-invalid",
-            LaunchError::ProtocolUnsupported { .. } => "protocol-unsupported",
-            LaunchError::Target { .. } => "target-invalid",
-            LaunchError::Io { .. } => "io",
-            LaunchError::Plugin { kind, .. } => kind,
-            LaunchError::SandboxRefused { .. } => "sandbox-refused",
-            LaunchError::NoSuchRun { .. } => "no-such-run",
-            LaunchError::ExecUnconfirmed { .. } => "exec-unconfirmed",
-            LaunchError::Retained { .. } => "run-retained",
-            LaunchError::CleanupRetained { .. } => "cleanup-retained",
+            LaunchError::ConsentMissing { .. } => Kind::ConsentMissing,
+            LaunchError::ConsentMismatch { .. } => Kind::ConsentMismatch,
+            LaunchError::ProcessUnsupported { .. } => Kind::ProcessUnsupported,
+            LaunchError::SandboxUnusable { .. } => Kind::SandboxUnusable,
+            LaunchError::InputUndeclared { .. } => Kind::InputUndeclared,
+            LaunchError::InputMissing { .. } => Kind::InputMissing,
+            LaunchError::InputKind { .. } => Kind::InputKind,
+            LaunchError::InputTwice { .. } => Kind::InputTwice,
+            LaunchError::InputSyntax { .. } => Kind::InputSyntax,
+            LaunchError::InputFileUnsafe { .. } => Kind::InputFileUnsafe,
+            LaunchError::Request { .. } => Kind::RequestInvalid,
+            LaunchError::ProtocolUnsupported { .. } => Kind::ProtocolUnsupported,
+            LaunchError::Target { .. } => Kind::TargetInvalid,
+            LaunchError::Io { .. } => Kind::Io,
+            LaunchError::Plugin { failure, .. } => failure.kind(),
+            LaunchError::SandboxRefused { .. } => Kind::SandboxRefused,
+            LaunchError::NoSuchRun { .. } => Kind::NoSuchRun,
+            LaunchError::ExecUnconfirmed { .. } => Kind::ExecUnconfirmed,
+            LaunchError::Retained { .. } => Kind::RunRetained,
+            LaunchError::CleanupRetained { .. } => Kind::CleanupRetained,
             LaunchError::Reap(e) => e.kind(),
             LaunchError::Txn(e) => e.kind(),
-        }
-    }
-
-    fn exit_code(&self) -> ExitCode {
-        match self {
-            LaunchError::Verify(e) => e.exit_code(),
-            LaunchError::Usage(_)
-            | LaunchError::BadName(_)
-            | LaunchError::InputMissing { .. }
-            | LaunchError::InputKind { .. }
-            | LaunchError::InputTwice { .. }
-            | LaunchError::InputSyntax { .. }
-            | LaunchError::Request { .. }
-            | LaunchError::Target { .. }
-            | LaunchError::NoSuchRun { .. } => ExitCode::Usage,
-            LaunchError::ConsentMissing { .. }
-            | LaunchError::ConsentMismatch { .. }
-            | LaunchError::ProcessUnsupported { .. }
-            | LaunchError::SandboxUnusable { .. }
-            | LaunchError::InputUndeclared { .. }
-            | LaunchError::InputFileUnsafe { .. }
-            | LaunchError::ProtocolUnsupported { .. }
-            | LaunchError::SandboxRefused { .. } => ExitCode::Refused,
-            LaunchError::Plugin { .. } => ExitCode::PluginFailed,
-            LaunchError::Retained { .. } | LaunchError::CleanupRetained { .. } => {
-                ExitCode::Retained
-            }
-            LaunchError::Reap(e) => e.exit_code(),
-            LaunchError::Txn(e) => e.exit_code(),
-            LaunchError::Io { .. } | LaunchError::ExecUnconfirmed { .. } => ExitCode::System,
         }
     }
 
@@ -189,7 +175,7 @@ impl ToErrorObject for LaunchError {
                     Some(c) => {
                         let inner = c.to_error_object();
                         ErrorObject {
-                            value: Some(inner.error),
+                            value: Some(inner.error.to_string()),
                             run: inner.run,
                             ..base
                         }
@@ -239,7 +225,7 @@ impl ToErrorObject for LaunchError {
             },
             LaunchError::SandboxRefused { error, run } => ErrorObject {
                 run: Some(run.clone()),
-                value: Some(error.error.clone()),
+                value: Some(error.error.to_string()),
                 ..base
             },
             _ => base,

@@ -89,13 +89,13 @@ pub struct Runner {
 }
 
 /// What supervision observed.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Observed {
     pub stdout: Vec<u8>,
     pub stdout_bytes: u64,
     pub stderr_bytes: u64,
-    /// `stdout-limit` or `stderr-limit` when a stream went over its limit.
-    pub over_limit: Option<&'static str>,
+    /// The stream that went over its limit, if one did.
+    pub over_limit: Option<crate::judge::Overflow>,
     pub deadline_hit: bool,
     /// What `dot-sandbox` wrote on its report descriptor (empty at `audit`).
     pub report: Vec<u8>,
@@ -271,7 +271,8 @@ fn runner_exec_busy(report: &[u8]) -> bool {
         .filter_map(|line| serde_json::from_slice::<SandboxReport>(line).ok())
         .any(|r| match r {
             SandboxReport::Error(e) => {
-                e.error == "exec" && e.value.as_deref() == Some(&nix::libc::ETXTBSY.to_string())
+                e.error == proto::Kind::Exec
+                    && e.value.as_deref() == Some(&nix::libc::ETXTBSY.to_string())
             }
             SandboxReport::Enforced(_) => false,
         })
@@ -432,9 +433,9 @@ impl Streams {
     fn check_limits(&self, o: &mut Observed, limits: &Limits) {
         if o.over_limit.is_none() {
             if o.stdout_bytes > limits.max_stdout as u64 {
-                o.over_limit = Some("stdout-limit");
+                o.over_limit = Some(crate::judge::Overflow::Stdout);
             } else if o.stderr_bytes > limits.max_stderr as u64 {
-                o.over_limit = Some("stderr-limit");
+                o.over_limit = Some(crate::judge::Overflow::Stderr);
             }
         }
     }

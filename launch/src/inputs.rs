@@ -101,18 +101,11 @@ fn request_inputs(
     let (label, bytes) = match src {
         RequestSource::Stdin(b) => ("-".to_owned(), b.clone()),
         RequestSource::File(p) => {
-            let (mut f, _) = sys::fs::open_regular(p).map_err(|e| LaunchError::Request {
-                path: p.display().to_string(),
-                why: e.to_string(),
-            })?;
-            let mut b = Vec::new();
-            std::io::Read::read_to_end(
-                &mut std::io::Read::take(&mut f, MAX_REQUEST as u64 + 1),
-                &mut b,
-            )
-            .map_err(|e| LaunchError::Request {
-                path: p.display().to_string(),
-                why: e.to_string(),
+            let (b, _) = sys::fs::read_regular(p, MAX_REQUEST as u64 + 1).map_err(|e| {
+                LaunchError::Request {
+                    path: p.display().to_string(),
+                    why: e.to_string(),
+                }
             })?;
             (p.display().to_string(), b)
         }

@@ -10,7 +10,7 @@
 //! reason; a run that vanishes during the pass is skipped.
 
 use crate::error::LaunchError;
-use crate::rundir::{now_ms, open_dir, RunDir};
+use crate::rundir::{now_ms, RunDir};
 use discard::run::{inspect, open_txn, Inspected, Inspection};
 use discard::tree::{list, same, stat_at, Kind, Stop};
 use discard::{next_for, DiscardError, Retained, State};
@@ -261,11 +261,7 @@ fn digest_at(
             ));
         }
     }
-    let flags = nix::fcntl::OFlag::O_RDONLY
-        | nix::fcntl::OFlag::O_NOFOLLOW
-        | nix::fcntl::OFlag::O_NONBLOCK
-        | nix::fcntl::OFlag::O_CLOEXEC;
-    let file = nix::fcntl::openat(dir, cname.as_c_str(), flags, nix::sys::stat::Mode::empty())
+    let file = sys::fs::open_read_at(dir, cname.as_c_str())
         .map(File::from)
         .map_err(|e| format!("{}: {e}", path.display()))?;
     let held = nix::sys::stat::fstat(&file).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -286,8 +282,12 @@ fn digest_at(
 /// renaming any, so a conflict changes nothing. Every name is looked up in the target directory
 /// opened once; the names were checked to be single components and this run's temp files.
 fn roll_forward(target: &Path, files: &[PreparedFile], uid: u32) -> Result<(), (String, String)> {
-    let dir =
-        open_dir(target).map_err(|e| (String::new(), format!("{}: {e}", target.display())))?;
+    let dir = sys::fs::open_dir(target).map(File::from).map_err(|e| {
+        (
+            String::new(),
+            format!("{}: {}", target.display(), std::io::Error::from(e)),
+        )
+    })?;
     let mut to_rename = Vec::new();
     let mut stale_temps = Vec::new();
     for f in files {

@@ -2,6 +2,12 @@
 //! removed by the same rules `dot-discard` keeps (`discard::run`): everything but the journal
 //! first, the journal last, the directory after, with a bounded number of descriptors whatever
 //! the plugin left in the stage.
+//!
+//! A launch ends its run directory exactly once, in one place (`run::launch`): [`RunDir::abandon`]
+//! for a run that failed before PREPARED, [`RunDir::finish`] for a committed one, or by dropping
+//! it (the lock released, the directory kept) for a run `dot-launch recover` must finish. A
+//! removal that fails is reported (`cleanup-retained`), which a `Drop` could not do: so the end
+//! is a call, not a destructor.
 
 use crate::error::LaunchError;
 use crate::hooks::inject;
@@ -9,10 +15,11 @@ use discard::run::{open_txn, Inspected, RunFiles, JOURNAL};
 use discard::tree::Stop;
 use proto::journal::{Record, RecordKind};
 use proto::layout::{Root, JOURNAL_FILE, STAGE_DIR};
+use proto::result::{RunResult, Warning};
 use std::ffi::CString;
-use std::fs::{File, OpenOptions};
-use std::io::{Read, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::fs::File;
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 /// A live, locked run directory.
@@ -50,10 +57,8 @@ impl std::fmt::Display for NotRemoved {
 
 /// A fresh transaction id: 32 lowercase hex digits from the kernel's random source.
 pub fn new_txid() -> Result<String, LaunchError> {
-    let mut b = [0u8; 16];
-    File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut b))
-        .map_err(|e| LaunchError::io("reading /dev/urandom", "/dev/urandom", e))?;
+    let b: [u8; 16] = sys::fs::random_bytes()
+        .map_err(|e| LaunchError::io("getting random bytes", "getrandom", e))?;
     Ok(proto::digest::hex(&b))
 }
 
@@ -63,14 +68,6 @@ pub fn now_ms() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0)
-}
-
-/// Opens a directory read-only, never through a symlink.
-pub fn open_dir(path: &Path) -> std::io::Result<File> {
-    OpenOptions::new()
-        .read(true)
-        .custom_flags(nix::libc::O_DIRECTORY | nix::libc::O_NOFOLLOW | nix::libc::O_CLOEXEC)
-        .open(path)
 }
 
 fn euid() -> u32 {
@@ -97,14 +94,7 @@ impl RunDir {
             };
             let jpath = path.join(JOURNAL_FILE);
             let journal = inject("create-journal")
-                .and_then(|()| {
-                    OpenOptions::new()
-                        .append(true)
-                        .create_new(true)
-                        .mode(0o600)
-                        .custom_flags(nix::libc::O_CLOEXEC | nix::libc::O_NOFOLLOW)
-                        .open(&jpath)
-                })
+                .and_then(|()| sys::fs::create_new(&jpath, 0o600))
                 .map_err(|e| LaunchError::io("creating the journal", &jpath, e));
             match journal {
                 Ok(journal) => {
@@ -130,10 +120,10 @@ impl RunDir {
     /// there (`dot-discard` removes an empty run directory it can lock: this one, before its
     /// launcher held the lock).
     fn lock_new(path: &Path) -> Result<Option<File>, LaunchError> {
-        let lock = match open_dir(path) {
+        let lock = match sys::fs::open_dir(path).map(File::from) {
             Ok(lock) => lock,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(LaunchError::io("opening the run directory", path, e)),
+            Err(nix::errno::Errno::ENOENT) => return Ok(None),
+            Err(e) => return Err(LaunchError::io("opening the run directory", path, e.into())),
         };
         lock.lock()
             .map_err(|e| LaunchError::io("locking the run directory", path, e))?;
@@ -245,6 +235,33 @@ impl RunDir {
 
     fn txn(&self) -> PathBuf {
         self.path.parent().map(PathBuf::from).unwrap_or_default()
+    }
+
+    /// Ends a run that failed before PREPARED (nothing in any target changed): its directory is
+    /// removed and `err` comes back. When the directory cannot be removed, the failure comes back
+    /// as `cleanup-retained` (exit 4) carrying the run directory and why, never silently.
+    pub fn abandon(self, err: LaunchError) -> LaunchError {
+        match self.remove() {
+            Ok(()) => err,
+            Err(retained) => LaunchError::CleanupRetained {
+                retained,
+                cause: Some(Box::new(err)),
+            },
+        }
+    }
+
+    /// Ends a committed run: its directory is removed (`txn/` synced with `sync_txn`). When it
+    /// cannot be, the run is still committed: the result carries a `cleanup-retained` warning
+    /// (and exits 4), never an error that hides the commit.
+    pub fn finish(self, sync_txn: bool, result: &mut RunResult) {
+        if let Err(retained) = self.remove_with(sync_txn) {
+            result
+                .warnings
+                .push(Warning::of(&LaunchError::CleanupRetained {
+                    retained,
+                    cause: None,
+                }));
+        }
     }
 
     /// Removes the whole run directory (it is ours and locked), then makes `txn/` durable.

@@ -15,7 +15,7 @@
 //! stand-in that no path field decoded is a usage error naming the argument. A file path can
 //! therefore be any bytes, while a name, a key or an input value must be UTF-8.
 
-use crate::error::{ErrorObject, ExitCode, ToErrorObject};
+use crate::error::{ErrorObject, ExitCode, Kind, ToErrorObject};
 use serde::Serialize;
 use std::cell::RefCell;
 use std::ffi::OsString;
@@ -231,7 +231,11 @@ where
     };
     match run(args) {
         Ok(out) => outcome(out.stdout, None, out.code),
-        Err(e) => outcome(String::new(), Some(e.to_error_object()), e.exit_code()),
+        Err(e) => outcome(
+            String::new(),
+            Some(e.to_error_object()),
+            e.kind().exit_code(),
+        ),
     }
 }
 
@@ -313,7 +317,8 @@ pub fn parse<A: argh::FromArgs>(argv: &[OsString]) -> Result<A, Early> {
     let refs: Vec<&str> = rest.iter().map(String::as_str).collect();
     let parsed = A::from_args(&[&name], &refs);
     let t = STAND_INS.with(|t| std::mem::take(&mut *t.borrow_mut()));
-    let usage = |message: String| ErrorObject::new("usage", message).next(format!("{name} --help"));
+    let usage =
+        |message: String| ErrorObject::new(Kind::Usage, message).next(format!("{name} --help"));
     let args = parsed.map_err(|e| match e.status {
         Ok(()) => Early::Help(e.output),
         Err(()) => Early::Usage(Box::new(usage(shown(e.output.trim_end(), &t.raw)))),
@@ -418,7 +423,7 @@ mod tests {
         ] {
             match parse::<T>(&argv(args)) {
                 Err(Early::Usage(obj)) => {
-                    assert_eq!(obj.error, "usage");
+                    assert_eq!(obj.error, Kind::Usage);
                     assert_eq!(obj.field.as_deref(), field);
                     assert_eq!(obj.next.as_deref(), Some("dot-test --help"));
                     assert!(!obj.message.contains(MARK), "{}", obj.message);
@@ -465,7 +470,8 @@ mod tests {
 
     #[test]
     fn the_human_line_is_one_line_with_the_next_command() {
-        let e = ErrorObject::new("consent-missing", "hello needs\nconsent").next("dot-launch x");
+        let e = ErrorObject::new(crate::Kind::ConsentMissing, "hello needs\nconsent")
+            .next("dot-launch x");
         assert_eq!(
             human_line("dot-launch", &e),
             "dot-launch: consent-missing: hello needs consent (next: dot-launch x)"

@@ -216,7 +216,7 @@ pub enum LineError {
     Unknown(String),
 }
 
-/// The state of a run directory, as DESIGN.md's journal table defines it.
+/// The state of a run directory, as the table of docs/journal.md (and docs/design.md) defines it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum RunState {

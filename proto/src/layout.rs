@@ -1,4 +1,5 @@
-//! The platform root's layout (DESIGN.md "Platform root"). Pure path arithmetic, no I/O.
+//! The platform root's layout (docs/design.md "The platform root", docs/registry.md). Pure path
+//! arithmetic, no I/O.
 
 use crate::digest::Sha256;
 use crate::name::Name;

@@ -27,6 +27,6 @@ pub mod trust;
 
 pub use digest::Sha256;
 pub use entry::{Containment, Entry, InputDecl, InputKind, Trust};
-pub use error::{ErrorObject, ExitCode, ToErrorObject};
+pub use error::{ErrorObject, ExitCode, Kind, ToErrorObject};
 pub use name::{Name, NameError};
 pub use publisher::{Publisher, PublisherKey};

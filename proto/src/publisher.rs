@@ -1,7 +1,7 @@
 //! Publisher records: `ROOT/trust/publishers/ID.json`, the root's trust store.
 
 use crate::name::Name;
-use crate::strict::{self, StrictError};
+use crate::strict;
 use serde::{Deserialize, Serialize};
 
 /// The publisher schema this code writes and accepts.
@@ -65,16 +65,7 @@ pub struct Revocation {
 }
 
 /// Why a publisher file is not valid.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum PublisherError {
-    #[error(transparent)]
-    Decode(#[from] StrictError),
-    #[error("field `{field}`: {message}")]
-    Invalid {
-        field: &'static str,
-        message: String,
-    },
-}
+pub type PublisherError = crate::strict::DocError;
 
 impl Publisher {
     /// Parses and validates a publisher file's bytes.

@@ -59,7 +59,7 @@ pub struct RunResult {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Warning {
-    pub kind: String,
+    pub kind: crate::error::Kind,
     pub message: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,

@@ -422,7 +422,7 @@ mod tests {
 
     #[test]
     fn a_report_is_exactly_one_line() {
-        let e = SandboxReport::Error(ErrorObject::new("exec", "no"));
+        let e = SandboxReport::Error(ErrorObject::new(crate::Kind::Exec, "no"));
         let mut line = serde_json::to_vec(&e).expect("json");
         assert_eq!(SandboxReport::parse(&line), None, "no newline");
         line.push(b'\n');

@@ -31,6 +31,29 @@ impl StrictError {
     }
 }
 
+/// Why a document of the root (a publisher record, a trust document) is not valid: it did not
+/// decode, or a decoded field breaks a rule.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DocError {
+    #[error(transparent)]
+    Decode(#[from] StrictError),
+    #[error("field `{field}`: {message}")]
+    Invalid {
+        field: &'static str,
+        message: String,
+    },
+}
+
+impl DocError {
+    /// The field that failed, when one did.
+    pub fn field(&self) -> Option<&str> {
+        match self {
+            DocError::Decode(e) => e.field(),
+            DocError::Invalid { field, .. } => Some(field),
+        }
+    }
+}
+
 /// Decodes one JSON document of at most `limit` bytes into `T`.
 pub fn from_slice<T: DeserializeOwned>(bytes: &[u8], limit: usize) -> Result<T, StrictError> {
     if bytes.len() > limit {

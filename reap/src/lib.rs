@@ -40,7 +40,7 @@ use nix::sys::signal::{kill, killpg, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag};
 use nix::unistd::Pid;
 use proto::cli::Output;
-use proto::{ErrorObject, ExitCode, ToErrorObject};
+use proto::{ErrorObject, Kind, ToErrorObject};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::io::{self, Read};
@@ -151,22 +151,15 @@ pub enum ReapError {
 }
 
 impl ToErrorObject for ReapError {
-    fn kind(&self) -> &'static str {
+    fn kind(&self) -> Kind {
         match self {
-            ReapError::BadPgid { .. } => "bad-pgid",
-            ReapError::BadLeader { .. } => "bad-leader",
-            ReapError::Survivors { .. } => "reap-survivors",
+            ReapError::BadPgid { .. } => Kind::BadPgid,
+            ReapError::BadLeader { .. } => Kind::BadLeader,
+            ReapError::Survivors { .. } => Kind::ReapSurvivors,
             ReapError::SignalGroup { .. }
             | ReapError::SignalMember { .. }
             | ReapError::Sample { .. }
-            | ReapError::WaitLeader { .. } => "io",
-        }
-    }
-
-    fn exit_code(&self) -> ExitCode {
-        match self {
-            ReapError::BadPgid { .. } | ReapError::BadLeader { .. } => ExitCode::Usage,
-            _ => ExitCode::System,
+            | ReapError::WaitLeader { .. } => Kind::Io,
         }
     }
 
@@ -1009,7 +1002,7 @@ mod tests {
         let err = terminate_and_reap(&mut sys, 50, Some(50), &Options::default())
             .expect_err("the query failed");
         assert!(matches!(err, ReapError::Sample { .. }), "{err}");
-        assert_eq!((err.kind(), err.exit_code()), ("io", ExitCode::System));
+        assert_eq!(err.kind(), Kind::Io);
         assert_eq!(err.to_error_object().path.as_deref(), Some("/proc/1/stat"));
         assert!(!sys.events.iter().any(|e| matches!(e, Event::WaitLeader(_))));
     }
@@ -1030,7 +1023,7 @@ mod tests {
             }
             other => panic!("{other}"),
         }
-        assert_eq!((err.kind(), err.exit_code()), ("io", ExitCode::System));
+        assert_eq!(err.kind(), Kind::Io);
         let obj = err.to_error_object();
         assert_eq!(
             (obj.field.as_deref(), obj.value.as_deref()),

@@ -4,6 +4,7 @@ use assert_cmd::cargo::cargo_bin_cmd;
 use nix::sys::signal::Signal;
 use nix::sys::wait::{waitpid, WaitStatus};
 use nix::unistd::Pid;
+use proto::Kind;
 use reap::{Outcome, ProcStat, ReapReport};
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -18,7 +19,7 @@ fn refuses_pgid_zero_one_and_negative() {
             .expect("runs");
         assert_eq!(out.status.code(), Some(2), "pgid {pgid}");
         let err = testkit::decode_error(&out.stderr);
-        assert_eq!(err.error, "bad-pgid", "pgid {pgid}");
+        testkit::assert_kind!(err, Kind::BadPgid, "pgid {pgid}");
         assert_eq!(err.value.as_deref(), Some(pgid));
     }
 }
@@ -30,14 +31,14 @@ fn refuses_a_leader_pid_of_one() {
         .output()
         .expect("runs");
     assert_eq!(out.status.code(), Some(2));
-    assert_eq!(testkit::decode_error(&out.stderr).error, "bad-leader");
+    testkit::assert_kind!(testkit::decode_error(&out.stderr), Kind::BadLeader);
 }
 
 #[test]
 fn a_missing_pgid_is_a_usage_error() {
     let out = cargo_bin_cmd!("dot-reap").output().expect("runs");
     assert_eq!(out.status.code(), Some(2));
-    assert_eq!(testkit::decode_error(&out.stderr).error, "usage");
+    testkit::assert_kind!(testkit::decode_error(&out.stderr), Kind::Usage);
 }
 
 #[test]

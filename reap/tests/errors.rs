@@ -2,7 +2,7 @@
 //! die), checked on the typed error: kind, exit code, fields and the command to run next.
 #![allow(clippy::unwrap_used)]
 
-use proto::{ExitCode, ToErrorObject};
+use proto::{ExitCode, Kind, ToErrorObject};
 use reap::ReapError;
 
 #[test]
@@ -12,12 +12,10 @@ fn survivors_are_reap_survivors_exit_5_with_the_command_to_try_again() {
         samples: 200,
         survivors: vec![4243],
     };
-    assert_eq!(
-        (e.kind(), e.exit_code()),
-        ("reap-survivors", ExitCode::System)
-    );
+    testkit::assert_typed(&e, Kind::ReapSurvivors);
+    assert_eq!(Kind::ReapSurvivors.exit_code(), ExitCode::System);
     let obj = e.to_error_object();
-    assert_eq!(obj.error, "reap-survivors");
+    testkit::assert_kind!(obj, Kind::ReapSurvivors);
     assert_eq!(obj.field.as_deref(), Some("survivors"));
     assert_eq!(obj.value.as_deref(), Some("[4243]"));
     assert_eq!(obj.next.as_deref(), Some("dot-reap --pgid 4242"));

@@ -9,6 +9,7 @@
 use assert_cmd::cargo::cargo_bin;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
+use proto::Kind;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, Output};
 
@@ -53,7 +54,7 @@ fn a_group_it_may_not_signal_is_an_io_error_exit_5() {
     assert_eq!(out.status.code(), Some(5), "{out:?}");
     assert!(out.stdout.is_empty());
     let err = testkit::decode_error(&out.stderr);
-    assert_eq!(err.error, "io");
+    testkit::assert_kind!(err, Kind::Io);
     assert_eq!(
         (err.field.as_deref(), err.value.as_deref()),
         (Some("pgid"), Some(pgid.as_str()))
@@ -82,7 +83,7 @@ fn a_member_it_may_not_signal_stops_the_reap_with_exit_5() {
     ]);
     assert_eq!(out.status.code(), Some(5), "{out:?}");
     let err = testkit::decode_error(&out.stderr);
-    assert_eq!(err.error, "io");
+    testkit::assert_kind!(err, Kind::Io);
     assert_eq!(
         (err.field.as_deref(), err.value.as_deref()),
         (Some("pid"), Some(leader.as_str()))
@@ -109,7 +110,7 @@ fn a_proc_it_cannot_read_is_an_io_error_exit_5_naming_the_file() {
     assert_eq!(out.status.code(), Some(5), "{out:?}");
     assert!(out.stdout.is_empty());
     let err = testkit::decode_error(&out.stderr);
-    assert_eq!(err.error, "io");
+    testkit::assert_kind!(err, Kind::Io);
     assert_eq!(err.path.as_deref(), Some("/proc/4242/stat"));
     assert!(
         err.message.contains("malformed stat line"),

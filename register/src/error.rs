@@ -1,6 +1,6 @@
 //! `RegisterError`: the verification refusals shared with `dot-verify`, plus the registry's own.
 
-use proto::{ErrorObject, ExitCode, ToErrorObject};
+use proto::{ErrorObject, Kind, ToErrorObject};
 use std::path::PathBuf;
 use verify::VerifyError;
 
@@ -72,33 +72,23 @@ fn consent_hint(given: &Option<String>) -> String {
 }
 
 impl ToErrorObject for RegisterError {
-    fn kind(&self) -> &'static str {
+    fn kind(&self) -> Kind {
         match self {
             RegisterError::Verify(e) => e.kind(),
-            RegisterError::EntryExists { .. } => "entry-exists",
-            RegisterError::Downgrade { .. } => "downgrade",
-            RegisterError::LocalEntryInAdd { .. } => "local-entry-in-add",
-            RegisterError::RootNotDev { .. } => "root-not-dev",
-            RegisterError::DevNeedsDevRoot { .. } => "local-entry-not-dev",
+            RegisterError::EntryExists { .. } => Kind::EntryExists,
+            RegisterError::Downgrade { .. } => Kind::Downgrade,
+            RegisterError::LocalEntryInAdd { .. } => Kind::LocalEntryInAdd,
+            RegisterError::RootNotDev { .. } => Kind::RootNotDev,
+            RegisterError::DevNeedsDevRoot { .. } => Kind::LocalEntryNotDev,
             RegisterError::InputSpec { .. } | RegisterError::VersionSpec { .. } => {
-                "entry-malformed"
+                Kind::EntryMalformed
             }
-            RegisterError::KeyWasRevoked { .. } => "key-revoked",
-            RegisterError::KeyUnknown { .. } => "key-unknown",
-            RegisterError::ChangesNeedConsent { .. } => "changes-need-consent",
-            RegisterError::TransitionMissing { .. } => "transition-missing",
-            RegisterError::TransitionInvalid { .. } => "transition-invalid",
-            RegisterError::Usage(_) => "usage",
-        }
-    }
-
-    fn exit_code(&self) -> ExitCode {
-        match self {
-            RegisterError::Verify(e) => e.exit_code(),
-            RegisterError::InputSpec { .. }
-            | RegisterError::VersionSpec { .. }
-            | RegisterError::Usage(_) => ExitCode::Usage,
-            _ => ExitCode::Refused,
+            RegisterError::KeyWasRevoked { .. } => Kind::KeyRevoked,
+            RegisterError::KeyUnknown { .. } => Kind::KeyUnknown,
+            RegisterError::ChangesNeedConsent { .. } => Kind::ChangesNeedConsent,
+            RegisterError::TransitionMissing { .. } => Kind::TransitionMissing,
+            RegisterError::TransitionInvalid { .. } => Kind::TransitionInvalid,
+            RegisterError::Usage(_) => Kind::Usage,
         }
     }
 

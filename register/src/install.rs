@@ -25,9 +25,9 @@ use proto::entry::ENTRY_SCHEMA;
 use proto::layout::Root;
 use proto::trust::{AuditAction, AuditOutcome, AuditRecord, Changes, Grant, Limit, TRUST_SCHEMA};
 use proto::{Containment, Entry, InputDecl, InputKind, Name, Sha256, Trust};
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{ErrorKind, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use verify::entry::{check_exe_file, check_signed, parse_entry, read_doc};
 use verify::trust::TrustContext;
@@ -429,12 +429,7 @@ fn pin(root: &Root, exe: &File, entry: &Entry) -> Result<PathBuf, RegisterError>
 /// fsync and mode 0555 only if the digest and size are the expected ones.
 fn copy_verified(exe: &File, tmp: &Path, sha: &Sha256, size: u64) -> Result<(), VerifyError> {
     let io = |e| VerifyError::io(tmp, e);
-    let mut out = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(tmp)
-        .map_err(io)?;
+    let mut out = sys::fs::create_new(tmp, 0o600).map_err(io)?;
     let (found, len) =
         verify::digest::digest_file_with(exe, |chunk| out.write_all(chunk)).map_err(io)?;
     if len != size {

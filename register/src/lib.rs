@@ -25,7 +25,6 @@ use proto::cli::Output;
 use proto::layout::Root;
 use proto::trust::AuditRecord;
 use proto::Name;
-use std::io::Read;
 use std::path::Path;
 use verify::VerifyError;
 
@@ -118,12 +117,8 @@ impl WriterLock {
 /// regular file (not a link), at most `limit` bytes (one more byte is read so an oversized document
 /// is seen as such).
 pub fn read_input_limited(path: &Path, limit: u64) -> Result<Vec<u8>, RegisterError> {
-    let (file, _) =
-        sys::fs::open_regular(path).map_err(|e| VerifyError::from_open_document(path, e))?;
-    let mut bytes = Vec::new();
-    file.take(limit.saturating_add(1))
-        .read_to_end(&mut bytes)
-        .map_err(|e| VerifyError::io(path, e))?;
+    let (bytes, _) = sys::fs::read_regular(path, limit.saturating_add(1))
+        .map_err(|e| VerifyError::from_open_document(path, e))?;
     Ok(bytes)
 }
 

@@ -4,7 +4,7 @@
 
 use assert_cmd::cargo::cargo_bin_cmd;
 use proto::layout::Root;
-use proto::{Containment, ErrorObject, Name, Sha256, Trust};
+use proto::{Containment, ErrorObject, Kind, Name, Sha256, Trust};
 use register::report::{AddReport, ListItem};
 use std::ffi::OsStr;
 use std::fs;
@@ -94,7 +94,7 @@ impl Fx {
         before: &std::collections::BTreeMap<PathBuf, testkit::NodeFacts>,
         out: &Output,
         code: i32,
-        kind: &str,
+        kind: Kind,
     ) -> ErrorObject {
         let e = testkit::assert_refused(out, code, kind);
         assert_eq!(
@@ -219,7 +219,12 @@ fn refuses_symlinked_exe() {
     let link = fx.dir.join("in/link");
     std::os::unix::fs::symlink(&x, &link).unwrap();
     let before = fx.snap();
-    let err = fx.refused(&before, &fx.add_paths(&e, &s, &link, &[]), 1, "exe-symlink");
+    let err = fx.refused(
+        &before,
+        &fx.add_paths(&e, &s, &link, &[]),
+        1,
+        Kind::ExeSymlink,
+    );
     assert_eq!(err.path, Some(link.display().to_string()));
 }
 
@@ -231,7 +236,7 @@ fn refuses_non_regular_exe() {
     let (e, s, _) = fx.inputs(&bytes, &fx.key.sign(&bytes, true), EXE);
     let before = fx.snap();
     let out = fx.add_paths(&e, &s, &fx.dir.join("in"), &[]);
-    fx.refused(&before, &out, 1, "exe-not-regular");
+    fx.refused(&before, &out, 1, Kind::ExeNotRegular);
 }
 
 #[test]
@@ -242,7 +247,7 @@ fn refuses_setuid_exe() {
     let (e, s, x) = fx.inputs(&bytes, &fx.key.sign(&bytes, true), EXE);
     fs::set_permissions(&x, fs::Permissions::from_mode(0o4755)).unwrap();
     let before = fx.snap();
-    fx.refused(&before, &fx.add_paths(&e, &s, &x, &[]), 1, "exe-setid");
+    fx.refused(&before, &fx.add_paths(&e, &s, &x, &[]), 1, Kind::ExeSetid);
 }
 
 #[test]
@@ -253,7 +258,7 @@ fn refuses_setgid_exe() {
     let (e, s, x) = fx.inputs(&bytes, &fx.key.sign(&bytes, true), EXE);
     fs::set_permissions(&x, fs::Permissions::from_mode(0o2755)).unwrap();
     let before = fx.snap();
-    fx.refused(&before, &fx.add_paths(&e, &s, &x, &[]), 1, "exe-setid");
+    fx.refused(&before, &fx.add_paths(&e, &s, &x, &[]), 1, Kind::ExeSetid);
 }
 
 #[test]
@@ -262,7 +267,7 @@ fn refuses_size_mismatch() {
     let mut e = entry(Containment::Audit, EXE);
     e.size += 1;
     let before = fx.snap();
-    let err = fx.refused(&before, &fx.add(&e, EXE, &[]), 1, "size-mismatch");
+    let err = fx.refused(&before, &fx.add(&e, EXE, &[]), 1, Kind::SizeMismatch);
     assert_eq!(err.value, Some(EXE.len().to_string()));
 }
 
@@ -273,7 +278,7 @@ fn refuses_digest_mismatch() {
     other[3] ^= 0x20;
     let e = entry(Containment::Audit, &other);
     let before = fx.snap();
-    let err = fx.refused(&before, &fx.add(&e, EXE, &[]), 1, "digest-mismatch");
+    let err = fx.refused(&before, &fx.add(&e, EXE, &[]), 1, Kind::DigestMismatch);
     assert_eq!(err.value, Some(Sha256::of(EXE).to_hex()));
 }
 
@@ -283,7 +288,7 @@ fn refuses_dynamic_exe_as_process() {
     let exe = fs::read("/bin/true").unwrap();
     let before = fx.snap();
     let out = fx.add(&entry(Containment::Process, &exe), &exe, &[]);
-    fx.refused(&before, &out, 1, "not-static-elf");
+    fx.refused(&before, &out, 1, Kind::NotStaticElf);
 }
 
 #[test]
@@ -295,7 +300,7 @@ fn refuses_script_as_process() {
         testkit::SCRIPT,
         &[],
     );
-    fx.refused(&before, &out, 1, "not-static-elf");
+    fx.refused(&before, &out, 1, Kind::NotStaticElf);
 }
 
 // ---- refusals: the entry -----------------------------------------------------------------------
@@ -311,7 +316,7 @@ fn refuses_malformed(edit: impl FnOnce(&mut serde_json::Value), field: Option<&s
         &before,
         &fx.add_paths(&e, &s, &x, &[]),
         2,
-        "entry-malformed",
+        Kind::EntryMalformed,
     );
     assert_eq!(err.field.as_deref(), field, "{err:?}");
 }
@@ -372,7 +377,7 @@ fn refuses_local_entry() {
     let fx = fx();
     let e = testkit::entry_for_bytes("hello", EXE, Containment::Audit, None);
     let before = fx.snap();
-    let err = fx.refused(&before, &fx.add(&e, EXE, &[]), 1, "local-entry-in-add");
+    let err = fx.refused(&before, &fx.add(&e, EXE, &[]), 1, Kind::LocalEntryInAdd);
     assert!(err.next.unwrap().starts_with("dot-register dev"));
 }
 
@@ -383,7 +388,7 @@ fn refuses_publisher_not_in_trust_store() {
     let fx = fx();
     let e = testkit::entry_for_bytes("hello", EXE, Containment::Audit, Some("stranger"));
     let before = fx.snap();
-    let err = fx.refused(&before, &fx.add(&e, EXE, &[]), 1, "publisher-unknown");
+    let err = fx.refused(&before, &fx.add(&e, EXE, &[]), 1, Kind::PublisherUnknown);
     assert!(err.next.unwrap().starts_with("dot-register publisher add"));
 }
 
@@ -402,7 +407,7 @@ fn refuses_revoked_publisher() {
     ]));
     let before = fx.snap();
     let out = fx.add(&entry(Containment::Audit, EXE), EXE, &[]);
-    fx.refused(&before, &out, 1, "publisher-revoked");
+    fx.refused(&before, &out, 1, Kind::PublisherRevoked);
 }
 
 #[test]
@@ -423,7 +428,7 @@ fn refuses_revoked_key() {
     ]));
     let before = fx.snap();
     let out = fx.add(&entry(Containment::Audit, EXE), EXE, &[]);
-    fx.refused(&before, &out, 1, "key-revoked");
+    fx.refused(&before, &out, 1, Kind::KeyRevoked);
 }
 
 #[test]
@@ -436,7 +441,7 @@ fn refuses_signature_by_another_key() {
         &before,
         &fx.add_paths(&e, &s, &x, &[]),
         1,
-        "signature-invalid",
+        Kind::SignatureInvalid,
     );
     assert_eq!(err.path, Some(s.display().to_string()));
 }
@@ -453,7 +458,7 @@ fn refuses_changed_after_signing(edit: impl FnOnce(&mut proto::Entry), exe: &[u8
         &before,
         &fx.add_paths(&e, &s, &x, &[]),
         1,
-        "signature-invalid",
+        Kind::SignatureInvalid,
     );
 }
 
@@ -497,7 +502,7 @@ fn refuses_existing_name_without_replace() {
     let mut newer = entry(Containment::Audit, b"two");
     newer.version = semver::Version::new(2, 0, 0);
     let before = fx.snap();
-    let err = fx.refused(&before, &fx.add(&newer, b"two", &[]), 1, "entry-exists");
+    let err = fx.refused(&before, &fx.add(&newer, b"two", &[]), 1, Kind::EntryExists);
     assert!(err.next.unwrap().ends_with("--replace"));
 }
 
@@ -513,7 +518,7 @@ fn refuses_downgrade() {
         &before,
         &fx.add(&older, b"old", &["--replace"]),
         1,
-        "downgrade",
+        Kind::Downgrade,
     );
     assert_eq!(err.value.as_deref(), Some("1.0.0"));
     assert!(err.next.unwrap().ends_with("--replace --allow-downgrade"));
@@ -536,7 +541,7 @@ fn refuses_missing_root() {
         "--exe".as_ref(),
         x.as_os_str(),
     ]);
-    testkit::assert_refused(&out, 1, "root-missing");
+    testkit::assert_refused(&out, 1, Kind::RootMissing);
     assert!(!missing.exists());
 }
 
@@ -555,7 +560,7 @@ fn refuses_when_the_pinned_copy_was_tampered_and_never_rewrites_it() {
         &before,
         &fx.add(&again, EXE, &["--replace"]),
         1,
-        "store-tampered",
+        Kind::StoreTampered,
     );
     assert_eq!(fs::read(&store).unwrap(), b"tampered");
 }
@@ -574,7 +579,7 @@ fn list_shows_a_tampered_pinned_copy_as_invalid() {
     fs::write(&store, b"tampered").unwrap();
     let items: Vec<ListItem> = testkit::assert_ok(&reg(["list", "--root", fx.r()]));
     assert!(!items[0].valid);
-    assert_eq!(items[0].problem.as_ref().unwrap().error, "store-tampered");
+    testkit::assert_kind!(items[0].problem.as_ref().unwrap(), Kind::StoreTampered);
     assert_eq!(items[0].sha256, Some(Sha256::of(EXE)));
 }
 
@@ -599,7 +604,7 @@ fn remove_refuses_missing_entry() {
     let fx = fx();
     let before = fx.snap();
     let out = reg(["remove", "--root", fx.r(), "--name", "hello"]);
-    fx.refused(&before, &out, 1, "entry-missing");
+    fx.refused(&before, &out, 1, Kind::EntryMissing);
 }
 
 #[test]
@@ -607,7 +612,7 @@ fn remove_refuses_bad_name() {
     let fx = fx();
     let before = fx.snap();
     let out = reg(["remove", "--root", fx.r(), "--name", "../plugins.d"]);
-    fx.refused(&before, &out, 2, "bad-name");
+    fx.refused(&before, &out, 2, Kind::BadName);
 }
 
 #[test]

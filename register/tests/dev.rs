@@ -3,7 +3,7 @@
 
 use assert_cmd::cargo::cargo_bin_cmd;
 use proto::layout::Root;
-use proto::{Containment, InputKind, Name, Sha256, Trust};
+use proto::{Containment, InputKind, Kind, Name, Sha256, Trust};
 use register::report::AddReport;
 use std::ffi::OsStr;
 use std::fs;
@@ -48,7 +48,7 @@ impl Fx {
         &self,
         out: Output,
         code: i32,
-        kind: &str,
+        kind: Kind,
         before: &std::collections::BTreeMap<PathBuf, testkit::NodeFacts>,
     ) -> proto::ErrorObject {
         let e = testkit::assert_refused(&out, code, kind);
@@ -125,7 +125,7 @@ fn refuses_a_root_without_the_dev_marker() {
     fx.refused(
         fx.dev(&fx.exe, &["--containment", "audit"]),
         1,
-        "local-entry-not-dev",
+        Kind::LocalEntryNotDev,
         &before,
     );
 }
@@ -139,7 +139,7 @@ fn refuses_existing_name_without_replace() {
     fx.refused(
         fx.dev(&other, &["--containment", "audit"]),
         1,
-        "entry-exists",
+        Kind::EntryExists,
         &before,
     );
     let report: AddReport =
@@ -154,7 +154,7 @@ fn refuses_unknown_containment() {
     fx.refused(
         fx.dev(&fx.exe, &["--containment", "jail"]),
         2,
-        "usage",
+        Kind::Usage,
         &before,
     );
 }
@@ -166,7 +166,7 @@ fn refuses_unparsable_protocol_requirement() {
     let e = fx.refused(
         fx.dev(&fx.exe, &["--containment", "audit", "--protocol", "soon"]),
         2,
-        "entry-malformed",
+        Kind::EntryMalformed,
         &before,
     );
     assert_eq!(e.field.as_deref(), Some("protocol"));
@@ -179,7 +179,7 @@ fn refuses_bad_version() {
     let e = fx.refused(
         fx.dev(&fx.exe, &["--containment", "audit", "--version", "1.0"]),
         2,
-        "entry-malformed",
+        Kind::EntryMalformed,
         &before,
     );
     assert_eq!(e.field.as_deref(), Some("version"));
@@ -200,7 +200,7 @@ fn refuses_duplicate_input_names() {
             "a:file",
         ],
     );
-    let e = fx.refused(out, 2, "entry-malformed", &before);
+    let e = fx.refused(out, 2, Kind::EntryMalformed, &before);
     assert_eq!(e.field.as_deref(), Some("inputs"));
 }
 
@@ -212,7 +212,7 @@ fn refuses_malformed_input_spec() {
         let e = fx.refused(
             fx.dev(&fx.exe, &["--containment", "audit", "--input", spec]),
             2,
-            "entry-malformed",
+            Kind::EntryMalformed,
             &before,
         );
         assert_eq!(e.value.as_deref(), Some(spec));
@@ -230,7 +230,7 @@ fn refuses_bad_plugin_name() {
         .arg(&fx.exe)
         .output()
         .unwrap();
-    fx.refused(out, 2, "bad-name", &before);
+    fx.refused(out, 2, Kind::BadName, &before);
 }
 
 #[test]
@@ -254,7 +254,7 @@ fn refuses_the_reserved_name_recover() {
         .arg("--allow-dynamic")
         .output()
         .unwrap();
-    let e = fx.refused(out, 2, "entry-malformed", &before);
+    let e = fx.refused(out, 2, Kind::EntryMalformed, &before);
     assert_eq!(e.field.as_deref(), Some("name"));
     assert_eq!(e.value.as_deref(), Some("recover"));
 }
@@ -269,7 +269,7 @@ fn refuses_dynamic_exe_as_process() {
             &["--containment", "process"],
         ),
         1,
-        "not-static-elf",
+        Kind::NotStaticElf,
         &before,
     );
     assert_eq!(e.path.as_deref(), Some("/bin/true"));
@@ -283,7 +283,7 @@ fn refuses_script_as_process() {
     fx.refused(
         fx.dev(&script, &["--containment", "process"]),
         1,
-        "not-static-elf",
+        Kind::NotStaticElf,
         &before,
     );
 }
@@ -297,7 +297,7 @@ fn refuses_symlinked_exe() {
     fx.refused(
         fx.dev(&link, &["--containment", "audit"]),
         1,
-        "exe-symlink",
+        Kind::ExeSymlink,
         &before,
     );
 }

@@ -6,7 +6,7 @@
 
 use assert_cmd::cargo::cargo_bin_cmd;
 use proto::layout::Root;
-use proto::Containment;
+use proto::{Containment, Kind};
 use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -69,7 +69,8 @@ fn an_entry_or_signature_that_is_not_a_regular_file_is_document_not_regular() {
     let f = fx();
     for (odd, _) in testkit::odd_files(f.d.path(), &f.entry) {
         for (entry, sig) in [(&odd, &f.sig), (&f.entry, &odd)] {
-            let e = testkit::assert_refused(&f.add(entry, sig, &f.exe), 2, "document-not-regular");
+            let e =
+                testkit::assert_refused(&f.add(entry, sig, &f.exe), 2, Kind::DocumentNotRegular);
             assert_eq!(e.path, Some(odd.display().to_string()));
         }
     }
@@ -77,7 +78,7 @@ fn an_entry_or_signature_that_is_not_a_regular_file_is_document_not_regular() {
     let e = testkit::assert_refused(
         &f.add(&f.entry, &f.sig, &f.d.join("dir")),
         1,
-        "exe-not-regular",
+        Kind::ExeNotRegular,
     );
     assert_eq!(e.path, Some(f.d.join("dir").display().to_string()));
     // Nothing was registered.
@@ -102,7 +103,7 @@ fn a_public_key_or_statement_that_is_not_a_regular_file_is_document_not_regular(
                 odd.as_os_str(),
             ]),
             2,
-            "document-not-regular",
+            Kind::DocumentNotRegular,
         );
         assert_eq!(e.path, Some(odd.display().to_string()));
         let next = KeyPair::generate().pk_path(f.d.path());
@@ -120,7 +121,7 @@ fn a_public_key_or_statement_that_is_not_a_regular_file_is_document_not_regular(
                 odd.as_os_str(),
             ]),
             2,
-            "document-not-regular",
+            Kind::DocumentNotRegular,
         );
         assert_eq!(e.path, Some(odd.display().to_string()));
     }
@@ -135,7 +136,7 @@ fn a_missing_file_is_file_missing_exit_2() {
         (&f.entry, &missing, &f.exe),
         (&f.entry, &f.sig, &missing),
     ] {
-        let e = testkit::assert_refused(&f.add(entry, sig, exe), 2, "file-missing");
+        let e = testkit::assert_refused(&f.add(entry, sig, exe), 2, Kind::FileMissing);
         assert_eq!(e.path, Some(missing.display().to_string()));
     }
     let dev = TempDir::new();
@@ -153,7 +154,7 @@ fn a_missing_file_is_file_missing_exit_2() {
             "audit".as_ref(),
         ]),
         2,
-        "file-missing",
+        Kind::FileMissing,
     );
     assert_eq!(e.path, Some(missing.display().to_string()));
 }
@@ -188,7 +189,7 @@ fn a_dev_entry_that_is_not_valid_is_named_as_built_from_the_options() {
             args.extend(["--input", "x:file"].map(OsString::from));
         }
         let out = cargo_bin_cmd!("dot-register").args(&args).output().unwrap();
-        let e = testkit::assert_refused(&out, 2, "entry-malformed");
+        let e = testkit::assert_refused(&out, 2, Kind::EntryMalformed);
         assert_eq!(e.field.as_deref(), Some(field));
         assert!(
             e.message
@@ -220,7 +221,7 @@ fn a_different_key_under_a_known_key_id_names_the_publisher_as_a_name() {
             pk.as_os_str(),
         ]),
         2,
-        "pubkey-malformed",
+        Kind::PubkeyMalformed,
     );
     assert_eq!(e.path, Some(pk.display().to_string()));
     assert!(

@@ -3,6 +3,7 @@
 
 use assert_cmd::cargo::cargo_bin_cmd;
 use proto::layout::{Root, ROOT_DIRS};
+use proto::Kind;
 use register::report::InitReport;
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -77,7 +78,7 @@ fn refuses_to_turn_an_existing_root_into_a_dev_root() {
     let root = d.join("root");
     testkit::assert_ok::<InitReport>(&init(&root, false));
     let before = testkit::tree_snapshot(&root);
-    testkit::assert_refused(&init(&root, true), 1, "root-not-dev");
+    testkit::assert_refused(&init(&root, true), 1, Kind::RootNotDev);
     assert_eq!(before, testkit::tree_snapshot(&root));
 }
 
@@ -88,7 +89,7 @@ fn refuses_group_writable_root() {
     fs::create_dir(&root).unwrap();
     fs::set_permissions(&root, fs::Permissions::from_mode(0o770)).unwrap();
     let before = testkit::tree_snapshot(&root);
-    testkit::assert_refused(&init(&root, false), 1, "root-unsafe");
+    testkit::assert_refused(&init(&root, false), 1, Kind::RootUnsafe);
     assert_eq!(before, testkit::tree_snapshot(&root));
 }
 
@@ -99,7 +100,7 @@ fn refuses_world_writable_layout_directory() {
     testkit::assert_ok::<InitReport>(&init(root.path(), false));
     fs::set_permissions(root.store(), fs::Permissions::from_mode(0o777)).unwrap();
     let before = testkit::tree_snapshot(root.path());
-    testkit::assert_refused(&init(root.path(), false), 1, "root-unsafe");
+    testkit::assert_refused(&init(root.path(), false), 1, Kind::RootUnsafe);
     assert_eq!(before, testkit::tree_snapshot(root.path()));
 }
 
@@ -111,7 +112,7 @@ fn refuses_root_owned_by_another_user() {
     fs::set_permissions(&root, fs::Permissions::from_mode(0o700)).unwrap();
     std::os::unix::fs::chown(&root, Some(65534), Some(65534)).unwrap();
     let before = testkit::tree_snapshot(&root);
-    testkit::assert_refused(&init(&root, false), 1, "root-unsafe");
+    testkit::assert_refused(&init(&root, false), 1, Kind::RootUnsafe);
     assert_eq!(before, testkit::tree_snapshot(&root));
 }
 
@@ -124,6 +125,6 @@ fn refuses_symlinked_layout_directory() {
     fs::create_dir(d.join("elsewhere")).unwrap();
     std::os::unix::fs::symlink(d.join("elsewhere"), root.join("plugins.d")).unwrap();
     let before = testkit::tree_snapshot(&root);
-    testkit::assert_refused(&init(&root, false), 1, "root-unsafe");
+    testkit::assert_refused(&init(&root, false), 1, Kind::RootUnsafe);
     assert_eq!(before, testkit::tree_snapshot(&root));
 }

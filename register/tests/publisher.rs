@@ -3,7 +3,7 @@
 
 use assert_cmd::cargo::cargo_bin_cmd;
 use proto::layout::Root;
-use proto::{Name, Publisher};
+use proto::{Kind, Name, Publisher};
 use std::ffi::OsStr;
 use std::fs;
 use std::process::Output;
@@ -69,7 +69,7 @@ fn adding_a_second_key_is_a_rotation() {
     let e = testkit::assert_refused(
         &add(&root, "acme", &k2.pk_path(d.path())),
         1,
-        "transition-missing",
+        Kind::TransitionMissing,
     );
     assert!(e.next.unwrap().contains("publisher rotate"));
     assert_eq!(before, testkit::tree_snapshot(root.path()));
@@ -131,16 +131,28 @@ fn rotate_refuses_a_statement_for_another_key_or_publisher() {
     // Signed by acme's valid key, but naming k3: it does not authorize k2.
     let (stmt, sig) = k1.transition_to("acme", &k3);
     let t = write_transition(d.path(), "to-k3.json", &stmt, &sig);
-    let e = testkit::assert_refused(&rotate(&root, "acme", &k2_pk, &t), 1, "transition-invalid");
+    let e = testkit::assert_refused(
+        &rotate(&root, "acme", &k2_pk, &t),
+        1,
+        Kind::TransitionInvalid,
+    );
     assert_eq!(e.path, Some(d.join("to-k3.json").display().to_string()));
     // Signed by a key both publishers hold, but written for `other`: not a statement for acme.
     let (stmt, sig) = k1.transition_to("other", &k2);
     let t = write_transition(d.path(), "for-other.json", &stmt, &sig);
-    testkit::assert_refused(&rotate(&root, "acme", &k2_pk, &t), 1, "transition-invalid");
+    testkit::assert_refused(
+        &rotate(&root, "acme", &k2_pk, &t),
+        1,
+        Kind::TransitionInvalid,
+    );
     // A signed document that is not a statement at all.
     let junk = br#"{"schema":1,"publisher":"acme"}"#;
     let t = write_transition(d.path(), "junk.json", junk, &k1.sign(junk, true));
-    testkit::assert_refused(&rotate(&root, "acme", &k2_pk, &t), 1, "transition-invalid");
+    testkit::assert_refused(
+        &rotate(&root, "acme", &k2_pk, &t),
+        1,
+        Kind::TransitionInvalid,
+    );
     assert_eq!(before, testkit::tree_snapshot(root.path()));
     // The statement for exactly this key and publisher is accepted.
     let (stmt, sig) = k1.transition_to("acme", &k2);
@@ -155,7 +167,7 @@ fn add_refuses_malformed_public_key() {
     let pk = d.join("bad.pub");
     fs::write(&pk, "untrusted comment: minisign public key\nAAAA\n").unwrap();
     let before = testkit::tree_snapshot(root.path());
-    let e = testkit::assert_refused(&add(&root, "acme", &pk), 2, "pubkey-malformed");
+    let e = testkit::assert_refused(&add(&root, "acme", &pk), 2, Kind::PubkeyMalformed);
     assert_eq!(e.path, Some(pk.display().to_string()));
     assert_eq!(before, testkit::tree_snapshot(root.path()));
 }
@@ -166,7 +178,7 @@ fn add_refuses_bad_publisher_id() {
     let pk = KeyPair::generate().pk_path(d.path());
     let before = testkit::tree_snapshot(root.path());
     for bad in ["../x", "a/b", "", "Acme"] {
-        testkit::assert_refused(&add(&root, bad, &pk), 2, "bad-name");
+        testkit::assert_refused(&add(&root, bad, &pk), 2, Kind::BadName);
     }
     assert_eq!(before, testkit::tree_snapshot(root.path()));
 }
@@ -188,7 +200,7 @@ fn add_refuses_a_revoked_publisher() {
     ]));
     let before = testkit::tree_snapshot(root.path());
     let out = add(&root, "acme", &KeyPair::generate().pk_path(d.path()));
-    testkit::assert_refused(&out, 1, "publisher-revoked");
+    testkit::assert_refused(&out, 1, Kind::PublisherRevoked);
     assert_eq!(before, testkit::tree_snapshot(root.path()));
 }
 
@@ -214,7 +226,7 @@ fn add_refuses_to_revive_a_revoked_key() {
     testkit::assert_refused(
         &add(&root, "acme", &key.pk_path(d.path())),
         1,
-        "key-revoked",
+        Kind::KeyRevoked,
     );
     assert_eq!(before, testkit::tree_snapshot(root.path()));
 }
@@ -253,7 +265,7 @@ fn revoke_refuses_unknown_publisher() {
         "--reason",
         "x",
     ]);
-    testkit::assert_refused(&out, 1, "publisher-unknown");
+    testkit::assert_refused(&out, 1, Kind::PublisherUnknown);
     assert_eq!(before, testkit::tree_snapshot(root.path()));
 }
 
@@ -274,7 +286,7 @@ fn revoke_refuses_unknown_key() {
         "--key",
         "0123456789ABCDEF",
     ]);
-    testkit::assert_refused(&out, 1, "key-unknown");
+    testkit::assert_refused(&out, 1, Kind::KeyUnknown);
     assert_eq!(before, testkit::tree_snapshot(root.path()));
 }
 
@@ -317,7 +329,7 @@ fn deny_needs_exactly_one_well_formed_item() {
         vec!["add", "--reason", "x", "--key", "0123456789abcdef"],
         vec!["remove"],
     ] {
-        testkit::assert_refused(&deny(&root, &args), 2, "usage");
+        testkit::assert_refused(&deny(&root, &args), 2, Kind::Usage);
     }
     assert_eq!(before, testkit::tree_snapshot(root.path()));
 }
@@ -368,7 +380,7 @@ fn policy_show_gives_defaults_and_set_refuses_out_of_range_values() {
         "--max-entry-bytes",
         "70000",
     ]);
-    testkit::assert_refused(&out, 2, "usage");
+    testkit::assert_refused(&out, 2, Kind::Usage);
     assert_eq!(before, testkit::tree_snapshot(root.path()));
     let p: proto::trust::Policy = testkit::assert_ok(&reg([
         "policy",
@@ -417,6 +429,6 @@ fn key_windows_take_iso_8601_dates_or_unix_seconds() {
         "--not-after",
         "2028-02-30",
     ]);
-    let e = testkit::assert_refused(&bad, 2, "usage");
+    let e = testkit::assert_refused(&bad, 2, proto::Kind::Usage);
     assert!(e.message.contains("2028-02-30"), "{}", e.message);
 }

@@ -40,7 +40,7 @@ use elf::ElfError;
 use proto::probe::REQUIRED_LANDLOCK_ABI;
 use proto::runner::{ConfineTimings, Enforced, Identity, Invocation, Limits, Rlimits};
 use proto::runner::{SandboxReport, PLUGIN_FD, PLUGIN_PATH, STAGE_MESSAGE};
-use proto::{ErrorObject, ExitCode, ToErrorObject};
+use proto::{ErrorObject, Kind, ToErrorObject};
 use std::convert::Infallible;
 use std::ffi::CString;
 use std::fs::File;
@@ -109,46 +109,30 @@ pub enum ExecError {
 }
 
 impl ToErrorObject for ExecError {
-    fn kind(&self) -> &'static str {
+    fn kind(&self) -> Kind {
         match self {
-            ExecError::ReportFd { .. } => "bad-report-fd",
-            ExecError::BadPluginPath { .. } => "bad-plugin-path",
-            ExecError::BadLimit { .. } => "bad-limit",
-            ExecError::PluginFd(_) => "bad-plugin-fd",
+            ExecError::ReportFd { .. } => Kind::BadReportFd,
+            ExecError::BadPluginPath { .. } => Kind::BadPluginPath,
+            ExecError::BadLimit { .. } => Kind::BadLimit,
+            ExecError::PluginFd(_) => Kind::BadPluginFd,
             ExecError::NotStaticElf(e) => e.kind(),
-            ExecError::ParentDeathSignal(_) => "parent-death-signal",
-            ExecError::ParentGone { .. } => "parent-gone",
-            ExecError::Rlimit { .. } => "rlimit",
-            ExecError::Capabilities { .. } => "capabilities",
-            ExecError::NoNewPrivs(_) => "no-new-privs",
-            ExecError::LandlockUnsupported { .. } => "landlock-unsupported",
-            ExecError::Signals(_) => "signals",
-            ExecError::Landlock(_) => "landlock",
-            ExecError::Identity { .. } => "identity",
-            ExecError::Stage { .. } => "stage",
-            ExecError::LandlockNotEnforced { .. } => "landlock-not-enforced",
-            ExecError::SeccompPolicy(_) => "seccomp-policy",
-            ExecError::SeccompInstall(_) => "seccomp-install",
-            ExecError::Cloexec(_) => "cloexec",
-            ExecError::Report(_) => "report",
-            ExecError::Exec(_) => "exec",
-            ExecError::UnsupportedPlatform => "unsupported-platform",
-        }
-    }
-
-    fn exit_code(&self) -> ExitCode {
-        match self {
-            ExecError::BadLimit { .. } => ExitCode::Usage,
-            ExecError::ReportFd { .. }
-            | ExecError::BadPluginPath { .. }
-            | ExecError::PluginFd(_)
-            | ExecError::NotStaticElf(_)
-            | ExecError::ParentGone { .. }
-            | ExecError::LandlockUnsupported { .. }
-            | ExecError::LandlockNotEnforced { .. }
-            | ExecError::Identity { .. }
-            | ExecError::UnsupportedPlatform => ExitCode::Refused,
-            _ => ExitCode::System,
+            ExecError::ParentDeathSignal(_) => Kind::ParentDeathSignal,
+            ExecError::ParentGone { .. } => Kind::ParentGone,
+            ExecError::Rlimit { .. } => Kind::Rlimit,
+            ExecError::Capabilities { .. } => Kind::Capabilities,
+            ExecError::NoNewPrivs(_) => Kind::NoNewPrivs,
+            ExecError::LandlockUnsupported { .. } => Kind::LandlockUnsupported,
+            ExecError::Signals(_) => Kind::Signals,
+            ExecError::Landlock(_) => Kind::Landlock,
+            ExecError::Identity { .. } => Kind::Identity,
+            ExecError::Stage { .. } => Kind::Stage,
+            ExecError::LandlockNotEnforced { .. } => Kind::LandlockNotEnforced,
+            ExecError::SeccompPolicy(_) => Kind::SeccompPolicy,
+            ExecError::SeccompInstall(_) => Kind::SeccompInstall,
+            ExecError::Cloexec(_) => Kind::Cloexec,
+            ExecError::Report(_) => Kind::Report,
+            ExecError::Exec(_) => Kind::Exec,
+            ExecError::UnsupportedPlatform => Kind::UnsupportedPlatform,
         }
     }
 
@@ -240,7 +224,7 @@ fn check_static_elf(plugin: &File) -> Result<(), ExecError> {
 fn parent_death_signal() -> Result<(), ExecError> {
     sys::confine::set_parent_death_kill().map_err(ExecError::ParentDeathSignal)?;
     // The launcher is the parent and never pid 1; a parent of 1 means it died before the signal
-    // was armed (a subreaper parent would be some other pid, see DESIGN.md: launch is the
+    // was armed (a subreaper parent would be some other pid, see docs/design.md: launch is the
     // subreaper and the parent at once).
     match sys::confine::parent_pid() {
         0 | 1 => Err(ExecError::ParentGone {
@@ -613,8 +597,7 @@ mod tests {
             "/proc/self/fd/44",
         ] {
             let err = check_plugin_path(bad).expect_err(bad);
-            assert_eq!(err.kind(), "bad-plugin-path");
-            assert_eq!(err.exit_code(), ExitCode::Refused);
+            assert_eq!(err.kind(), Kind::BadPluginPath);
         }
     }
 
@@ -626,10 +609,7 @@ mod tests {
         assert_eq!(target_abi(3, Some(9)).ok(), Some(3));
         for (kernel, cap) in [(7, Some(2)), (7, Some(0)), (2, None), (2, Some(7))] {
             let err = target_abi(kernel, cap).expect_err("below 3");
-            assert_eq!(
-                (err.kind(), err.exit_code()),
-                ("landlock-unsupported", ExitCode::Refused)
-            );
+            assert_eq!(err.kind(), Kind::LandlockUnsupported);
         }
     }
 
@@ -664,10 +644,7 @@ mod tests {
             ),
         ] {
             let err = check_limits(&bad).expect_err(field);
-            assert_eq!(
-                (err.kind(), err.exit_code()),
-                ("bad-limit", ExitCode::Usage)
-            );
+            assert_eq!(err.kind(), Kind::BadLimit);
             assert_eq!(err.to_error_object().field.as_deref(), Some(field));
         }
     }

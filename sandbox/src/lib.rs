@@ -34,7 +34,7 @@ pub use prove::{prove, prove_sibling, run_probe, ProbeResult, ProveError, ProveR
 use argh::FromArgs;
 use proto::cli::Output;
 use proto::runner::{Invocation, Limits};
-use proto::{ErrorObject, ExitCode, Name, Sha256, ToErrorObject};
+use proto::{ErrorObject, ExitCode, Kind, Name, Sha256, ToErrorObject};
 
 /// dot-sandbox: confine this process and execute a plugin (run only by dot-launch), or report what
 /// this kernel can enforce.
@@ -143,17 +143,10 @@ pub enum Error {
 }
 
 impl ToErrorObject for Error {
-    fn kind(&self) -> &'static str {
+    fn kind(&self) -> Kind {
         match self {
             Error::Exec(e) => e.kind(),
             Error::Prove(e) => e.kind(),
-        }
-    }
-
-    fn exit_code(&self) -> ExitCode {
-        match self {
-            Error::Exec(e) => e.exit_code(),
-            Error::Prove(e) => e.exit_code(),
         }
     }
 

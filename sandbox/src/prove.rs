@@ -6,7 +6,7 @@ use crate::harness::{canary_invocation, canary_request, outcome, Input, Run, Run
 use crate::harness::{Scratch, Targets};
 use proto::canary::{Probe, ProbeSpec, PROBES};
 use proto::runner::Limits;
-use proto::{ErrorObject, ExitCode, ToErrorObject};
+use proto::{ErrorObject, Kind, ToErrorObject};
 use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::io;
@@ -57,20 +57,12 @@ pub enum ProveError {
 }
 
 impl ToErrorObject for ProveError {
-    fn kind(&self) -> &'static str {
+    fn kind(&self) -> Kind {
         match self {
-            ProveError::Canary { .. } => "canary-missing",
-            ProveError::Runner(_) => "runner-missing",
-            ProveError::UnknownProbe(_) => "unknown-probe",
-            ProveError::Harness { .. } => "harness",
-        }
-    }
-
-    fn exit_code(&self) -> ExitCode {
-        match self {
-            ProveError::Canary { .. } | ProveError::Runner(_) => ExitCode::Refused,
-            ProveError::UnknownProbe(_) => ExitCode::Usage,
-            ProveError::Harness { .. } => ExitCode::System,
+            ProveError::Canary { .. } => Kind::CanaryMissing,
+            ProveError::Runner(_) => Kind::RunnerMissing,
+            ProveError::UnknownProbe(_) => Kind::UnknownProbe,
+            ProveError::Harness { .. } => Kind::Harness,
         }
     }
 

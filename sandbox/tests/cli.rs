@@ -5,6 +5,7 @@ mod common;
 use assert_cmd::cargo::cargo_bin_cmd;
 use proto::probe::Probe;
 use proto::runner::IdentityKind;
+use proto::Kind;
 use sandbox::ProveReport;
 
 #[test]
@@ -89,7 +90,7 @@ fn prove_refuses_an_unknown_probe() {
     assert_eq!(out.status.code(), Some(2));
     let err: proto::ErrorObject =
         serde_json::from_slice(out.stderr.trim_ascii_end()).expect("error");
-    assert_eq!(err.error, "unknown-probe");
+    testkit::assert_kind!(err, Kind::UnknownProbe);
 }
 
 #[test]
@@ -101,7 +102,7 @@ fn exec_without_arguments_is_a_usage_error() {
     assert_eq!(out.status.code(), Some(2));
     let err: proto::ErrorObject =
         serde_json::from_slice(out.stderr.trim_ascii_end()).expect("error");
-    assert_eq!(err.error, "usage");
+    testkit::assert_kind!(err, Kind::Usage);
 }
 
 #[test]

@@ -6,7 +6,7 @@
 mod common;
 
 use proto::runner::Limits;
-use proto::{ErrorObject, ExitCode, ToErrorObject};
+use proto::{ErrorObject, ExitCode, Kind, ToErrorObject};
 use sandbox::{ExecError, ProveError};
 use std::io;
 use std::process::Command;
@@ -54,7 +54,7 @@ fn a_limit_below_its_minimum_is_bad_limit_exit_2() {
     };
     let (out, report) = exec_without_plugin(&dir.dir, limits);
     let e = stderr_error(&out, 2);
-    assert_eq!(e.error, "bad-limit");
+    testkit::assert_kind!(e, Kind::BadLimit);
     assert_eq!(e.field.as_deref(), Some("nofile"));
     assert_eq!(e.value.as_deref(), Some("15"));
     assert!(
@@ -68,7 +68,7 @@ fn no_plugin_on_descriptor_4_is_bad_plugin_fd_exit_1() {
     let dir = sandbox::Scratch::new("no-fd4").expect("scratch");
     let (out, report) = exec_without_plugin(&dir.dir, common::limits());
     let e = stderr_error(&out, 1);
-    assert_eq!(e.error, "bad-plugin-fd");
+    testkit::assert_kind!(e, Kind::BadPluginFd);
     assert_eq!(e.path.as_deref(), Some("/proc/self/fd/4"));
     assert!(report.contains("\"bad-plugin-fd\""), "{report}");
 }
@@ -83,7 +83,7 @@ fn prove_without_a_canary_beside_the_runner_is_canary_missing() {
         .output()
         .unwrap();
     let e = stderr_error(&out, 1);
-    assert_eq!(e.error, "canary-missing");
+    testkit::assert_kind!(e, Kind::CanaryMissing);
     assert_eq!(
         e.path.as_deref(),
         Some(dir.dir.join("dot-canary").to_str().unwrap())
@@ -98,7 +98,7 @@ fn prove_with_an_unknown_probe_is_unknown_probe_with_the_name() {
         .output()
         .unwrap();
     let e = stderr_error(&out, 2);
-    assert_eq!(e.error, "unknown-probe");
+    testkit::assert_kind!(e, Kind::UnknownProbe);
     assert_eq!(e.field.as_deref(), Some("only"));
     assert_eq!(e.value.as_deref(), Some("no-such-probe"));
     assert_eq!(e.next.as_deref(), Some("dot-sandbox probe --prove"));
@@ -107,7 +107,7 @@ fn prove_with_an_unknown_probe_is_unknown_probe_with_the_name() {
 /// An error, and the kind, exit code, `field` and `value` it must map to.
 type Case = (
     ExecError,
-    &'static str,
+    Kind,
     ExitCode,
     Option<&'static str>,
     Option<&'static str>,
@@ -123,14 +123,14 @@ fn kernel_refusals_of_a_confinement_step_map_to_their_kinds() {
     let cases: Vec<Case> = vec![
         (
             ExecError::ParentDeathSignal(eperm()),
-            "parent-death-signal",
+            Kind::ParentDeathSignal,
             ExitCode::System,
             None,
             None,
         ),
         (
             ExecError::ParentGone { ppid: 1 },
-            "parent-gone",
+            Kind::ParentGone,
             ExitCode::Refused,
             Some("ppid"),
             Some("1"),
@@ -140,7 +140,7 @@ fn kernel_refusals_of_a_confinement_step_map_to_their_kinds() {
                 resource: "RLIMIT_AS",
                 source: eperm(),
             },
-            "rlimit",
+            Kind::Rlimit,
             ExitCode::System,
             Some("rlimits"),
             Some("RLIMIT_AS"),
@@ -150,28 +150,28 @@ fn kernel_refusals_of_a_confinement_step_map_to_their_kinds() {
                 step: "bounding set",
                 source: eperm(),
             },
-            "capabilities",
+            Kind::Capabilities,
             ExitCode::System,
             Some("capabilities"),
             Some("bounding set"),
         ),
         (
             ExecError::NoNewPrivs(eperm()),
-            "no-new-privs",
+            Kind::NoNewPrivs,
             ExitCode::System,
             None,
             None,
         ),
         (
             ExecError::LandlockUnsupported { abi: 2 },
-            "landlock-unsupported",
+            Kind::LandlockUnsupported,
             ExitCode::Refused,
             Some("landlock_abi"),
             Some("2"),
         ),
         (
             ExecError::Landlock(ruleset),
-            "landlock",
+            Kind::Landlock,
             ExitCode::System,
             None,
             None,
@@ -181,7 +181,7 @@ fn kernel_refusals_of_a_confinement_step_map_to_their_kinds() {
                 step: "creating the tmpfs",
                 source: eperm(),
             },
-            "stage",
+            Kind::Stage,
             ExitCode::System,
             Some("stage"),
             Some("creating the tmpfs"),
@@ -191,7 +191,7 @@ fn kernel_refusals_of_a_confinement_step_map_to_their_kinds() {
                 step: "unshare(CLONE_NEWUSER|CLONE_NEWNS)",
                 source: eperm(),
             },
-            "identity",
+            Kind::Identity,
             ExitCode::Refused,
             Some("identity"),
             Some("unshare(CLONE_NEWUSER|CLONE_NEWNS)"),
@@ -200,56 +200,56 @@ fn kernel_refusals_of_a_confinement_step_map_to_their_kinds() {
             ExecError::LandlockNotEnforced {
                 status: "not-enforced".into(),
             },
-            "landlock-not-enforced",
+            Kind::LandlockNotEnforced,
             ExitCode::Refused,
             Some("landlock_status"),
             Some("not-enforced"),
         ),
         (
             ExecError::SeccompPolicy("x".into()),
-            "seccomp-policy",
+            Kind::SeccompPolicy,
             ExitCode::System,
             None,
             None,
         ),
         (
             ExecError::SeccompInstall(eperm()),
-            "seccomp-install",
+            Kind::SeccompInstall,
             ExitCode::System,
             None,
             None,
         ),
         (
             ExecError::Signals(eperm()),
-            "signals",
+            Kind::Signals,
             ExitCode::System,
             None,
             None,
         ),
         (
             ExecError::Cloexec(eperm()),
-            "cloexec",
+            Kind::Cloexec,
             ExitCode::System,
             None,
             None,
         ),
         (
             ExecError::Report(eperm()),
-            "report",
+            Kind::Report,
             ExitCode::System,
             None,
             None,
         ),
         (
             ExecError::Exec(eperm()),
-            "exec",
+            Kind::Exec,
             ExitCode::System,
             Some("errno"),
             Some("1"),
         ),
         (
             ExecError::UnsupportedPlatform,
-            "unsupported-platform",
+            Kind::UnsupportedPlatform,
             ExitCode::Refused,
             None,
             None,
@@ -257,14 +257,15 @@ fn kernel_refusals_of_a_confinement_step_map_to_their_kinds() {
     ];
     for (err, kind, code, field, value) in cases {
         let obj = err.to_error_object();
-        assert_eq!((err.kind(), err.exit_code()), (kind, code), "{err}");
-        assert_eq!(obj.error, kind);
+        testkit::assert_typed(&err, kind);
+        assert_eq!(kind.exit_code(), code, "{err}");
+        testkit::assert_kind!(obj, kind);
         assert_eq!(obj.message, err.to_string());
         assert_eq!(obj.field.as_deref(), field, "{kind}");
         assert_eq!(obj.value.as_deref(), value, "{kind}");
         let probe_helps = matches!(
             kind,
-            "landlock-unsupported" | "landlock-not-enforced" | "unsupported-platform"
+            Kind::LandlockUnsupported | Kind::LandlockNotEnforced | Kind::UnsupportedPlatform
         );
         assert_eq!(
             obj.next.as_deref(),
@@ -277,10 +278,8 @@ fn kernel_refusals_of_a_confinement_step_map_to_their_kinds() {
 #[test]
 fn prove_harness_failures_map_to_their_kinds() {
     let runner = ProveError::Runner(eperm());
-    assert_eq!(
-        (runner.kind(), runner.exit_code()),
-        ("runner-missing", ExitCode::Refused)
-    );
+    testkit::assert_typed(&runner, Kind::RunnerMissing);
+    assert_eq!(Kind::RunnerMissing.exit_code(), ExitCode::Refused);
     assert_eq!(
         runner.to_error_object().path.as_deref(),
         Some("/proc/self/exe")
@@ -289,10 +288,8 @@ fn prove_harness_failures_map_to_their_kinds() {
         name: "fork".into(),
         source: eperm(),
     };
-    assert_eq!(
-        (harness.kind(), harness.exit_code()),
-        ("harness", ExitCode::System)
-    );
+    testkit::assert_typed(&harness, Kind::Harness);
+    assert_eq!(Kind::Harness.exit_code(), ExitCode::System);
     let obj = harness.to_error_object();
     assert_eq!(
         (obj.field.as_deref(), obj.value.as_deref()),

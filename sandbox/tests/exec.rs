@@ -6,11 +6,11 @@ mod common;
 use common::request;
 use proto::canary::CanaryResult;
 use proto::runner::{SandboxReport, PLUGIN_PATH};
-use proto::ErrorObject;
+use proto::{ErrorObject, Kind};
 use std::fs::File;
 use std::os::unix::fs::PermissionsExt;
 
-fn refused(plugin: &File, plugin_arg: &str, kind: &str) {
+fn refused(plugin: &File, plugin_arg: &str, kind: Kind) {
     let mut argv = common::argv(common::limits(), None);
     if let Some(last) = argv.last_mut() {
         *last = plugin_arg.to_owned();
@@ -23,12 +23,12 @@ fn refused(plugin: &File, plugin_arg: &str, kind: &str) {
         String::from_utf8_lossy(&run.stderr)
     );
     match run.sandbox_report() {
-        Some(SandboxReport::Error(e)) => assert_eq!(e.error, kind),
+        Some(SandboxReport::Error(e)) => testkit::assert_kind!(e, kind),
         other => panic!("expected an error report, got {other:?}"),
     }
     let stderr: ErrorObject =
         serde_json::from_slice(run.stderr.trim_ascii_end()).expect("stderr is one error object");
-    assert_eq!(stderr.error, kind);
+    testkit::assert_kind!(stderr, kind);
     assert!(run.stdout.is_empty(), "the plugin ran");
     assert!(
         common::read_stage_file(&run, &scratch.stage, "out/written.txt").is_err(),
@@ -89,7 +89,7 @@ fn refuses_a_dynamic_plugin() {
     refused(
         &File::open("/bin/true").expect("/bin/true"),
         PLUGIN_PATH,
-        "not-static-elf",
+        Kind::NotStaticElf,
     );
 }
 
@@ -102,7 +102,7 @@ fn refuses_a_script_plugin() {
     refused(
         &File::open(&path).expect("open"),
         PLUGIN_PATH,
-        "not-static-elf",
+        Kind::NotStaticElf,
     );
 }
 
@@ -114,7 +114,7 @@ fn refuses_any_plugin_path_but_fd_4() {
         "/bin/true",
         &common::canary_path().display().to_string(),
     ] {
-        refused(&canary, arg, "bad-plugin-path");
+        refused(&canary, arg, Kind::BadPluginPath);
     }
 }
 
@@ -138,7 +138,7 @@ fn fails_closed_without_a_report_descriptor() {
     assert_eq!(out.status.code(), Some(1));
     let err: ErrorObject =
         serde_json::from_slice(out.stderr.trim_ascii_end()).expect("error object");
-    assert_eq!(err.error, "bad-report-fd");
+    testkit::assert_kind!(err, Kind::BadReportFd);
     assert!(out.stdout.is_empty());
 }
 

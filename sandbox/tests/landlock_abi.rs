@@ -8,7 +8,7 @@ mod common;
 use common::{request, Mode};
 use proto::canary::PROBES;
 use proto::runner::SandboxReport;
-use proto::ErrorObject;
+use proto::{ErrorObject, Kind};
 
 fn kernel_abi() -> u32 {
     sys::confine::probe().landlock_abi
@@ -80,14 +80,14 @@ fn a_landlock_abi_below_3_is_refused_before_the_plugin_runs() {
         assert_eq!(run.status.code(), Some(1));
         match run.sandbox_report() {
             Some(SandboxReport::Error(e)) => {
-                assert_eq!(e.error, "landlock-unsupported");
+                testkit::assert_kind!(e, Kind::LandlockUnsupported);
                 assert_eq!(e.value.as_deref(), Some(abi.to_string().as_str()));
             }
             other => panic!("expected an error report, got {other:?}"),
         }
         let err: ErrorObject =
             serde_json::from_slice(run.stderr.trim_ascii_end()).expect("stderr error object");
-        assert_eq!(err.error, "landlock-unsupported");
+        testkit::assert_kind!(err, Kind::LandlockUnsupported);
         assert!(run.stdout.is_empty(), "the plugin ran");
         assert!(!scratch.stage.join("out/written.txt").exists());
     }

@@ -7,7 +7,7 @@ mod common;
 use common::{request, Mode};
 use proto::canary::Probe;
 use proto::runner::SandboxReport;
-use proto::ErrorObject;
+use proto::{ErrorObject, Kind};
 use sandbox::Scratch;
 use std::fs::File;
 use std::os::unix::fs::PermissionsExt;
@@ -76,14 +76,14 @@ fn the_runner_refuses_a_writable_and_executable_segment_before_the_plugin_runs()
     );
     match run.sandbox_report() {
         Some(SandboxReport::Error(e)) => {
-            assert_eq!(e.error, "exe-wx-segment");
+            testkit::assert_kind!(e, Kind::ExeWxSegment);
             assert_eq!(e.path.as_deref(), Some("/proc/self/fd/4"));
         }
         other => panic!("expected an error report, got {other:?}"),
     }
     let err: ErrorObject =
         serde_json::from_slice(run.stderr.trim_ascii_end()).expect("stderr error object");
-    assert_eq!(err.error, "exe-wx-segment");
+    testkit::assert_kind!(err, Kind::ExeWxSegment);
     assert!(run.stdout.is_empty(), "the plugin ran");
     assert!(
         !scratch.stage.join("out/result.json").exists(),
@@ -115,7 +115,7 @@ fn registration_refuses_a_writable_and_executable_segment_for_process() {
     assert_eq!(out.status.code(), Some(1));
     let err: ErrorObject =
         serde_json::from_slice(out.stderr.trim_ascii_end()).expect("stderr error object");
-    assert_eq!(err.error, "exe-wx-segment");
+    testkit::assert_kind!(err, Kind::ExeWxSegment);
     assert!(err.message.contains("writable and executable"), "{err:?}");
     assert!(!root.join("plugins.d/wx.json").exists(), "registered");
 }

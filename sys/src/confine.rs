@@ -402,17 +402,7 @@ pub fn default_signals() -> io::Result<()> {
 
 /// A random 64-bit value from the kernel (`getrandom`, blocking until the pool is ready).
 pub fn random_u64() -> io::Result<u64> {
-    let mut buf = [0u8; 8];
-    // SAFETY: getrandom writes at most 8 bytes into `buf`, which is alive and writable.
-    let n = unsafe { libc::getrandom(buf.as_mut_ptr().cast(), buf.len(), 0) };
-    if n != 8 {
-        return Err(if n < 0 {
-            io::Error::last_os_error()
-        } else {
-            io::Error::from_raw_os_error(libc::EAGAIN)
-        });
-    }
-    Ok(u64::from_ne_bytes(buf))
+    crate::fs::random_bytes().map(u64::from_ne_bytes)
 }
 
 /// Marks every descriptor ≥ `first` close-on-exec:

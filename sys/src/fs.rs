@@ -1,9 +1,12 @@
-//! Safe open of executables and inputs, and atomic, durable writes.
+//! Safe open of executables, inputs, documents and directories; bounded reads; random bytes;
+//! atomic, durable writes.
 
+use nix::fcntl::OFlag;
+use nix::sys::stat::Mode;
 use std::ffi::CStr;
 use std::fs::{File, Metadata, OpenOptions};
-use std::io::{self, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::io::{self, Read, Write};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
@@ -33,18 +36,66 @@ impl std::fmt::Display for OpenError {
 
 impl std::error::Error for OpenError {}
 
+/// The flags of every read-only open of a file here: `O_RDONLY|O_CLOEXEC|O_NOCTTY`, and
+/// `O_NONBLOCK` so a FIFO cannot block the open (for a regular file it changes nothing).
+fn read_flags() -> OFlag {
+    OFlag::O_RDONLY | OFlag::O_CLOEXEC | OFlag::O_NONBLOCK | OFlag::O_NOCTTY
+}
+
+/// `O_RDONLY|O_DIRECTORY|O_NOFOLLOW|O_CLOEXEC`: a directory, never through a symbolic link.
+fn dir_flags() -> OFlag {
+    OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC
+}
+
+/// Opens `path` read-only (`O_CLOEXEC|O_NOCTTY|O_NONBLOCK`), with `O_NOFOLLOW` unless
+/// `follow_links`: the file as it is, whatever its type (the caller checks that on the descriptor).
+pub fn open_read(path: &Path, follow_links: bool) -> io::Result<File> {
+    let flags = if follow_links {
+        read_flags()
+    } else {
+        read_flags() | OFlag::O_NOFOLLOW
+    };
+    nix::fcntl::open(path, flags, Mode::empty())
+        .map(File::from)
+        .map_err(io::Error::from)
+}
+
+/// [`open_read`] of `name` relative to the open directory `dir` (`openat`), never through a
+/// symbolic link.
+pub fn open_read_at<P: ?Sized + nix::NixPath>(dir: impl AsFd, name: &P) -> nix::Result<OwnedFd> {
+    nix::fcntl::openat(dir, name, read_flags() | OFlag::O_NOFOLLOW, Mode::empty())
+}
+
+/// Opens the directory at `path` (`O_RDONLY|O_DIRECTORY|O_NOFOLLOW|O_CLOEXEC`), never through a
+/// symbolic link.
+pub fn open_dir(path: &Path) -> nix::Result<OwnedFd> {
+    nix::fcntl::open(path, dir_flags(), Mode::empty())
+}
+
+/// [`open_dir`] of `name` relative to the open directory `dir`.
+pub fn open_dir_at<P: ?Sized + nix::NixPath>(dir: impl AsFd, name: &P) -> nix::Result<OwnedFd> {
+    nix::fcntl::openat(dir, name, dir_flags(), Mode::empty())
+}
+
+/// Creates `path`, which must not exist, for writing with `mode` (`O_CREAT|O_EXCL|O_NOFOLLOW|
+/// O_CLOEXEC`): never an existing file, never through a symbolic link.
+pub fn create_new(path: &Path, mode: u32) -> io::Result<File> {
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW)
+        .open(path)
+}
+
 /// Opens `path` read-only with `O_NOFOLLOW|O_CLOEXEC` (and `O_NONBLOCK`, so a FIFO cannot block the
 /// open) and checks, on the opened descriptor, that it is a regular file without setuid/setgid.
 /// Returns the file and its metadata from `fstat`.
 pub fn open_regular(path: &Path) -> Result<(File, Metadata), OpenError> {
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
-        .map_err(|e| match e.raw_os_error() {
-            Some(libc::ELOOP) => OpenError::Symlink,
-            _ => OpenError::Io(e),
-        })?;
+    let file = open_read(path, false).map_err(|e| match e.raw_os_error() {
+        Some(libc::ELOOP) => OpenError::Symlink,
+        _ => OpenError::Io(e),
+    })?;
     checked_regular(file)
 }
 
@@ -54,20 +105,53 @@ pub fn open_regular_at(
     dir: std::os::fd::BorrowedFd<'_>,
     name: &Path,
 ) -> Result<(File, Metadata), OpenError> {
-    use nix::fcntl::OFlag;
-    let flags = OFlag::O_RDONLY
-        | OFlag::O_NOFOLLOW
-        | OFlag::O_CLOEXEC
-        | OFlag::O_NONBLOCK
-        | OFlag::O_NOCTTY;
-    let fd =
-        nix::fcntl::openat(dir, name, flags, nix::sys::stat::Mode::empty()).map_err(
-            |e| match e {
-                nix::errno::Errno::ELOOP => OpenError::Symlink,
-                e => OpenError::Io(e.into()),
-            },
-        )?;
+    let fd = open_read_at(dir, name).map_err(|e| match e {
+        nix::errno::Errno::ELOOP => OpenError::Symlink,
+        e => OpenError::Io(e.into()),
+    })?;
     checked_regular(File::from(fd))
+}
+
+/// Reads at most `max` bytes from `r` (a caller that must tell an oversized file from one of
+/// exactly its limit passes the limit plus one).
+pub fn read_at_most(r: impl io::Read, max: u64) -> io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    r.take(max).read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// [`open_regular`], then at most `max` bytes of it, read into a buffer sized from its length:
+/// a regular file named by the caller, read whole up to a bound. Read errors are `OpenError::Io`.
+pub fn read_regular(path: &Path, max: u64) -> Result<(Vec<u8>, Metadata), OpenError> {
+    let (file, meta) = open_regular(path)?;
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len().min(max)).unwrap_or(0));
+    file.take(max)
+        .read_to_end(&mut bytes)
+        .map_err(OpenError::Io)?;
+    Ok((bytes, meta))
+}
+
+/// `N` random bytes from the kernel (`getrandom`, blocking until its pool is ready).
+pub fn random_bytes<const N: usize>() -> io::Result<[u8; N]> {
+    let mut buf = [0u8; N];
+    let mut filled = 0;
+    while filled < N {
+        let rest = &mut buf[filled..];
+        // SAFETY: getrandom writes at most `rest.len()` bytes into `rest`, which is alive and
+        // writable for that length.
+        let n = unsafe { libc::getrandom(rest.as_mut_ptr().cast(), rest.len(), 0) };
+        match n {
+            n if n > 0 => filled += n as usize,
+            0 => return Err(io::Error::from_raw_os_error(libc::EAGAIN)),
+            _ => {
+                let e = io::Error::last_os_error();
+                if e.kind() != io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            }
+        }
+    }
+    Ok(buf)
 }
 
 fn checked_regular(file: File) -> Result<(File, Metadata), OpenError> {
@@ -141,12 +225,7 @@ pub fn atomic_write(dir: &Path, name: &str, bytes: &[u8], mode: u32) -> io::Resu
     let tmp = dir.join(temp_name(name));
     let dest = dir.join(name);
     let result = (|| {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(mode)
-            .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW)
-            .open(&tmp)?;
+        let mut f = create_new(&tmp, mode)?;
         f.write_all(bytes)?;
         f.set_permissions(std::fs::Permissions::from_mode(mode))?;
         f.sync_all()?;

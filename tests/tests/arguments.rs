@@ -7,7 +7,7 @@
 mod common;
 
 use common::tool;
-use proto::{Containment, ErrorObject};
+use proto::{Containment, ErrorObject, Kind};
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -64,7 +64,7 @@ fn exit_2(name: &str, args: Vec<OsString>) -> ErrorObject {
 fn usage(name: &str, args: Vec<OsString>) {
     let shown = format!("{args:?}");
     let err = exit_2(name, args);
-    assert_eq!(err.error, "usage", "{name} {shown}: {err:?}");
+    testkit::assert_kind!(err, Kind::Usage, "{name} {shown}: {err:?}");
     assert!(
         err.value.as_deref() == Some(SHOWN) || err.message.contains(SHOWN),
         "{name} {shown}: the error names the argument: {err:?}"
@@ -290,7 +290,7 @@ fn a_target_that_is_not_utf8_is_refused_before_anything_runs() {
     let target = odd(&o.base, "target");
     std::fs::create_dir(&target).unwrap();
     let err = exit_2("dot-launch", o.launch_hello(&target, args![]));
-    assert_eq!(err.error, "target-invalid");
+    testkit::assert_kind!(err, Kind::TargetInvalid);
     assert_eq!(err.field.as_deref(), Some("target"));
     assert!(err.path.unwrap().contains('\u{FFFD}'));
     assert_eq!(std::fs::read_dir(&target).unwrap().count(), 0);
@@ -420,7 +420,7 @@ fn any_other_argument_that_is_not_utf8_is_a_usage_error_in_every_tool() {
 
     // The canary is a plugin, not a command-line tool, but it must not crash either.
     let err = exit_2("dot-canary", args!["--proof", bad]);
-    assert_eq!(err.error, "usage");
+    testkit::assert_kind!(err, Kind::Usage);
 }
 
 #[test]
@@ -428,12 +428,12 @@ fn a_missing_path_that_is_not_utf8_is_reported_not_crashed_on() {
     let o = Odd::new();
     let missing = odd(&o.base, "missing");
     let err = exit_2("dot-journal-fmt", args![missing]);
-    assert_eq!(err.error, "no-journal");
+    testkit::assert_kind!(err, Kind::NoJournal);
     assert!(err.path.unwrap().ends_with("missing\u{FFFD}"));
     let err = exit_2("dot-verify", args!["digest", missing]);
-    assert_eq!(err.error, "file-missing");
+    testkit::assert_kind!(err, Kind::FileMissing);
     let err = exit_2("dot-discard", args!["--root", missing]);
-    assert_eq!(err.error, "not-a-root");
+    testkit::assert_kind!(err, Kind::NotARoot);
 }
 
 #[test]
@@ -441,7 +441,7 @@ fn max_stdout_over_one_gib_is_a_usage_error_not_a_plugin_failure() {
     let o = Odd::new();
     let launch = |limit: &str| o.launch_hello(&o.target, args!["--max-stdout", limit]);
     let err = exit_2("dot-launch", launch("18446744073709551615"));
-    assert_eq!(err.error, "usage");
+    testkit::assert_kind!(err, Kind::Usage);
     assert!(err.message.contains("1073741824"), "{}", err.message);
     assert!(std::fs::read_dir(&o.target).unwrap().next().is_none());
     // The largest accepted limit runs the plugin as usual.

@@ -9,6 +9,7 @@ mod common;
 
 use common::{discard, failure, names, recover, result, tool, Env};
 use proto::result::RunResult;
+use proto::Kind;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -84,7 +85,7 @@ fn a_committed_run_whose_directory_cannot_be_removed_says_committed_with_a_warni
     assert_eq!(r.outputs.len(), 1);
     assert_eq!(r.warnings.len(), 1, "{:?}", r.warnings);
     let w = &r.warnings[0];
-    assert_eq!(w.kind, "cleanup-retained", "{w:?}");
+    testkit::assert_kind!(w, Kind::CleanupRetained, "{w:?}");
     assert!(w.message.contains("stage/out/sub/fifo is a fifo"), "{w:?}");
     let txid = the_run(&env, w.path.as_deref());
     assert_eq!(
@@ -119,7 +120,7 @@ fn a_failed_run_whose_directory_cannot_be_removed_is_cleanup_retained_not_silent
     let env = Env::new();
     let out = env.fixture("leave-fifo", &[("then", "fail")], &[]);
     let err = failure(&out, 4);
-    assert_eq!(err.error, "cleanup-retained", "{err:?}");
+    testkit::assert_kind!(err, Kind::CleanupRetained, "{err:?}");
     assert_eq!(
         err.value.as_deref(),
         Some("plugin-exit"),
@@ -163,7 +164,7 @@ fn a_commit_whose_committed_record_cannot_be_written_is_committed_with_a_run_ret
     assert_eq!(r.status, proto::result::RunStatus::Committed);
     assert_eq!(r.warnings.len(), 1, "{:?}", r.warnings);
     let w = &r.warnings[0];
-    assert_eq!(w.kind, "run-retained", "{w:?}");
+    testkit::assert_kind!(w, Kind::RunRetained, "{w:?}");
     assert!(w.message.contains("os error 5"), "{w:?}");
     let runs = env.runs();
     assert_eq!(
@@ -197,7 +198,7 @@ fn a_journal_that_cannot_be_created_leaves_no_run_directory() {
         .output()
         .unwrap();
     let err = failure(&out, 5);
-    assert_eq!(err.error, "io", "{err:?}");
+    testkit::assert_kind!(err, Kind::Io, "{err:?}");
     assert!(err.message.contains("creating the journal"), "{err:?}");
     assert_eq!(
         env.runs(),

@@ -70,13 +70,16 @@ fn errors_are_a_readable_line_on_a_terminal_and_json_otherwise() {
     assert_eq!(human.lines().count(), 1, "{human}");
     let forced = on_a_terminal(&["--json"]);
     let e: proto::ErrorObject = serde_json::from_str(forced.trim_end()).unwrap();
-    assert_eq!(e.error, "root-missing");
+    testkit::assert_kind!(e, proto::Kind::RootMissing);
 
     let piped = tool("dot-launch")
         .args(["--root", "/nonexistent/root", "hello"])
         .output()
         .unwrap();
-    assert_eq!(testkit::decode_error(&piped.stderr).error, "root-missing");
+    testkit::assert_kind!(
+        testkit::decode_error(&piped.stderr),
+        proto::Kind::RootMissing
+    );
     let asked = tool("dot-launch")
         .args(["--human", "--root", "/nonexistent/root", "hello"])
         .output()

@@ -7,7 +7,7 @@ mod common;
 
 use common::{bin_dir, failure, launch_into, tool, Env};
 use launch::LaunchError;
-use proto::{ExitCode, ToErrorObject};
+use proto::{ExitCode, Kind, ToErrorObject};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
@@ -18,7 +18,7 @@ fn a_string_input_given_as_a_file_is_input_kind() {
         &env.fixture("ok", &[], &["--input-file", "name=/etc/hostname"]),
         2,
     );
-    assert_eq!(e.error, "input-kind");
+    testkit::assert_kind!(e, Kind::InputKind);
     assert_eq!(e.field.as_deref(), Some("inputs"));
     assert_eq!(e.value.as_deref(), Some("name"));
     assert!(env.runs().is_empty(), "nothing was created");
@@ -28,7 +28,7 @@ fn a_string_input_given_as_a_file_is_input_kind() {
 fn an_input_without_equals_is_input_syntax() {
     let env = Env::new();
     let e = failure(&env.fixture("ok", &[], &["--input", "name"]), 2);
-    assert_eq!(e.error, "input-syntax");
+    testkit::assert_kind!(e, Kind::InputSyntax);
     assert_eq!(e.value.as_deref(), Some("name"));
 }
 
@@ -36,7 +36,7 @@ fn an_input_without_equals_is_input_syntax() {
 fn an_input_given_twice_is_input_twice() {
     let env = Env::new();
     let e = failure(&env.fixture("ok", &[("name", "a"), ("name", "b")], &[]), 2);
-    assert_eq!(e.error, "input-twice");
+    testkit::assert_kind!(e, Kind::InputTwice);
     assert_eq!(e.value.as_deref(), Some("name"));
 }
 
@@ -48,7 +48,7 @@ fn an_unreadable_or_invalid_request_is_request_invalid() {
         &env.fixture("ok", &[], &["--request", missing.to_str().unwrap()]),
         2,
     );
-    assert_eq!(e.error, "request-invalid");
+    testkit::assert_kind!(e, Kind::RequestInvalid);
     assert_eq!(e.path.as_deref(), missing.to_str());
 
     let other = env.dir.join("other.json");
@@ -61,7 +61,7 @@ fn an_unreadable_or_invalid_request_is_request_invalid() {
         &env.fixture("ok", &[], &["--request", other.to_str().unwrap()]),
         2,
     );
-    assert_eq!(e.error, "request-invalid", "a request for another plugin");
+    testkit::assert_kind!(e, Kind::RequestInvalid, "a request for another plugin");
 }
 
 #[test]
@@ -75,7 +75,7 @@ fn a_missing_target_is_target_invalid_with_the_mkdir_that_fixes_it() {
     };
     let missing = env.dir.join("no-such-dir");
     let e = to(&missing);
-    assert_eq!(e.error, "target-invalid");
+    testkit::assert_kind!(e, Kind::TargetInvalid);
     assert_eq!(e.field.as_deref(), Some("target"));
     assert_eq!(
         e.next,
@@ -87,7 +87,7 @@ fn a_missing_target_is_target_invalid_with_the_mkdir_that_fixes_it() {
     let file = env.dir.join("a-file");
     std::fs::write(&file, b"").unwrap();
     let e = to(&file);
-    assert_eq!(e.error, "target-invalid");
+    testkit::assert_kind!(e, Kind::TargetInvalid);
     assert_eq!(e.next, None, "no single command fixes a file in the way");
 }
 
@@ -96,7 +96,7 @@ fn an_output_whose_name_is_a_directory_in_the_target_is_target_conflict() {
     let env = Env::new();
     std::fs::create_dir(env.target.join("result.txt")).unwrap();
     let e = failure(&env.fixture("ok", &[], &[]), 3);
-    assert_eq!(e.error, "target-conflict");
+    testkit::assert_kind!(e, Kind::TargetConflict);
     let run = e.run.expect("a plugin failure carries the run");
     assert_eq!(run.status, proto::result::RunStatus::Failed);
     assert!(env.target.join("result.txt").is_dir(), "nothing replaced");
@@ -114,7 +114,7 @@ fn recover_of_an_unknown_run_is_no_such_run_with_the_command_that_lists_runs() {
         .output()
         .unwrap();
     let e = failure(&out, 2);
-    assert_eq!(e.error, "no-such-run");
+    testkit::assert_kind!(e, Kind::NoSuchRun);
     assert_eq!(e.value.as_deref(), Some(txid));
     assert_eq!(
         e.next,
@@ -126,7 +126,7 @@ fn recover_of_an_unknown_run_is_no_such_run_with_the_command_that_lists_runs() {
 fn an_extra_argument_is_usage_with_help_as_next() {
     let env = Env::new();
     let e = failure(&env.fixture("ok", &[], &["--", "hello", "extra"]), 2);
-    assert_eq!(e.error, "usage");
+    testkit::assert_kind!(e, Kind::Usage);
     assert!(e.next.is_some_and(|n| n.ends_with("--help")));
 }
 
@@ -141,7 +141,7 @@ fn a_malformed_publisher_record_is_publisher_malformed_with_the_field() {
         .arg(&env.root)
         .output()
         .unwrap();
-    let e = testkit::assert_refused(&out, 2, "publisher-malformed");
+    let e = testkit::assert_refused(&out, 2, Kind::PublisherMalformed);
     assert_eq!(e.field.as_deref(), Some("x"));
     assert_eq!(e.path.as_deref(), record.to_str());
 }
@@ -171,7 +171,7 @@ fn a_runner_that_reports_nothing_is_sandbox_no_report_and_nothing_is_committed()
     let env = Env::new();
     // hello stands in for dot-sandbox: it runs and answers, but never reports on descriptor 5.
     let e = failure(&launch_with_runner(&env, &bin_dir().join("hello")), 3);
-    assert_eq!(e.error, "sandbox-no-report");
+    testkit::assert_kind!(e, Kind::SandboxNoReport);
     assert!(e.run.is_some_and(|r| r.enforced.is_none()));
     assert!(
         env.target_files().is_empty(),
@@ -186,7 +186,7 @@ fn a_runner_that_refuses_is_sandbox_refused_with_its_kind() {
         &launch_with_runner(&env, &bin_dir().join("fixture-plugin")),
         1,
     );
-    assert_eq!(e.error, "sandbox-refused");
+    testkit::assert_kind!(e, Kind::SandboxRefused);
     assert_eq!(e.value.as_deref(), Some("landlock-not-enforced"));
     assert!(env.target_files().is_empty());
     assert!(env.runs().is_empty());
@@ -201,12 +201,10 @@ fn a_failure_after_prepared_is_run_retained_with_the_recover_command() {
         why: "renaming hello.txt: EIO".into(),
         next: "dot-launch recover --root /srv/dot 0123456789abcdef0123456789abcdef".into(),
     };
-    assert_eq!(
-        (e.kind(), e.exit_code()),
-        ("run-retained", ExitCode::Retained)
-    );
+    testkit::assert_typed(&e, Kind::RunRetained);
+    assert_eq!(Kind::RunRetained.exit_code(), ExitCode::Retained);
     let obj = e.to_error_object();
-    assert_eq!(obj.error, "run-retained");
+    testkit::assert_kind!(obj, Kind::RunRetained);
     assert_eq!(
         obj.value.as_deref(),
         Some("0123456789abcdef0123456789abcdef")

@@ -5,7 +5,6 @@
 mod common;
 
 use common::{tool, Env};
-use proto::Sha256;
 use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -115,7 +114,9 @@ fn race(how: Writer) {
                     ));
                 }
             }
-            Some(1) if testkit::decode_error(&out.stderr).error == "store-tampered" => refused += 1,
+            Some(1) if testkit::decode_error(&out.stderr).error == Kind::StoreTampered => {
+                refused += 1
+            }
             other => unexpected.push(format!(
                 "{name} #{i} exited {other:?}: {}",
                 String::from_utf8_lossy(&out.stderr)
@@ -180,7 +181,7 @@ fn without_executable_memfds_every_launch_refuses() {
         .output()
         .expect("unshare");
     let err = common::failure(&out, 1);
-    assert_eq!(err.error, "exec-seal-unavailable", "{}", err.message);
+    testkit::assert_kind!(err, Kind::ExecSealUnavailable, "{}", err.message);
     assert!(err.message.contains("vm.memfd_noexec"), "{}", err.message);
     assert_eq!(env.runs(), Vec::<String>::new(), "nothing was started");
     assert_eq!(env.target_files(), Vec::<String>::new());
@@ -219,8 +220,9 @@ fn an_exec_after_the_lease_break_time_fails_closed() {
             .output()
             .expect("dot-launch");
         let err = common::failure(&out, 5);
-        assert_eq!(err.error, "exec-unconfirmed", "{name}: {}", err.message);
+        testkit::assert_kind!(err, Kind::ExecUnconfirmed, "{name}: {}", err.message);
         assert_eq!(env.target_files(), Vec::<String>::new(), "{name}");
         assert_eq!(env.runs(), Vec::<String>::new(), "{name}");
     }
 }
+use proto::{Kind, Sha256};

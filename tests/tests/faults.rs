@@ -10,6 +10,7 @@
 mod common;
 
 use common::{discard, failure, launch_into, names, recover, result, wait_no_processes_under, Env};
+use proto::Kind;
 use std::collections::BTreeSet;
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::ExitStatusExt;
@@ -88,7 +89,7 @@ fn enospc_mid_commit_leaves_nothing_partial_and_a_rerun_commits() {
         .output()
         .unwrap();
     let err = failure(&out, 5);
-    assert_eq!(err.error, "io", "{err:?}");
+    testkit::assert_kind!(err, Kind::Io, "{err:?}");
     assert!(
         err.message.contains("os error 28"),
         "ENOSPC expected: {err:?}"
@@ -131,7 +132,7 @@ fn a_full_root_fails_before_the_plugin_runs_and_works_once_space_returns() {
     let marker_arg = format!("marker={}", marker.display());
     let out = env.fixture("marker", &[], &["--input", &marker_arg]);
     let err = failure(&out, 5);
-    assert_eq!(err.error, "io", "{err:?}");
+    testkit::assert_kind!(err, Kind::Io, "{err:?}");
     assert!(err.message.contains("os error 28"), "{err:?}");
     assert!(!marker.exists(), "the plugin never ran");
     assert_eq!(env.runs(), ["filler"], "the failed run left no directory");
@@ -159,7 +160,7 @@ fn a_read_only_target_fails_with_nothing_written() {
         .output()
         .unwrap();
     let err = failure(&out, 5);
-    assert_eq!(err.error, "io", "{err:?}");
+    testkit::assert_kind!(err, Kind::Io, "{err:?}");
     assert!(err.message.contains("os error 30"), "{err:?}");
     assert_eq!(tree_snapshot(target), before);
     assert!(env.runs().is_empty());
@@ -262,7 +263,7 @@ fn a_plugin_over_its_address_space_limit_is_killed_and_nothing_is_committed() {
         .output()
         .unwrap();
     let err = failure(&out, 3);
-    assert_eq!(err.error, "plugin-signal", "{err:?}");
+    testkit::assert_kind!(err, Kind::PluginSignal, "{err:?}");
     let run = err.run.expect("the run's details");
     assert_eq!(run.exit.signal, Some(6), "the allocation failure aborts");
     assert!(env.target_files().is_empty());
@@ -315,7 +316,7 @@ fn a_big_plugin_killed_at_its_deadline_is_a_deadline_not_a_survivor() {
         .output()
         .unwrap();
     let err = failure(&out, 3);
-    assert_eq!(err.error, "deadline", "{err:?}");
+    testkit::assert_kind!(err, Kind::Deadline, "{err:?}");
     assert!(env.target_files().is_empty());
     assert!(env.runs().is_empty());
     assert_eq!(wait_no_processes_under(&env.root), Vec::<String>::new());

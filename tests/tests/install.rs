@@ -5,7 +5,6 @@
 mod common;
 
 use common::{bin_dir, failure, repo_root, require_program, result};
-use proto::Containment;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -138,7 +137,7 @@ fn install_layout_launch_from_the_installed_tree_and_uninstall_leaves_no_file() 
     // Without the installed sibling, a dot-sandbox on PATH is not used: the launch refuses.
     std::fs::remove_file(bindir.join("dot-sandbox")).unwrap();
     let e = failure(&launch(&bin_dir()), 1);
-    assert_eq!(e.error, "sandbox-unusable");
+    testkit::assert_kind!(e, Kind::SandboxUnusable);
     assert_eq!(
         e.path.as_deref(),
         Some(bindir.join("dot-sandbox").to_str().unwrap())
@@ -156,3 +155,4 @@ fn install_layout_launch_from_the_installed_tree_and_uninstall_leaves_no_file() 
     );
     assert!(bindir.is_dir(), "BINDIR is shared and stays");
 }
+use proto::{Containment, Kind};

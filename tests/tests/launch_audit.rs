@@ -6,7 +6,7 @@ mod common;
 
 use common::{failure, result, Env};
 use proto::result::RunStatus;
-use proto::{Containment, Trust};
+use proto::{Containment, Kind, Trust};
 
 #[test]
 fn hello_commits_its_file_and_reports_audit() {
@@ -83,12 +83,12 @@ fn stderr_is_counted_and_discarded() {
     );
 }
 
-fn assert_plugin_failure(mode: &str, kind: &str) {
+fn assert_plugin_failure(mode: &str, kind: Kind) {
     let env = Env::new();
     std::fs::write(env.target.join("result.txt"), b"old bytes").unwrap();
     let out = env.fixture(mode, &[], &["--deadline-ms", "2000"]);
     let err = failure(&out, 3);
-    assert_eq!(err.error, kind, "{mode}: {err:?}");
+    testkit::assert_kind!(err, kind, "{mode}:");
     let run = err.run.expect("the error object carries the run's fields");
     assert_eq!(run.status, RunStatus::Failed);
     assert!(run.outputs.is_empty());
@@ -111,70 +111,70 @@ fn assert_plugin_failure(mode: &str, kind: &str) {
 
 #[test]
 fn noise_before_the_response_fails() {
-    assert_plugin_failure("noise-before", "plugin-protocol");
+    assert_plugin_failure("noise-before", Kind::PluginProtocol);
 }
 
 #[test]
 fn noise_after_the_response_fails() {
-    assert_plugin_failure("noise-after", "plugin-protocol");
+    assert_plugin_failure("noise-after", Kind::PluginProtocol);
 }
 
 #[test]
 fn two_json_objects_fail() {
-    assert_plugin_failure("two-objects", "plugin-protocol");
+    assert_plugin_failure("two-objects", Kind::PluginProtocol);
 }
 
 #[test]
 fn non_json_stdout_fails() {
-    assert_plugin_failure("not-json", "plugin-protocol");
+    assert_plugin_failure("not-json", Kind::PluginProtocol);
 }
 
 #[test]
 fn stdout_over_the_limit_fails() {
-    assert_plugin_failure("big-stdout", "stdout-limit");
+    assert_plugin_failure("big-stdout", Kind::StdoutLimit);
 }
 
 #[test]
 fn stderr_over_the_limit_fails() {
-    assert_plugin_failure("big-stderr", "stderr-limit");
+    assert_plugin_failure("big-stderr", Kind::StderrLimit);
 }
 
 #[test]
 fn nonzero_exit_fails() {
-    assert_plugin_failure("exit-3", "plugin-exit");
+    assert_plugin_failure("exit-3", Kind::PluginExit);
 }
 
 #[test]
 fn death_by_signal_fails() {
-    assert_plugin_failure("signal", "plugin-signal");
+    assert_plugin_failure("signal", Kind::PluginSignal);
 }
 
 #[test]
 fn deadline_fails() {
-    assert_plugin_failure("sleep", "deadline");
+    assert_plugin_failure("sleep", Kind::Deadline);
 }
 
 #[test]
 fn error_status_fails() {
-    assert_plugin_failure("status-error", "plugin-error");
+    assert_plugin_failure("status-error", Kind::PluginError);
 }
 
 #[test]
 fn output_name_with_a_path_fails() {
-    assert_plugin_failure("bad-output-name", "outputs-invalid");
+    assert_plugin_failure("bad-output-name", Kind::OutputsInvalid);
 }
 
 #[test]
 fn symlinked_output_fails() {
-    assert_plugin_failure("symlink-output", "outputs-invalid");
+    assert_plugin_failure("symlink-output", Kind::OutputsInvalid);
 }
 
 #[test]
 fn missing_output_fails() {
-    assert_plugin_failure("missing-output", "outputs-invalid");
+    assert_plugin_failure("missing-output", Kind::OutputsInvalid);
 }
 
-fn assert_refused_never_ran(args: &[&str], code: i32, kind: &str) {
+fn assert_refused_never_ran(args: &[&str], code: i32, kind: Kind) {
     let env = Env::new();
     let marker = env.dir.join("marker");
     let mut c = env.launch("fixture", args);
@@ -185,7 +185,7 @@ fn assert_refused_never_ran(args: &[&str], code: i32, kind: &str) {
         &format!("marker={}", marker.display()),
     ]);
     let err = failure(&c.output().unwrap(), code);
-    assert_eq!(err.error, kind, "{err:?}");
+    testkit::assert_kind!(err, kind);
     assert!(!marker.exists(), "the plugin must never have run");
     assert_eq!(env.runs(), Vec::<String>::new(), "nothing created");
     assert_eq!(env.target_files(), Vec::<String>::new());
@@ -195,18 +195,18 @@ fn assert_refused_never_ran(args: &[&str], code: i32, kind: &str) {
 fn missing_consent_refuses_and_names_the_flag() {
     let env = Env::new();
     let err = failure(&env.launch("hello", &[]).output().unwrap(), 1);
-    assert_eq!(err.error, "consent-missing");
+    testkit::assert_kind!(err, Kind::ConsentMissing);
     assert!(err.next.unwrap().contains("--allow-audit-plugin"));
-    assert_refused_never_ran(&[], 1, "consent-missing");
+    assert_refused_never_ran(&[], 1, Kind::ConsentMissing);
 }
 
 #[test]
 fn process_consent_on_an_audit_entry_refuses() {
-    assert_refused_never_ran(&["--require-process-sandbox"], 1, "consent-mismatch");
+    assert_refused_never_ran(&["--require-process-sandbox"], 1, Kind::ConsentMismatch);
     assert_refused_never_ran(
         &["--allow-audit-plugin", "--require-process-sandbox"],
         1,
-        "consent-mismatch",
+        Kind::ConsentMismatch,
     );
 }
 
@@ -215,7 +215,7 @@ fn undeclared_input_refuses() {
     assert_refused_never_ran(
         &["--allow-audit-plugin", "--input", "nope=1"],
         1,
-        "input-undeclared",
+        Kind::InputUndeclared,
     );
 }
 
@@ -241,7 +241,7 @@ fn rewritten_pinned_store_file_refuses() {
         &format!("marker={}", marker.display()),
     ]);
     let err = failure(&c.output().unwrap(), 1);
-    assert_eq!(err.error, "store-tampered", "{err:?}");
+    testkit::assert_kind!(err, Kind::StoreTampered, "{err:?}");
     assert!(!marker.exists());
     assert_eq!(env.runs(), Vec::<String>::new());
 }
@@ -258,19 +258,19 @@ fn file_input_that_is_a_symlink_refuses() {
         c.args(["--input-file", &arg]);
         c.output().unwrap()
     };
-    assert_eq!(
-        failure(&run(format!("doc={}", env.dir.join("link").display())), 1).error,
-        "input-file-unsafe"
+    testkit::assert_kind!(
+        failure(&run(format!("doc={}", env.dir.join("link").display())), 1),
+        Kind::InputFileUnsafe
     );
-    assert_eq!(
-        failure(&run(format!("doc={}", env.dir.path().display())), 1).error,
-        "input-file-unsafe"
+    testkit::assert_kind!(
+        failure(&run(format!("doc={}", env.dir.path().display())), 1),
+        Kind::InputFileUnsafe
     );
     let missing = env
         .launch("cat", &["--allow-audit-plugin"])
         .output()
         .unwrap();
-    assert_eq!(failure(&missing, 2).error, "input-missing");
+    testkit::assert_kind!(failure(&missing, 2), Kind::InputMissing);
 }
 
 #[test]
@@ -284,7 +284,7 @@ fn protocol_range_excluding_ours_refuses() {
             .unwrap(),
         1,
     );
-    assert_eq!(err.error, "protocol-unsupported");
+    testkit::assert_kind!(err, Kind::ProtocolUnsupported);
     assert_eq!(err.field.as_deref(), Some("protocol"));
 }
 

@@ -7,7 +7,7 @@ mod common;
 
 use common::{failure, result, tool, Env};
 use proto::result::RunStatus;
-use proto::Containment;
+use proto::{Containment, Kind};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use testkit::{workspace_bin, TempDir};
@@ -53,10 +53,10 @@ fn audit_consent_on_a_process_entry_refuses() {
             .unwrap(),
         1,
     );
-    assert_eq!(err.error, "consent-mismatch");
+    testkit::assert_kind!(err, Kind::ConsentMismatch);
     assert!(err.next.unwrap().contains("--require-process-sandbox"));
     let err = failure(&env.launch("hello-p", &[]).output().unwrap(), 1);
-    assert_eq!(err.error, "consent-missing");
+    testkit::assert_kind!(err, Kind::ConsentMissing);
     assert_eq!(env.runs(), Vec::<String>::new());
     assert_eq!(env.target_files(), Vec::<String>::new());
 }
@@ -67,7 +67,7 @@ fn a_kernel_that_cannot_enforce_process_refuses_before_anything_is_created() {
     let mut c = env.launch("hello-p", &["--require-process-sandbox"]);
     c.env("DOT_PRETEND_LANDLOCK_ABI", "2");
     let err = failure(&c.output().unwrap(), 1);
-    assert_eq!(err.error, "process-unsupported");
+    testkit::assert_kind!(err, Kind::ProcessUnsupported);
     assert_eq!(env.runs(), Vec::<String>::new());
     assert_eq!(env.target_files(), Vec::<String>::new());
 }
@@ -91,7 +91,7 @@ fn assert_sandbox_unusable(setup: impl FnOnce(&Path)) {
     let env = process_env();
     let (_dir, launch) = launcher_dir(setup);
     let err = failure(&run_with(&launch, &env), 1);
-    assert_eq!(err.error, "sandbox-unusable", "{err:?}");
+    testkit::assert_kind!(err, Kind::SandboxUnusable, "{err:?}");
     assert_eq!(env.runs(), Vec::<String>::new());
     assert_eq!(env.target_files(), Vec::<String>::new());
 }
@@ -139,7 +139,7 @@ fn dynamic_or_script_plugins_cannot_be_registered_as_process() {
             .arg(exe);
         c.args(["--containment", "process"]);
         let err = failure(&c.output().unwrap(), 1);
-        assert_eq!(err.error, "not-static-elf", "{exe:?}");
+        testkit::assert_kind!(err, Kind::NotStaticElf, "{exe:?}");
     }
 }
 

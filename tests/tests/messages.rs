@@ -7,13 +7,14 @@
 mod common;
 
 use common::{failure, Env};
+use proto::Kind;
 use std::process::Command;
 
 #[test]
 fn the_deadline_message_names_the_deadline_and_the_time_taken() {
     let env = Env::new();
     let e = failure(&env.fixture("sleep", &[], &["--deadline-ms", "250"]), 3);
-    assert_eq!(e.error, "deadline");
+    testkit::assert_kind!(e, Kind::Deadline);
     assert!(
         e.message
             .starts_with("the plugin still ran at its deadline of 250 ms (stopped after "),
@@ -32,7 +33,7 @@ fn the_deadline_message_names_the_deadline_and_the_time_taken() {
 fn a_response_followed_by_two_newlines_is_plugin_protocol() {
     let env = Env::new();
     let e = failure(&env.fixture("two-newlines", &[], &[]), 3);
-    assert_eq!(e.error, "plugin-protocol");
+    testkit::assert_kind!(e, Kind::PluginProtocol);
     assert!(e.message.contains("at most one newline"), "{}", e.message);
     assert!(env.target_files().is_empty());
     // The same response with one newline commits.
@@ -56,7 +57,7 @@ fn the_launcher_out_of_descriptors_while_committing_is_io_not_the_plugins_fault(
         .output()
         .unwrap();
     let e = failure(&out, 5);
-    assert_eq!(e.error, "io");
+    testkit::assert_kind!(e, Kind::Io);
     assert!(e.message.contains("Too many open files"), "{}", e.message);
     assert!(e.path.unwrap().starts_with("out/f"));
     assert!(env.target_files().is_empty(), "nothing committed");
@@ -84,11 +85,11 @@ fn a_missing_input_file_is_file_missing_not_unsafe() {
             .unwrap()
     };
     let e = failure(&launch(&arg), 2);
-    assert_eq!(e.error, "file-missing");
+    testkit::assert_kind!(e, Kind::FileMissing);
     assert_eq!(e.path, Some(missing.display().to_string()));
     // A file that is there but not a regular file is still refused as unsafe.
     let e = failure(&launch(&format!("data={}", env.dir.path().display())), 1);
-    assert_eq!(e.error, "input-file-unsafe");
+    testkit::assert_kind!(e, Kind::InputFileUnsafe);
     assert_eq!(e.value.as_deref(), Some("data"));
     assert!(env.runs().is_empty());
 }

@@ -6,7 +6,7 @@
 mod common;
 
 use common::{bin_dir, failure, launch_into, require_program, result, tool};
-use proto::{Containment, Entry};
+use proto::{Containment, Entry, Kind};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use testkit::{assert_ok, assert_refused, tree_snapshot, TempDir};
@@ -212,7 +212,7 @@ fn a_signature_by_an_untrusted_key_is_refused_everywhere() {
     let d = p.dir.path();
     let (entry, sig) = signed_entry(d, "hello", Containment::Audit, "other.key", false);
     let before = tree_snapshot(&p.root);
-    assert_refused(&p.add(&entry, &sig), 1, "signature-invalid");
+    assert_refused(&p.add(&entry, &sig), 1, Kind::SignatureInvalid);
     assert_eq!(tree_snapshot(&p.root), before, "a refusal writes nothing");
 
     // Registered with acme's key, then the signature swapped for the other key's.
@@ -220,9 +220,9 @@ fn a_signature_by_an_untrusted_key_is_refused_everywhere() {
     let _: serde_json::Value = assert_ok(&p.add(&entry, &good));
     let (_, bad) = signed_entry(d, "hello", Containment::Audit, "other.key", true);
     std::fs::copy(&bad, p.root.join("plugins.d/hello.json.minisig")).unwrap();
-    assert_refused(&p.verify("hello"), 1, "signature-invalid");
+    assert_refused(&p.verify("hello"), 1, Kind::SignatureInvalid);
     let e = failure(&p.launch("hello", "--allow-audit-plugin"), 1);
-    assert_eq!(e.error, "signature-invalid");
+    testkit::assert_kind!(e, Kind::SignatureInvalid);
     assert_eq!(
         std::fs::read_dir(&p.target).unwrap().count(),
         0,
@@ -243,7 +243,7 @@ fn an_entry_changed_after_signing_is_refused_everywhere() {
         };
         std::fs::write(&entry, weakened.to_bytes()).unwrap();
         let before = tree_snapshot(&p.root);
-        assert_refused(&p.add(&entry, &sig), 1, "signature-invalid");
+        assert_refused(&p.add(&entry, &sig), 1, Kind::SignatureInvalid);
         assert_eq!(tree_snapshot(&p.root), before);
     }
 
@@ -254,10 +254,10 @@ fn an_entry_changed_after_signing_is_refused_everywhere() {
     let mut bytes = std::fs::read(&installed).unwrap();
     bytes.push(b'\n');
     std::fs::write(&installed, bytes).unwrap();
-    let e = assert_refused(&p.verify("hello"), 1, "signature-invalid");
+    let e = assert_refused(&p.verify("hello"), 1, Kind::SignatureInvalid);
     assert!(e.path.is_some_and(|p| p.ends_with("hello.json.minisig")));
     let e = failure(&p.launch("hello", "--allow-audit-plugin"), 1);
-    assert_eq!(e.error, "signature-invalid");
+    testkit::assert_kind!(e, Kind::SignatureInvalid);
     assert_eq!(std::fs::read_dir(p.root.join("txn")).unwrap().count(), 0);
 }
 
@@ -290,14 +290,14 @@ fn the_minisign_cli_timestamp_is_the_signing_time_a_maximum_age_checks() {
     assert_eq!(v["name"], "stamped");
     let r = result(&p.launch("stamped", "--allow-audit-plugin"));
     assert_eq!(r.status, proto::result::RunStatus::Committed);
-    assert_refused(&p.verify("plain"), 1, "signature-time-missing");
+    assert_refused(&p.verify("plain"), 1, Kind::SignatureTimeMissing);
     assert_refused(
         &p.launch("plain", "--allow-audit-plugin"),
         1,
-        "signature-time-missing",
+        Kind::SignatureTimeMissing,
     );
     let (entry, sig) = signed_entry(d, "plain2", Containment::Audit, "acme.key", false);
     let before = tree_snapshot(&p.root);
-    assert_refused(&p.add(&entry, &sig), 1, "signature-time-missing");
+    assert_refused(&p.add(&entry, &sig), 1, Kind::SignatureTimeMissing);
     assert_eq!(before, tree_snapshot(&p.root));
 }

@@ -12,7 +12,7 @@ use common::{discard, recover, tool, Env};
 use discard::State;
 use launch::recover::RecoverReport;
 use proto::journal::{PreparedFile, Record};
-use proto::Sha256;
+use proto::{Kind, Sha256};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -101,7 +101,7 @@ fn an_unsafe_txn_is_refused_by_recover_as_by_discard() {
     let txn = env.root.join("txn");
     std::fs::set_permissions(&txn, std::fs::Permissions::from_mode(0o777)).unwrap();
     for out in [recover(&env.root), discard(&env.root)] {
-        let err = testkit::assert_refused(&out, 1, "unsafe-txn");
+        let err = testkit::assert_refused(&out, 1, Kind::UnsafeTxn);
         assert_eq!(err.path, Some(txn.display().to_string()));
     }
     assert_eq!(
@@ -121,7 +121,7 @@ fn recover_on_a_missing_root_is_not_a_root() {
         .arg("recover")
         .output()
         .unwrap();
-    let err = testkit::assert_refused(&out, 2, "not-a-root");
+    let err = testkit::assert_refused(&out, 2, Kind::NotARoot);
     assert_eq!(err.path, Some(missing.join("txn").display().to_string()));
     assert_eq!(
         err.next,
@@ -139,7 +139,7 @@ fn recover_on_a_missing_root_is_not_a_root() {
             .unwrap(),
         discard(&file),
     ] {
-        let err = testkit::assert_refused(&out, 2, "not-a-root");
+        let err = testkit::assert_refused(&out, 2, Kind::NotARoot);
         assert_eq!(err.next, None, "{err:?}");
     }
 }

@@ -8,6 +8,7 @@ mod common;
 
 use common::{result, Env};
 use proto::trust::Dependencies;
+use proto::Kind;
 
 /// A Python plugin: reads the request, writes `out/greeting.txt`, answers with it.
 const PYTHON_PLUGIN: &str = r#"#!/usr/bin/python3 -I
@@ -58,7 +59,7 @@ fn a_script_cannot_be_registered_for_process() {
             .args(extra)
             .output()
             .unwrap();
-        let e = testkit::assert_refused(&out, 1, "not-static-elf");
+        let e = testkit::assert_refused(&out, 1, Kind::NotStaticElf);
         assert!(e.message.contains("script"), "{}", e.message);
     }
 }

@@ -8,6 +8,7 @@
 mod common;
 
 use common::Env;
+use proto::Kind;
 
 fn explain_fail(env: &Env, extra: &[&str]) -> std::process::Output {
     env.fixture("explain-fail", &[], extra)
@@ -41,7 +42,7 @@ fn an_explained_failure_keeps_its_message_and_exit_status() {
     let env = Env::new();
     let out = explain_fail(&env, &[]);
     let e = error_of(&out);
-    assert_eq!(e.error, "plugin-error");
+    testkit::assert_kind!(e, Kind::PluginError);
     assert_eq!(e.message, "the input was not a poem (exit status 4)");
     let run = e.run.unwrap();
     assert_eq!(run.exit.code, Some(4));
@@ -63,7 +64,7 @@ fn pass_forwards_stderr_live_and_bounded() {
         text.starts_with("debug line 0\ndebug line 1\ndebug line 2\n{"),
         "{text}"
     );
-    assert_eq!(error_of(&out).error, "plugin-error");
+    testkit::assert_kind!(error_of(&out), Kind::PluginError);
     // Bounded: past --max-stderr nothing more is forwarded and the run fails.
     let out = explain_fail(
         &env,
@@ -77,7 +78,7 @@ fn pass_forwards_stderr_live_and_bounded() {
         ],
     );
     let e = error_of(&out);
-    assert_eq!(e.error, "stderr-limit");
+    testkit::assert_kind!(e, Kind::StderrLimit);
     let text = String::from_utf8_lossy(&out.stderr).into_owned();
     let forwarded = text.len() - text.lines().last().unwrap().len() - 1;
     assert!(forwarded <= 101, "{forwarded} bytes forwarded: {text}");
@@ -108,5 +109,5 @@ fn an_unknown_stderr_mode_is_a_usage_error() {
         .output()
         .unwrap();
     let e = common::failure(&out, 2);
-    assert_eq!(e.error, "usage");
+    testkit::assert_kind!(e, Kind::Usage);
 }

@@ -8,6 +8,7 @@
 mod common;
 
 use common::{failure, result, tool, Env};
+use proto::Kind;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 use testkit::mount::Bind;
@@ -45,7 +46,7 @@ fn assert_target_refused(env: &Env, target: &Path, output: &str) {
     let before = registry(env);
     let log_before = std::fs::read(env.root.join("audit.log")).unwrap_or_default();
     let err = failure(&named_output_into(env, target, output), 2);
-    assert_eq!(err.error, "target-invalid", "{}: {err:?}", target.display());
+    testkit::assert_kind!(err, Kind::TargetInvalid, "{}: {err:?}", target.display());
     assert_eq!(err.field.as_deref(), Some("target"));
     assert_eq!(env.runs(), Vec::<String>::new(), "nothing was started");
     assert_eq!(registry(env), before, "the registry is unchanged");
@@ -120,7 +121,7 @@ fn output_names_with_control_or_reordering_characters_are_refused() {
         "bell\u{7}",
     ] {
         let err = failure(&named_output_into(&env, &env.target, name), 3);
-        assert_eq!(err.error, "outputs-invalid", "{name:?}");
+        testkit::assert_kind!(err, Kind::OutputsInvalid, "{name:?}");
         assert!(
             err.message.contains("control or formatting character"),
             "{name:?}: {}",
@@ -142,7 +143,7 @@ fn input_keys_with_control_characters_are_a_usage_error() {
             .output()
             .unwrap();
         let err = failure(&out, 2);
-        assert_eq!(err.error, "input-syntax", "{key:?}");
+        testkit::assert_kind!(err, Kind::InputSyntax, "{key:?}");
         assert!(
             !out.stderr.contains(&0x1b) && !out.stderr[..out.stderr.len() - 1].contains(&b'\n'),
             "the error line carries no raw control character: {:?}",
@@ -200,7 +201,7 @@ fn a_runner_that_cannot_be_executed_is_refused_before_the_launch_is_allowed() {
         .output()
         .unwrap();
     let err = failure(&out, 1);
-    assert_eq!(err.error, "sandbox-unusable");
+    testkit::assert_kind!(err, Kind::SandboxUnusable);
     assert!(
         err.message.contains("cannot be executed"),
         "{}",

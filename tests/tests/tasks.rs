@@ -9,6 +9,7 @@ mod common;
 
 use common::{result, Env};
 use proto::runner::IdentityKind;
+use proto::Kind;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -154,5 +155,5 @@ fn the_host_can_still_fork_while_a_run_sits_at_its_bound() {
     .unwrap();
     let out = child.wait_with_output().unwrap();
     let err = common::failure(&out, 3);
-    assert_eq!(err.error, "plugin-signal");
+    testkit::assert_kind!(err, Kind::PluginSignal);
 }

@@ -9,7 +9,7 @@ mod common;
 use common::{launch_into, tool};
 use proto::layout::Root;
 use proto::trust::{AuditAction, AuditOutcome, AuditRecord, Dependencies, HighWater};
-use proto::{Containment, Entry, ErrorObject, Name};
+use proto::{Containment, Entry, ErrorObject, Kind, Name};
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::fs;
@@ -158,7 +158,7 @@ impl Fx {
         &self,
         before: &BTreeMap<PathBuf, NodeFacts>,
         out: &Output,
-        kind: &str,
+        kind: Kind,
     ) -> ErrorObject {
         let e = testkit::assert_refused(out, 1, kind);
         assert_eq!(*before, self.snap(), "the root changed on a refusal");
@@ -166,7 +166,7 @@ impl Fx {
     }
 
     /// Asserts a refusal whose only change to the root is one `launch refused KIND` audit line.
-    fn launch_refused(&self, name: &str, kind: &str) {
+    fn launch_refused(&self, name: &str, kind: Kind) {
         let before = self.audit();
         let out = self.launch(name);
         testkit::assert_refused(&out, 1, kind);
@@ -174,12 +174,7 @@ impl Fx {
         assert_eq!(after.len(), before.len() + 1, "one audit line per launch");
         let last = after.last().unwrap();
         assert_eq!(
-            (
-                last.action,
-                last.outcome,
-                last.kind.as_deref(),
-                last.name.as_deref()
-            ),
+            (last.action, last.outcome, last.kind, last.name.as_deref()),
             (
                 AuditAction::Launch,
                 AuditOutcome::Refused,
@@ -223,7 +218,11 @@ fn arbitrary_installation() {
     let mallory = KeyPair::generate();
     let entry = fx.entry("hello", "1.0.0");
     let before = fx.snap();
-    let e = fx.refused(&before, &fx.add(&entry, &mallory, &[]), "signature-invalid");
+    let e = fx.refused(
+        &before,
+        &fx.add(&entry, &mallory, &[]),
+        Kind::SignatureInvalid,
+    );
     assert!(e.message.contains(&mallory.key_id()), "{e:?}");
     // Planted by hand, signed by the unknown key.
     let bytes = entry.to_bytes();
@@ -235,13 +234,13 @@ fn arbitrary_installation() {
         Some(&mallory.sign(&bytes, true)),
         &exe,
     );
-    testkit::assert_refused(&fx.verify("hello"), 1, "signature-invalid");
-    fx.launch_refused("hello", "signature-invalid");
+    testkit::assert_refused(&fx.verify("hello"), 1, Kind::SignatureInvalid);
+    fx.launch_refused("hello", Kind::SignatureInvalid);
     // Planted as a local entry in a normal root.
     let local = testkit::entry_for("hello", &fx.exe, Containment::Process, None);
     testkit::install_entry(&fx.root, "hello", &local.to_bytes(), None, &exe);
-    testkit::assert_refused(&fx.verify("hello"), 1, "local-entry-not-dev");
-    fx.launch_refused("hello", "local-entry-not-dev");
+    testkit::assert_refused(&fx.verify("hello"), 1, Kind::LocalEntryNotDev);
+    fx.launch_refused("hello", Kind::LocalEntryNotDev);
 }
 
 /// A validly signed entry offered with other software: `add` with another executable, and a
@@ -258,10 +257,10 @@ fn wrong_software() {
     let out = fx.add_raw(&bytes, &sig, &other, &[]);
     let kind = testkit::decode_error(&out.stderr).error;
     assert!(
-        kind == "size-mismatch" || kind == "digest-mismatch",
+        kind == Kind::SizeMismatch || kind == Kind::DigestMismatch,
         "{kind}"
     );
-    fx.refused(&before, &out, &kind);
+    fx.refused(&before, &out, kind);
     // Same size, other bytes: the digest decides.
     let mut same_size = fs::read(&fx.exe).unwrap();
     let last = same_size.len() - 1;
@@ -270,7 +269,7 @@ fn wrong_software() {
     fx.refused(
         &before,
         &fx.add_raw(&bytes, &sig, &forged, &[]),
-        "digest-mismatch",
+        Kind::DigestMismatch,
     );
     // Registered properly, then the pinned copy is replaced.
     ok(&fx.add_raw(&bytes, &sig, &fx.exe, &[]));
@@ -282,8 +281,8 @@ fn wrong_software() {
         &same_size,
         0o500,
     );
-    testkit::assert_refused(&fx.verify("hello"), 1, "store-tampered");
-    fx.launch_refused("hello", "store-tampered");
+    testkit::assert_refused(&fx.verify("hello"), 1, Kind::StoreTampered);
+    fx.launch_refused("hello", Kind::StoreTampered);
 }
 
 /// Valid pieces combined wrongly: an entry signed for plugin A registered as B, and a signature
@@ -303,13 +302,13 @@ fn mix_and_match() {
     fx.refused(
         &before,
         &fx.add_raw(renamed.as_bytes(), &a_sig, &fx.exe, &[]),
-        "signature-invalid",
+        Kind::SignatureInvalid,
     );
     // A's entry with B's signature.
     fx.refused(
         &before,
         &fx.add_raw(&a_bytes, &b_sig, &fx.exe, &[]),
-        "signature-invalid",
+        Kind::SignatureInvalid,
     );
     // Both registered; A's file installed under B's name, and B's signature over A's entry.
     ok(&fx.add_raw(&a_bytes, &a_sig, &fx.exe, &[]));
@@ -318,12 +317,12 @@ fn mix_and_match() {
     let alpha = Name::new("alpha").unwrap();
     fs::copy(fx.root.entry(&alpha), fx.root.entry(&beta)).unwrap();
     fs::copy(fx.root.entry_sig(&alpha), fx.root.entry_sig(&beta)).unwrap();
-    testkit::assert_refused(&fx.verify("beta"), 1, "entry-name-mismatch");
-    fx.launch_refused("beta", "entry-name-mismatch");
+    testkit::assert_refused(&fx.verify("beta"), 1, Kind::EntryNameMismatch);
+    fx.launch_refused("beta", Kind::EntryNameMismatch);
     fs::copy(fx.root.entry_sig(&alpha), fx.root.entry_sig(&beta)).unwrap();
     fs::write(fx.root.entry(&beta), &b_bytes).unwrap();
-    testkit::assert_refused(&fx.verify("beta"), 1, "signature-invalid");
-    fx.launch_refused("beta", "signature-invalid");
+    testkit::assert_refused(&fx.verify("beta"), 1, Kind::SignatureInvalid);
+    fx.launch_refused("beta", Kind::SignatureInvalid);
 }
 
 /// An older, validly signed version (with a known hole) is offered again: over the registered one,
@@ -334,13 +333,17 @@ fn rollback() {
     ok(&fx.add(&fx.entry("hello", "2.0.0"), &fx.key, &[]));
     let old = fx.entry("hello", "1.0.0");
     let before = fx.snap();
-    let e = fx.refused(&before, &fx.add(&old, &fx.key, &["--replace"]), "downgrade");
+    let e = fx.refused(
+        &before,
+        &fx.add(&old, &fx.key, &["--replace"]),
+        Kind::Downgrade,
+    );
     assert_eq!(e.value.as_deref(), Some("1.0.0"));
     assert!(e.next.unwrap().ends_with("--replace --allow-downgrade"));
     ok(&fx.reg(&["remove", "--name", "hello"]));
     assert_eq!(fx.last_audit().action, AuditAction::Remove);
     let before = fx.snap();
-    fx.refused(&before, &fx.add(&old, &fx.key, &[]), "downgrade");
+    fx.refused(&before, &fx.add(&old, &fx.key, &[]), Kind::Downgrade);
     // The owner's explicit downgrade is recorded; the high-water mark stays.
     ok(&fx.add(&old, &fx.key, &["--allow-downgrade"]));
     let rec = fx.last_audit();
@@ -371,10 +374,14 @@ fn fast_forward_reset() {
         "--reason",
         "stolen",
     ]));
-    testkit::assert_refused(&fx.verify("hello"), 1, "key-revoked");
+    testkit::assert_refused(&fx.verify("hello"), 1, Kind::KeyRevoked);
     let fix = fx.entry("hello", "1.1.0");
     let before = fx.snap();
-    fx.refused(&before, &fx.add(&fix, &fx.key, &["--replace"]), "downgrade");
+    fx.refused(
+        &before,
+        &fx.add(&fix, &fx.key, &["--replace"]),
+        Kind::Downgrade,
+    );
     ok(&fx.add(&fix, &fx.key, &["--replace", "--reset-high-water"]));
     let rec = fx.last_audit();
     assert_eq!(rec.action, AuditAction::Replace);
@@ -396,7 +403,7 @@ fn freeze_expiry() {
     let mut expired = fx.entry("hello", "1.0.0");
     expired.expires = Some(1_000_000_000);
     let before = fx.snap();
-    let e = fx.refused(&before, &fx.add(&expired, &fx.key, &[]), "entry-expired");
+    let e = fx.refused(&before, &fx.add(&expired, &fx.key, &[]), Kind::EntryExpired);
     assert_eq!(e.field.as_deref(), Some("expires"));
     // Frozen in place (registered by hand while it was still valid).
     let bytes = expired.to_bytes();
@@ -408,8 +415,8 @@ fn freeze_expiry() {
         Some(&fx.key.sign(&bytes, true)),
         &exe,
     );
-    testkit::assert_refused(&fx.verify("hello"), 1, "entry-expired");
-    fx.launch_refused("hello", "entry-expired");
+    testkit::assert_refused(&fx.verify("hello"), 1, Kind::EntryExpired);
+    fx.launch_refused("hello", Kind::EntryExpired);
     // About to expire: valid, with a warning in `list`.
     let mut soon = fx.entry("hello", "1.0.1");
     soon.expires = Some(verify::trust::now() + 2 * 86_400 + 3600);
@@ -429,14 +436,14 @@ fn freeze_expiry() {
         &fx.exe,
         &["--replace"],
     );
-    fx.refused(&before, &out, "signature-too-old");
+    fx.refused(&before, &out, Kind::SignatureTooOld);
     let out = fx.add_raw(
         &b2,
         &fx.key.sign_with_comment(&b2, true, "no time"),
         &fx.exe,
         &["--replace"],
     );
-    fx.refused(&before, &out, "signature-time-missing");
+    fx.refused(&before, &out, Kind::SignatureTimeMissing);
     ok(&fx.add(&e2, &fx.key, &["--replace"]));
 }
 
@@ -468,13 +475,13 @@ fn key_compromise_rotation() {
         format!("{}.minisig", p.display())
     };
     let before = fx.snap();
-    fx.refused(&before, &rotate(&[]), "transition-missing");
+    fx.refused(&before, &rotate(&[]), Kind::TransitionMissing);
     let mallory = KeyPair::generate();
     let forged = write_stmt(&mallory, "forged.json");
     fx.refused(
         &before,
         &rotate(&["--transition", &forged]),
-        "signature-invalid",
+        Kind::SignatureInvalid,
     );
     let good = write_stmt(&fx.key, "rotate.json");
     let p: proto::Publisher = testkit::assert_ok(&rotate(&["--transition", &good]));
@@ -498,7 +505,7 @@ fn key_compromise_rotation() {
     fx.refused(
         &before,
         &fx.add(&fx.entry("hello", "1.0.0"), &fx.key, &[]),
-        "key-revoked",
+        Kind::KeyRevoked,
     );
     ok(&fx.add(&fx.entry("hello", "1.0.0"), &new, &[]));
     ok(&fx.verify("hello"));
@@ -520,7 +527,7 @@ fn key_compromise_rotation() {
     let mut with_t = args.to_vec();
     with_t.extend(["--transition", t.to_str().unwrap()]);
     let before = fx.snap();
-    fx.refused(&before, &fx.reg(&with_t), "key-revoked");
+    fx.refused(&before, &fx.reg(&with_t), Kind::KeyRevoked);
     let mut forced = args.to_vec();
     forced.push("--force-by-owner");
     ok(&fx.reg(&forced));
@@ -532,7 +539,7 @@ fn key_compromise_rotation() {
     let b = e.to_bytes();
     let before = fx.snap();
     let out = fx.add_raw(&b, &windowed.sign(&b, true), &fx.exe, &["--replace"]);
-    fx.refused(&before, &out, "key-not-valid");
+    fx.refused(&before, &out, Kind::KeyNotValid);
     ok(&fx.add_raw(&b, &windowed.sign_at(&b, 1500), &fx.exe, &["--replace"]));
 }
 
@@ -561,21 +568,21 @@ fn key_revocation() {
         (rec.action, rec.key_id.as_deref()),
         (AuditAction::PublisherRevoke, Some(kid.as_str()))
     );
-    testkit::assert_refused(&fx.verify("one"), 1, "key-revoked");
-    fx.launch_refused("one", "key-revoked");
+    testkit::assert_refused(&fx.verify("one"), 1, Kind::KeyRevoked);
+    fx.launch_refused("one", Kind::KeyRevoked);
     ok(&fx.verify("two"));
     // The deny list refuses a key id before anything else, and is recorded.
     let kid2 = second.key_id();
     ok(&fx.reg(&["deny", "add", "--key", &kid2, "--reason", "pulled"]));
     assert_eq!(fx.last_audit().action, AuditAction::DenyAdd);
-    let e = testkit::assert_refused(&fx.verify("two"), 1, "denied");
+    let e = testkit::assert_refused(&fx.verify("two"), 1, Kind::Denied);
     assert_eq!(e.value.as_deref(), Some(kid2.as_str()));
-    fx.launch_refused("two", "denied");
+    fx.launch_refused("two", Kind::Denied);
     let before = fx.snap();
     fx.refused(
         &before,
         &fx.add(&fx.entry("three", "1.0.0"), &second, &[]),
-        "denied",
+        Kind::Denied,
     );
     let pk2 = second.pk_path(fx.dir.path());
     let out = fx.reg(&[
@@ -586,13 +593,13 @@ fn key_revocation() {
         "--pubkey",
         pk2.to_str().unwrap(),
     ]);
-    fx.refused(&before, &out, "denied");
+    fx.refused(&before, &out, Kind::Denied);
     // So is an executable digest.
     let hex = fx.entry("x", "1.0.0").sha256.to_hex();
     ok(&fx.reg(&["deny", "remove", "--key", &kid2]));
     ok(&fx.verify("two"));
     ok(&fx.reg(&["deny", "add", "--sha256", &hex, "--reason", "bad build"]));
-    testkit::assert_refused(&fx.verify("two"), 1, "denied");
+    testkit::assert_refused(&fx.verify("two"), 1, Kind::Denied);
 }
 
 /// Endless data: entries, signatures, keys and executables larger than the root allows are
@@ -609,7 +616,7 @@ fn endless_data() {
     let e = fx.refused(
         &before,
         &fx.add_raw(&bytes, &sig, &fx.exe, &[]),
-        "too-large",
+        Kind::TooLarge,
     );
     assert_eq!(e.field.as_deref(), Some("max_signature_bytes"));
     // A public key file padded past its limit.
@@ -625,14 +632,14 @@ fn endless_data() {
         "--pubkey",
         pk.to_str().unwrap(),
     ]);
-    let e = fx.refused(&before, &out, "too-large");
+    let e = fx.refused(&before, &out, Kind::TooLarge);
     assert_eq!(e.field.as_deref(), Some("max_key_bytes"));
     // An executable over the root's limit.
     let size = entry.size.to_string();
     let limit = (entry.size - 1).to_string();
     ok(&fx.reg(&["policy", "set", "--max-exe-bytes", &limit]));
     let before = fx.snap();
-    let e = fx.refused(&before, &fx.add(&entry, &fx.key, &[]), "too-large");
+    let e = fx.refused(&before, &fx.add(&entry, &fx.key, &[]), Kind::TooLarge);
     assert_eq!(
         (e.field.as_deref(), e.value.as_deref()),
         (Some("max_exe_bytes"), Some(size.as_str()))
@@ -641,8 +648,8 @@ fn endless_data() {
     ok(&fx.add(&entry, &fx.key, &[]));
     // An entry over the root's entry limit.
     ok(&fx.reg(&["policy", "set", "--max-entry-bytes", "100"]));
-    testkit::assert_refused(&fx.verify("hello"), 1, "too-large");
-    fx.launch_refused("hello", "too-large");
+    testkit::assert_refused(&fx.verify("hello"), 1, Kind::TooLarge);
+    fx.launch_refused("hello", Kind::TooLarge);
 }
 
 /// Extraneous dependencies: an audit plugin that is a script or dynamic ELF (here `/bin/true`) runs
@@ -662,7 +669,7 @@ fn extraneous_dependencies() {
             .arg(exe)
             .output()
             .unwrap();
-        let e = testkit::assert_refused(&out, 1, "dynamic-not-granted");
+        let e = testkit::assert_refused(&out, 1, Kind::DynamicNotGranted);
         assert!(e.next.unwrap().ends_with("--allow-dynamic"), "{exe:?}");
         assert_eq!(before, testkit::tree_snapshot(&env.root));
     }
@@ -690,7 +697,7 @@ fn extraneous_dependencies() {
         .launch("scripted", &["--allow-audit-plugin"])
         .output()
         .unwrap();
-    testkit::assert_refused(&out, 1, "dynamic-not-granted");
+    testkit::assert_refused(&out, 1, Kind::DynamicNotGranted);
     fs::rename(env.dir.join("grant"), root.entry_grant(&name)).unwrap();
     // With it, the launch is allowed (and logged), the script runs (its interpreter reads it
     // through descriptor 3) and the run says `unpinned`.
@@ -743,7 +750,7 @@ fn capability_widening() {
     let e = fx.refused(
         &before,
         &fx.add_raw(&bytes, &sig, &fx.exe, &["--replace"]),
-        "changes-need-consent",
+        Kind::ChangesNeedConsent,
     );
     let changes = e.changes.clone().expect("the difference is printed");
     assert_eq!(
@@ -769,7 +776,7 @@ fn capability_widening() {
     let e2 = fx.refused(
         &before,
         &fx.add_raw(&sb, &ss, &fx.exe, &["--replace"]),
-        "changes-need-consent",
+        Kind::ChangesNeedConsent,
     );
     let stale = e2.value.unwrap();
     assert_ne!(stale, token);
@@ -779,7 +786,7 @@ fn capability_widening() {
         &fx.exe,
         &["--replace", "--accept-changes", &stale],
     );
-    fx.refused(&before, &out, "changes-need-consent");
+    fx.refused(&before, &out, Kind::ChangesNeedConsent);
     // The exact acceptance registers it (the audit executable is a static ELF) and is recorded.
     ok(&fx.add_raw(
         &bytes,

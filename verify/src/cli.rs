@@ -10,7 +10,6 @@ use proto::error::ExitCode;
 use proto::layout::Root;
 use proto::{Containment, InputDecl, Name, Sha256, Trust};
 use serde::{Deserialize, Serialize};
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// Digests of open files, minisign signature checks, and the full check of a registry entry
@@ -185,12 +184,8 @@ fn check_signature(a: &SignatureArgs) -> Result<Output, VerifyError> {
     let pk_bytes = read_small(&a.pubkey)?;
     let (_, b64) = signature::parse_public_key_file(&a.pubkey, &pk_bytes)?;
     let sig = read_small(&a.signature)?;
-    let (file, _) =
-        sys::fs::open_regular(&a.file).map_err(|e| VerifyError::from_open_document(&a.file, e))?;
-    let mut data = Vec::new();
-    (&file)
-        .read_to_end(&mut data)
-        .map_err(|e| VerifyError::io(&a.file, e))?;
+    let (data, _) = sys::fs::read_regular(&a.file, u64::MAX)
+        .map_err(|e| VerifyError::from_open_document(&a.file, e))?;
     let info = signature::verify_detached(&b64, &sig, &data).map_err(|e| match e {
         VerifyError::PubkeyMalformed { .. } => e.with_path(&a.pubkey),
         other => other.with_path(&a.signature),
@@ -203,11 +198,7 @@ fn check_signature(a: &SignatureArgs) -> Result<Output, VerifyError> {
 
 /// A key or signature file: a regular file, at most 64 KiB read.
 fn read_small(path: &Path) -> Result<Vec<u8>, VerifyError> {
-    let (file, _) =
-        sys::fs::open_regular(path).map_err(|e| VerifyError::from_open_document(path, e))?;
-    let mut bytes = Vec::new();
-    file.take(proto::strict::MAX_DOCUMENT as u64)
-        .read_to_end(&mut bytes)
-        .map_err(|e| VerifyError::io(path, e))?;
+    let (bytes, _) = sys::fs::read_regular(path, proto::strict::MAX_DOCUMENT as u64)
+        .map_err(|e| VerifyError::from_open_document(path, e))?;
     Ok(bytes)
 }

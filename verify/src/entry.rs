@@ -24,7 +24,6 @@ use proto::layout::Root;
 use proto::trust::{Dependencies, Limit};
 use proto::{Containment, Entry, Name, Publisher, Sha256, Trust};
 use std::fs::{File, Metadata};
-use std::io::Read;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -496,7 +495,7 @@ pub fn read_doc(path: &Path) -> Result<Option<Vec<u8>>, VerifyError> {
 
 /// `read_doc` reading at most `limit + 1` bytes (so a caller sees an oversized file as such).
 pub fn read_doc_limited(path: &Path, limit: u64) -> Result<Option<Vec<u8>>, VerifyError> {
-    let (file, meta) = match sys::fs::open_regular(path) {
+    let (bytes, meta) = match sys::fs::read_regular(path, limit.saturating_add(1)) {
         Ok(ok) => ok,
         Err(sys::fs::OpenError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
             return Ok(None)
@@ -510,11 +509,6 @@ pub fn read_doc_limited(path: &Path, limit: u64) -> Result<Option<Vec<u8>>, Veri
         }
     };
     root::check_private(path, &meta)?;
-    // Room for the whole file up front: one read, not a series of growing small ones.
-    let mut bytes = Vec::with_capacity(meta.len().min(limit) as usize + 1);
-    file.take(limit.saturating_add(1))
-        .read_to_end(&mut bytes)
-        .map_err(|e| VerifyError::io(path, e))?;
     Ok(Some(bytes))
 }
 

@@ -6,7 +6,7 @@
 use crate::elf::ElfError;
 use proto::entry::EntryError;
 use proto::publisher::PublisherError;
-use proto::{ErrorObject, ExitCode, NameError, Sha256, ToErrorObject};
+use proto::{ErrorObject, Kind, NameError, Sha256, ToErrorObject};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -319,58 +319,43 @@ impl VerifyError {
 }
 
 impl ToErrorObject for VerifyError {
-    fn kind(&self) -> &'static str {
+    fn kind(&self) -> Kind {
         use VerifyError as E;
         match self {
-            E::BadName(_) => "bad-name",
-            E::EntryMissing { .. } => "entry-missing",
-            E::EntryMalformed { .. } => "entry-malformed",
-            E::EntryNameMismatch { .. } => "entry-name-mismatch",
-            E::RootMissing { .. } => "root-missing",
-            E::RootUnsafe { .. } => "root-unsafe",
-            E::SignatureMissing { .. } => "signature-missing",
-            E::SignatureInvalid { .. } => "signature-invalid",
-            E::PublisherUnknown { .. } => "publisher-unknown",
-            E::PublisherMalformed { .. } => "publisher-malformed",
-            E::PublisherRevoked { .. } => "publisher-revoked",
-            E::KeyRevoked { .. } => "key-revoked",
-            E::LocalEntryNotDev { .. } => "local-entry-not-dev",
-            E::ExeSymlink { .. } => "exe-symlink",
-            E::ExeNotRegular { .. } => "exe-not-regular",
-            E::DocumentNotRegular { .. } => "document-not-regular",
-            E::FileMissing { .. } => "file-missing",
-            E::ExeSetid { .. } => "exe-setid",
-            E::ExeUnsafeOwner { .. } => "exe-unsafe-owner",
-            E::SizeMismatch { .. } => "size-mismatch",
-            E::DigestMismatch { .. } => "digest-mismatch",
-            E::StoreTampered { .. } => "store-tampered",
+            E::BadName(_) => Kind::BadName,
+            E::EntryMissing { .. } => Kind::EntryMissing,
+            E::EntryMalformed { .. } => Kind::EntryMalformed,
+            E::EntryNameMismatch { .. } => Kind::EntryNameMismatch,
+            E::RootMissing { .. } => Kind::RootMissing,
+            E::RootUnsafe { .. } => Kind::RootUnsafe,
+            E::SignatureMissing { .. } => Kind::SignatureMissing,
+            E::SignatureInvalid { .. } => Kind::SignatureInvalid,
+            E::PublisherUnknown { .. } => Kind::PublisherUnknown,
+            E::PublisherMalformed { .. } => Kind::PublisherMalformed,
+            E::PublisherRevoked { .. } => Kind::PublisherRevoked,
+            E::KeyRevoked { .. } => Kind::KeyRevoked,
+            E::LocalEntryNotDev { .. } => Kind::LocalEntryNotDev,
+            E::ExeSymlink { .. } => Kind::ExeSymlink,
+            E::ExeNotRegular { .. } => Kind::ExeNotRegular,
+            E::DocumentNotRegular { .. } => Kind::DocumentNotRegular,
+            E::FileMissing { .. } => Kind::FileMissing,
+            E::ExeSetid { .. } => Kind::ExeSetid,
+            E::ExeUnsafeOwner { .. } => Kind::ExeUnsafeOwner,
+            E::SizeMismatch { .. } => Kind::SizeMismatch,
+            E::DigestMismatch { .. } => Kind::DigestMismatch,
+            E::StoreTampered { .. } => Kind::StoreTampered,
             E::NotStaticElf { source, .. } => source.kind(),
-            E::ExecSealUnavailable { .. } => "exec-seal-unavailable",
-            E::PubkeyMalformed { .. } => "pubkey-malformed",
-            E::Denied { .. } => "denied",
-            E::TrustMalformed { .. } => "trust-malformed",
-            E::SignatureTimeMissing { .. } => "signature-time-missing",
-            E::KeyNotValidAt { .. } => "key-not-valid",
-            E::SignatureTooOld { .. } => "signature-too-old",
-            E::EntryExpired { .. } => "entry-expired",
-            E::TooLarge { .. } => "too-large",
-            E::DynamicNotGranted { .. } => "dynamic-not-granted",
-            E::Io { .. } => "io",
-        }
-    }
-
-    fn exit_code(&self) -> ExitCode {
-        use VerifyError as E;
-        match self {
-            E::BadName(_)
-            | E::EntryMalformed { .. }
-            | E::PublisherMalformed { .. }
-            | E::PubkeyMalformed { .. }
-            | E::TrustMalformed { .. }
-            | E::DocumentNotRegular { .. }
-            | E::FileMissing { .. } => ExitCode::Usage,
-            E::Io { .. } => ExitCode::System,
-            _ => ExitCode::Refused,
+            E::ExecSealUnavailable { .. } => Kind::ExecSealUnavailable,
+            E::PubkeyMalformed { .. } => Kind::PubkeyMalformed,
+            E::Denied { .. } => Kind::Denied,
+            E::TrustMalformed { .. } => Kind::TrustMalformed,
+            E::SignatureTimeMissing { .. } => Kind::SignatureTimeMissing,
+            E::KeyNotValidAt { .. } => Kind::KeyNotValid,
+            E::SignatureTooOld { .. } => Kind::SignatureTooOld,
+            E::EntryExpired { .. } => Kind::EntryExpired,
+            E::TooLarge { .. } => Kind::TooLarge,
+            E::DynamicNotGranted { .. } => Kind::DynamicNotGranted,
+            E::Io { .. } => Kind::Io,
         }
     }
 
@@ -401,7 +386,7 @@ impl ToErrorObject for VerifyError {
                     _ => obj,
                 }
             }
-            E::PublisherMalformed { source, .. } => match publisher_field(source) {
+            E::PublisherMalformed { source, .. } => match source.field() {
                 Some(f) => obj.field(f),
                 None => obj,
             },
@@ -449,12 +434,5 @@ impl ToErrorObject for VerifyError {
             )),
             _ => obj,
         }
-    }
-}
-
-fn publisher_field(e: &PublisherError) -> Option<&str> {
-    match e {
-        PublisherError::Decode(d) => d.field(),
-        PublisherError::Invalid { field, .. } => Some(field),
     }
 }

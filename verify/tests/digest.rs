@@ -2,7 +2,6 @@
 #![allow(clippy::unwrap_used)]
 
 use assert_cmd::cargo::cargo_bin_cmd;
-use proto::Sha256;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use testkit::TempDir;
@@ -51,7 +50,7 @@ fn refuses_symlink() {
         .arg(d.join("link"))
         .output()
         .unwrap();
-    let e = testkit::assert_refused(&out, 1, "exe-symlink");
+    let e = testkit::assert_refused(&out, 1, Kind::ExeSymlink);
     assert_eq!(e.path, Some(d.join("link").display().to_string()));
 }
 
@@ -63,7 +62,7 @@ fn refuses_directory() {
         .arg(d.path())
         .output()
         .unwrap();
-    testkit::assert_refused(&out, 1, "exe-not-regular");
+    testkit::assert_refused(&out, 1, Kind::ExeNotRegular);
 }
 
 #[test]
@@ -79,7 +78,7 @@ fn refuses_fifo_without_blocking() {
         .arg(d.join("p"))
         .output()
         .unwrap();
-    testkit::assert_refused(&out, 1, "exe-not-regular");
+    testkit::assert_refused(&out, 1, Kind::ExeNotRegular);
 }
 
 #[test]
@@ -92,7 +91,7 @@ fn refuses_setuid_file() {
         .arg(&a)
         .output()
         .unwrap();
-    testkit::assert_refused(&out, 1, "exe-setid");
+    testkit::assert_refused(&out, 1, Kind::ExeSetid);
 }
 
 #[test]
@@ -103,7 +102,7 @@ fn missing_file_is_file_missing_naming_it() {
         .arg(d.join("nope"))
         .output()
         .unwrap();
-    let e = testkit::assert_refused(&out, 2, "file-missing");
+    let e = testkit::assert_refused(&out, 2, Kind::FileMissing);
     assert_eq!(e.path, Some(d.join("nope").display().to_string()));
 }
 
@@ -113,7 +112,7 @@ fn unknown_subcommand_is_a_usage_error() {
         .arg("frobnicate")
         .output()
         .unwrap();
-    testkit::assert_refused(&out, 2, "usage");
+    testkit::assert_refused(&out, 2, Kind::Usage);
 }
 
 #[test]
@@ -122,3 +121,4 @@ fn help_exits_zero() {
     assert_eq!(out.status.code(), Some(0));
     assert!(String::from_utf8(out.stdout).unwrap().contains("digest"));
 }
+use proto::{Kind, Sha256};

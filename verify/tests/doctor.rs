@@ -6,7 +6,7 @@
 use assert_cmd::cargo::cargo_bin_cmd;
 use proto::layout::Root;
 use proto::trust::Policy;
-use proto::{Containment, Entry};
+use proto::{Containment, Entry, Kind};
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::process::Output;
@@ -159,7 +159,7 @@ fn an_expired_entry_is_invalid_with_entry_expired() {
     assert!(!e.valid);
     assert!(e.due.is_empty());
     let problem = e.problem.as_ref().unwrap();
-    assert_eq!(problem.error, "entry-expired");
+    testkit::assert_kind!(problem, Kind::EntryExpired);
     assert_eq!(problem.field.as_deref(), Some("expires"));
 }
 
@@ -217,7 +217,7 @@ fn a_malformed_publisher_record_is_a_finding() {
     assert_eq!(r.publishers[0].id, "acme");
     assert_eq!(r.publishers[1].id, "broken");
     let problem = r.publishers[1].problem.as_ref().unwrap();
-    assert_eq!(problem.error, "publisher-malformed");
+    testkit::assert_kind!(problem, Kind::PublisherMalformed);
 }
 
 #[test]
@@ -228,6 +228,6 @@ fn a_missing_root_is_an_error_not_a_report() {
         .arg(dir.join("nope"))
         .output()
         .unwrap();
-    testkit::assert_refused(&out, 1, "root-missing");
+    testkit::assert_refused(&out, 1, Kind::RootMissing);
     assert!(out.stdout.is_empty());
 }

@@ -4,7 +4,7 @@
 
 use assert_cmd::cargo::cargo_bin_cmd;
 use proto::layout::Root;
-use proto::{Containment, ErrorObject, Name, Trust};
+use proto::{Containment, ErrorObject, Kind, Name, Trust};
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::process::Output;
@@ -49,7 +49,7 @@ impl Fx {
     }
 
     /// Runs `dot-verify entry NAME`, asserts the refusal and that nothing changed.
-    fn refused(&self, name: &str, code: i32, kind: &str) -> ErrorObject {
+    fn refused(&self, name: &str, code: i32, kind: Kind) -> ErrorObject {
         let before = testkit::tree_snapshot(self.root.path());
         let out = self.verify(name);
         let e = testkit::assert_refused(&out, code, kind);
@@ -151,7 +151,7 @@ fn refuses_bad_names() {
     let fx = root(false);
     let long = "x".repeat(65);
     for bad in ["../x", "a/b", "", ".", "..", "Hello", long.as_str()] {
-        let e = fx.refused(bad, 2, "bad-name");
+        let e = fx.refused(bad, 2, Kind::BadName);
         assert_eq!(e.value.as_deref(), Some(bad), "{e:?}");
     }
 }
@@ -159,7 +159,7 @@ fn refuses_bad_names() {
 #[test]
 fn refuses_missing_entry_and_says_how_to_register() {
     let fx = root(false);
-    let e = fx.refused("hello", 1, "entry-missing");
+    let e = fx.refused("hello", 1, Kind::EntryMissing);
     assert!(e.next.unwrap().starts_with("dot-register add --root"));
 }
 
@@ -172,7 +172,7 @@ fn refuses_missing_root_and_says_how_to_create_it() {
         .arg("hello")
         .output()
         .unwrap();
-    let e = testkit::assert_refused(&out, 1, "root-missing");
+    let e = testkit::assert_refused(&out, 1, Kind::RootMissing);
     assert_eq!(
         e.next,
         Some(format!(
@@ -187,21 +187,21 @@ fn refuses_missing_root_and_says_how_to_create_it() {
 fn refuses_root_with_missing_layout_directory() {
     let fx = root(false);
     fs::remove_dir(fx.root.store()).unwrap();
-    fx.refused("hello", 1, "root-missing");
+    fx.refused("hello", 1, Kind::RootMissing);
 }
 
 #[test]
 fn refuses_group_writable_root() {
     let fx = root(false);
     fs::set_permissions(fx.root.plugins(), fs::Permissions::from_mode(0o770)).unwrap();
-    fx.refused("hello", 1, "root-unsafe");
+    fx.refused("hello", 1, Kind::RootUnsafe);
 }
 
 #[test]
 fn refuses_root_owned_by_another_user() {
     let fx = root(false);
     std::os::unix::fs::chown(fx.root.path(), Some(65534), None).unwrap();
-    fx.refused("hello", 1, "root-unsafe");
+    fx.refused("hello", 1, Kind::RootUnsafe);
 }
 
 #[test]
@@ -211,7 +211,7 @@ fn refuses_symlinked_entry_file() {
     let elsewhere = fx._dir.join("hello.json");
     fs::write(&elsewhere, entry.to_bytes()).unwrap();
     std::os::unix::fs::symlink(&elsewhere, fx.root.entry(&Name::new("hello").unwrap())).unwrap();
-    fx.refused("hello", 1, "root-unsafe");
+    fx.refused("hello", 1, Kind::RootUnsafe);
 }
 
 /// A root whose `plugins.d/hello.json` is a signed entry edited by `edit` (without its signature).
@@ -229,7 +229,7 @@ fn with_edited_entry(edit: impl FnOnce(&mut serde_json::Value)) -> Fx {
 }
 
 fn refuses_malformed(edit: impl FnOnce(&mut serde_json::Value), field: Option<&str>) {
-    let e = with_edited_entry(edit).refused("hello", 2, "entry-malformed");
+    let e = with_edited_entry(edit).refused("hello", 2, Kind::EntryMalformed);
     assert_eq!(e.field.as_deref(), field, "{e:?}");
 }
 
@@ -287,7 +287,7 @@ fn refuses_bad_name_inside_entry() {
 #[test]
 fn refuses_oversized_entry() {
     let fx = with_edited_entry(|v| v["protocol"] = "x".repeat(70 * 1024).into());
-    let e = fx.refused("hello", 1, "too-large");
+    let e = fx.refused("hello", 1, Kind::TooLarge);
     assert_eq!(e.field.as_deref(), Some("max_entry_bytes"), "{e:?}");
 }
 
@@ -297,7 +297,7 @@ fn refuses_entry_whose_name_differs_from_its_file() {
     let mut entry = signed_entry(Containment::Audit, EXE);
     entry.name = Name::new("other").unwrap();
     fx.install_signed(&entry.to_bytes(), EXE, true);
-    let e = fx.refused("hello", 1, "entry-name-mismatch");
+    let e = fx.refused("hello", 1, Kind::EntryNameMismatch);
     assert_eq!(e.value.as_deref(), Some("other"));
 }
 
@@ -308,7 +308,7 @@ fn refuses_signed_entry_without_signature() {
     let fx = root(false);
     let entry = signed_entry(Containment::Audit, EXE);
     testkit::install_entry(&fx.root, "hello", &entry.to_bytes(), None, EXE);
-    fx.refused("hello", 1, "signature-missing");
+    fx.refused("hello", 1, Kind::SignatureMissing);
 }
 
 #[test]
@@ -317,7 +317,7 @@ fn refuses_publisher_not_in_trust_store() {
     let mut entry = signed_entry(Containment::Audit, EXE);
     entry.publisher = Some(Name::new("stranger").unwrap());
     fx.install_signed(&entry.to_bytes(), EXE, true);
-    let e = fx.refused("hello", 1, "publisher-unknown");
+    let e = fx.refused("hello", 1, Kind::PublisherUnknown);
     assert!(e
         .next
         .unwrap()
@@ -335,7 +335,7 @@ fn refuses_revoked_publisher() {
         reason: "key leaked".into(),
     });
     testkit::install_publisher(&fx.root, &p);
-    fx.refused("hello", 1, "publisher-revoked");
+    fx.refused("hello", 1, Kind::PublisherRevoked);
 }
 
 #[test]
@@ -349,7 +349,7 @@ fn refuses_revoked_key() {
         reason: "rotated".into(),
     });
     testkit::install_publisher(&fx.root, &p);
-    let e = fx.refused("hello", 1, "key-revoked");
+    let e = fx.refused("hello", 1, Kind::KeyRevoked);
     assert_eq!(e.value, Some(fx.key.key_id()));
 }
 
@@ -360,7 +360,7 @@ fn refuses_signature_by_another_key() {
     let bytes = entry.to_bytes();
     let sig = KeyPair::generate().sign(&bytes, true);
     testkit::install_entry(&fx.root, "hello", &bytes, Some(&sig), EXE);
-    fx.refused("hello", 1, "signature-invalid");
+    fx.refused("hello", 1, Kind::SignatureInvalid);
 }
 
 #[test]
@@ -374,7 +374,7 @@ fn refuses_malformed_signature_file() {
         Some(b"untrusted comment: x\nnot base64\n"),
         EXE,
     );
-    fx.refused("hello", 1, "signature-invalid");
+    fx.refused("hello", 1, Kind::SignatureInvalid);
 }
 
 /// Signs the original entry, installs the edited bytes with that signature.
@@ -385,7 +385,7 @@ fn refuses_changed_after_signing(edit: impl FnOnce(&mut proto::Entry), prehashed
     let mut changed = entry.clone();
     edit(&mut changed);
     testkit::install_entry(&fx.root, "hello", &changed.to_bytes(), Some(&sig), EXE);
-    let e = fx.refused("hello", 1, "signature-invalid");
+    let e = fx.refused("hello", 1, Kind::SignatureInvalid);
     assert_eq!(
         e.path,
         Some(fx.root.entry_sig(&entry.name).display().to_string())
@@ -426,7 +426,7 @@ fn refuses_one_byte_of_whitespace_added_after_signing() {
     let mut changed = bytes.clone();
     changed.push(b'\n');
     testkit::install_entry(&fx.root, "hello", &changed, Some(&sig), EXE);
-    fx.refused("hello", 1, "signature-invalid");
+    fx.refused("hello", 1, Kind::SignatureInvalid);
 }
 
 #[test]
@@ -434,7 +434,7 @@ fn refuses_local_entry_in_non_dev_root() {
     let fx = root(false);
     let entry = testkit::entry_for_bytes("hello", EXE, Containment::Audit, None);
     testkit::install_entry(&fx.root, "hello", &entry.to_bytes(), None, EXE);
-    fx.refused("hello", 1, "local-entry-not-dev");
+    fx.refused("hello", 1, Kind::LocalEntryNotDev);
 }
 
 // ---- the pinned executable ---------------------------------------------------------------------
@@ -445,7 +445,7 @@ fn refuses_dynamic_executable_for_process() {
     let exe = fs::read("/bin/true").unwrap();
     let entry = signed_entry(Containment::Process, &exe);
     fx.install_signed(&entry.to_bytes(), &exe, true);
-    let e = fx.refused("hello", 1, "not-static-elf");
+    let e = fx.refused("hello", 1, Kind::NotStaticElf);
     assert!(e.message.contains("PT_INTERP"), "{}", e.message);
 }
 
@@ -454,7 +454,7 @@ fn refuses_script_for_process() {
     let fx = root(false);
     let entry = signed_entry(Containment::Process, testkit::SCRIPT);
     fx.install_signed(&entry.to_bytes(), testkit::SCRIPT, true);
-    let e = fx.refused("hello", 1, "not-static-elf");
+    let e = fx.refused("hello", 1, Kind::NotStaticElf);
     assert!(e.message.contains("script"), "{}", e.message);
 }
 
@@ -474,7 +474,7 @@ fn catches_pinned_copy_changed_after_registration() {
     let mut other = EXE.to_vec();
     other[0] ^= 1;
     rewrite_store(&fx.store_file(EXE), &other);
-    let e = fx.refused("hello", 1, "store-tampered");
+    let e = fx.refused("hello", 1, Kind::StoreTampered);
     assert_eq!(e.path, Some(fx.store_file(EXE).display().to_string()));
     assert!(e.next.unwrap().contains("--replace"));
 }
@@ -487,7 +487,7 @@ fn catches_pinned_copy_grown_after_registration() {
     let mut other = EXE.to_vec();
     other.push(0);
     rewrite_store(&fx.store_file(EXE), &other);
-    fx.refused("hello", 1, "store-tampered");
+    fx.refused("hello", 1, Kind::StoreTampered);
 }
 
 #[test]
@@ -496,7 +496,7 @@ fn catches_missing_pinned_copy() {
     let entry = signed_entry(Containment::Audit, EXE);
     fx.install_signed(&entry.to_bytes(), EXE, true);
     fs::remove_file(fx.store_file(EXE)).unwrap();
-    fx.refused("hello", 1, "store-tampered");
+    fx.refused("hello", 1, Kind::StoreTampered);
 }
 
 #[test]
@@ -508,7 +508,7 @@ fn refuses_symlinked_pinned_copy() {
     let elsewhere = fx._dir.join("exe");
     fs::rename(&store, &elsewhere).unwrap();
     std::os::unix::fs::symlink(&elsewhere, &store).unwrap();
-    fx.refused("hello", 1, "exe-symlink");
+    fx.refused("hello", 1, Kind::ExeSymlink);
 }
 
 #[test]
@@ -519,7 +519,7 @@ fn refuses_non_regular_pinned_copy() {
     let store = fx.store_file(EXE);
     fs::remove_file(&store).unwrap();
     fs::create_dir(&store).unwrap();
-    fx.refused("hello", 1, "exe-not-regular");
+    fx.refused("hello", 1, Kind::ExeNotRegular);
 }
 
 #[test]
@@ -528,7 +528,7 @@ fn refuses_setuid_pinned_copy() {
     let entry = signed_entry(Containment::Audit, EXE);
     fx.install_signed(&entry.to_bytes(), EXE, true);
     fs::set_permissions(fx.store_file(EXE), fs::Permissions::from_mode(0o4500)).unwrap();
-    fx.refused("hello", 1, "exe-setid");
+    fx.refused("hello", 1, Kind::ExeSetid);
 }
 
 #[test]
@@ -537,7 +537,7 @@ fn refuses_world_writable_pinned_copy() {
     let entry = signed_entry(Containment::Audit, EXE);
     fx.install_signed(&entry.to_bytes(), EXE, true);
     fs::set_permissions(fx.store_file(EXE), fs::Permissions::from_mode(0o502)).unwrap();
-    fx.refused("hello", 1, "exe-unsafe-owner");
+    fx.refused("hello", 1, Kind::ExeUnsafeOwner);
 }
 
 #[test]
@@ -546,7 +546,7 @@ fn refuses_pinned_copy_owned_by_another_user() {
     let entry = signed_entry(Containment::Audit, EXE);
     fx.install_signed(&entry.to_bytes(), EXE, true);
     std::os::unix::fs::chown(fx.store_file(EXE), Some(65534), None).unwrap();
-    fx.refused("hello", 1, "exe-unsafe-owner");
+    fx.refused("hello", 1, Kind::ExeUnsafeOwner);
 }
 
 // ---- unpinned dependencies ---------------------------------------------------------------------
@@ -557,13 +557,13 @@ fn refuses_unpinned_audit_executable_without_the_owners_grant() {
     let entry = signed_entry(Containment::Audit, EXE);
     fx.install_signed(&entry.to_bytes(), EXE, true);
     fs::remove_file(fx.root.entry_grant(&entry.name)).unwrap();
-    let e = fx.refused("hello", 1, "dynamic-not-granted");
+    let e = fx.refused("hello", 1, Kind::DynamicNotGranted);
     assert!(e.next.unwrap().ends_with("--replace --allow-dynamic"));
     // A grant for another executable grants nothing.
     let mut other = entry.clone();
     other.sha256 = proto::Sha256::of(b"another build");
     testkit::install_grant(&fx.root, &other);
-    fx.refused("hello", 1, "dynamic-not-granted");
+    fx.refused("hello", 1, Kind::DynamicNotGranted);
 }
 
 // ---- the root's trust documents ----------------------------------------------------------------
@@ -598,7 +598,7 @@ fn refuses_when_a_trust_document_is_malformed() {
     ];
     for (path, bytes, field) in cases {
         write_trust_doc(&path, bytes);
-        let e = fx.refused("hello", 2, "trust-malformed");
+        let e = fx.refused("hello", 2, Kind::TrustMalformed);
         assert_eq!(e.path, Some(path.display().to_string()), "{e:?}");
         assert_eq!(e.field.as_deref(), Some(field), "{e:?}");
         if path == grant {

@@ -5,7 +5,7 @@
 
 use assert_cmd::cargo::cargo_bin_cmd;
 use proto::layout::Root;
-use proto::{Containment, Name};
+use proto::{Containment, Kind, Name};
 use std::ffi::OsStr;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -46,7 +46,7 @@ fn a_key_signature_or_signed_file_that_is_not_a_regular_file_is_document_not_reg
                 paths[1].as_os_str(),
                 paths[2].as_os_str(),
             ]);
-            let e = testkit::assert_refused(&out, 2, "document-not-regular");
+            let e = testkit::assert_refused(&out, 2, Kind::DocumentNotRegular);
             assert_eq!(e.path, Some(odd.display().to_string()), "slot {slot}");
             assert!(e.message.contains(what), "{}", e.message);
         }
@@ -60,7 +60,7 @@ fn a_missing_file_is_file_missing_exit_2_not_io() {
     let e = testkit::assert_refused(
         &verify([OsStr::new("digest"), missing.as_os_str()]),
         2,
-        "file-missing",
+        Kind::FileMissing,
     );
     assert_eq!(e.path, Some(missing.display().to_string()));
     let key = KeyPair::generate();
@@ -74,7 +74,7 @@ fn a_missing_file_is_file_missing_exit_2_not_io() {
             missing.as_os_str(),
         ]),
         2,
-        "file-missing",
+        Kind::FileMissing,
     );
     assert_eq!(e.path, Some(missing.display().to_string()));
 }
@@ -100,7 +100,7 @@ fn a_garbled_key_in_a_publisher_record_is_publisher_malformed() {
     let d = TempDir::new();
     let key = KeyPair::generate();
     let root = signed_root(&d, &key, |p| p.keys[0].public_key = "garbage".to_owned());
-    let e = testkit::assert_refused(&entry(root.path(), "hello"), 2, "publisher-malformed");
+    let e = testkit::assert_refused(&entry(root.path(), "hello"), 2, Kind::PublisherMalformed);
     assert_eq!(e.field.as_deref(), Some("keys.public_key"));
     assert_eq!(
         e.path,
@@ -120,14 +120,14 @@ fn publisher_names_read_as_names_in_messages() {
     let root = signed_root(&d, &KeyPair::generate(), |p| {
         *p = testkit::publisher_record("acme", &[&KeyPair::generate()]);
     });
-    let e = testkit::assert_refused(&entry(root.path(), "hello"), 1, "signature-invalid");
+    let e = testkit::assert_refused(&entry(root.path(), "hello"), 1, Kind::SignatureInvalid);
     assert!(e.message.contains("publisher \"acme\""), "{}", e.message);
     assert!(!e.message.contains("Name("), "{}", e.message);
     // A record whose id is not its file's name.
     let d = TempDir::new();
     let key = KeyPair::generate();
     let root = signed_root(&d, &key, |p| p.id = Name::new("other").unwrap());
-    let e = testkit::assert_refused(&entry(root.path(), "hello"), 2, "publisher-malformed");
+    let e = testkit::assert_refused(&entry(root.path(), "hello"), 2, Kind::PublisherMalformed);
     assert_eq!(e.field.as_deref(), Some("id"));
     assert!(
         e.message.contains("named for \"acme\" but says \"other\""),
@@ -159,7 +159,7 @@ fn a_root_that_is_a_regular_file_suggests_a_root_elsewhere_that_works() {
     let d = TempDir::new();
     let file = d.join("root");
     fs::write(&file, b"").unwrap();
-    let e = testkit::assert_refused(&entry(&file, "hello"), 1, "root-missing");
+    let e = testkit::assert_refused(&entry(&file, "hello"), 1, Kind::RootMissing);
     assert_eq!(e.path, Some(file.display().to_string()));
     assert!(e.message.contains("regular file"), "{}", e.message);
     let next = e.next.unwrap();
@@ -175,16 +175,16 @@ fn a_root_that_is_a_regular_file_suggests_a_root_elsewhere_that_works() {
 fn a_root_whose_parent_is_missing_suggests_a_command_that_works() {
     let d = TempDir::new();
     let root = d.join("a/b/root");
-    let e = testkit::assert_refused(&entry(&root, "hello"), 1, "root-missing");
+    let e = testkit::assert_refused(&entry(&root, "hello"), 1, Kind::RootMissing);
     let next = e.next.unwrap();
     assert!(next.starts_with("mkdir -p "), "{next}");
     let out = run_next(&next);
     assert!(out.status.success(), "{out:?}");
     // And now the root is there: the entry is what is missing.
-    testkit::assert_refused(&entry(&root, "hello"), 1, "entry-missing");
+    testkit::assert_refused(&entry(&root, "hello"), 1, Kind::EntryMissing);
     // A root that is only missing (its parent exists) gets `init` alone, which works.
     let root = d.join("plain");
-    let e = testkit::assert_refused(&entry(&root, "hello"), 1, "root-missing");
+    let e = testkit::assert_refused(&entry(&root, "hello"), 1, Kind::RootMissing);
     let next = e.next.unwrap();
     assert_eq!(next, format!("dot-register init --root {}", root.display()));
     assert!(run_next(&next).status.success());

@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used)]
 
 use assert_cmd::cargo::cargo_bin_cmd;
+use proto::Kind;
 use std::fs;
 use std::path::Path;
 use std::process::Output;
@@ -69,7 +70,7 @@ fn refuses_signature_by_another_key() {
     let e = testkit::assert_refused(
         &check(&key.pk_path(d.path()), &sig, &file),
         1,
-        "signature-invalid",
+        Kind::SignatureInvalid,
     );
     assert_eq!(e.path, Some(sig.display().to_string()));
 }
@@ -84,7 +85,7 @@ fn refuses_bytes_changed_after_signing() {
         testkit::assert_refused(
             &check(&key.pk_path(d.path()), &sig, &file),
             1,
-            "signature-invalid",
+            Kind::SignatureInvalid,
         );
     }
 }
@@ -99,7 +100,7 @@ fn refuses_trusted_comment_changed_after_signing() {
     testkit::assert_refused(
         &check(&key.pk_path(d.path()), &sig, &file),
         1,
-        "signature-invalid",
+        Kind::SignatureInvalid,
     );
 }
 
@@ -112,7 +113,7 @@ fn refuses_malformed_signature() {
     testkit::assert_refused(
         &check(&key.pk_path(d.path()), &sig, &file),
         1,
-        "signature-invalid",
+        Kind::SignatureInvalid,
     );
 }
 
@@ -129,7 +130,7 @@ fn refuses_malformed_public_key() {
         format!("untrusted comment: x\n{}\n", &key.public_key_b64()[4..]),
     ] {
         fs::write(&pk, text).unwrap();
-        let e = testkit::assert_refused(&check(&pk, &sig, &file), 2, "pubkey-malformed");
+        let e = testkit::assert_refused(&check(&pk, &sig, &file), 2, Kind::PubkeyMalformed);
         assert_eq!(e.path, Some(pk.display().to_string()));
     }
 }

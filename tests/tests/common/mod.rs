@@ -153,15 +153,7 @@ pub fn result(out: &Output) -> RunResult {
 
 /// The error object of a failed run, after checking the exit code.
 pub fn failure(out: &Output, code: i32) -> ErrorObject {
-    assert_eq!(
-        out.status.code(),
-        Some(code),
-        "stdout: {}\nstderr: {}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.stdout.is_empty(), "nothing on stdout on failure");
-    testkit::decode_error(&out.stderr)
+    testkit::assert_failed(out, code)
 }
 
 /// The repository's top directory (README.md, Makefile, man/, docs/).
@@ -183,13 +175,7 @@ pub fn bin_dir() -> PathBuf {
 /// Asserts an external program the suite needs is installed (`.ci/run` installs it): a missing one
 /// fails the test, never skips it.
 pub fn require_program(name: &str, package: &str) {
-    let found = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| d.join(name).is_file()))
-        .unwrap_or(false);
-    assert!(
-        found,
-        "{name} is not installed: `.ci/run` installs it (apt-get install {package})"
-    );
+    testkit::require_program(name, package)
 }
 
 /// The text of a file in the repository.

@@ -1,0 +1,252 @@
+//! Steps 1–3 of a launch, before anything is created: verification, consent, kernel support,
+//! protocol, inputs, target and the sibling runner. The result is the launch decision, which
+//! `audit` records whatever it is.
+
+use crate::exec::Runner;
+use crate::{hooks, inputs, target, LaunchError, Options};
+use proto::layout::Root;
+use proto::protocol::{protocol_version, PROTOCOL_VERSION};
+use proto::{Containment, Entry, Name};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+/// The consent flags given on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Consent {
+    pub allow_audit_plugin: bool,
+    pub require_process_sandbox: bool,
+}
+
+/// The consent flag each containment needs.
+fn consent_flag(c: Containment) -> &'static str {
+    match c {
+        Containment::Audit => "--allow-audit-plugin",
+        Containment::Process => "--require-process-sandbox",
+    }
+}
+
+/// Consent must match the entry's containment exactly: its own flag, and not the other one.
+fn check_consent(
+    name: &Name,
+    containment: Containment,
+    given: Consent,
+    root: &Path,
+) -> Result<(), LaunchError> {
+    let flag = consent_flag(containment);
+    let next = format!("dot-launch --root {} {name} {flag}", root.display());
+    let name = name.to_string();
+    match (
+        containment,
+        given.allow_audit_plugin,
+        given.require_process_sandbox,
+    ) {
+        (Containment::Audit, true, false) | (Containment::Process, false, true) => Ok(()),
+        (_, false, false) => Err(LaunchError::ConsentMissing {
+            name,
+            containment,
+            flag,
+            next,
+        }),
+        (Containment::Audit, _, true) => Err(LaunchError::ConsentMismatch {
+            name,
+            containment,
+            given: "--require-process-sandbox",
+            flag,
+            next,
+        }),
+        (Containment::Process, true, _) => Err(LaunchError::ConsentMismatch {
+            name,
+            containment,
+            given: "--allow-audit-plugin",
+            flag,
+            next,
+        }),
+    }
+}
+
+fn check_protocol(entry: &Entry) -> Result<(), LaunchError> {
+    // The requirement parsed when the entry was validated; an unparsable one cannot match.
+    if entry
+        .protocol_req()
+        .is_ok_and(|req| req.matches(&protocol_version()))
+    {
+        Ok(())
+    } else {
+        Err(LaunchError::ProtocolUnsupported {
+            req: entry.protocol.clone(),
+            ours: PROTOCOL_VERSION,
+        })
+    }
+}
+
+/// For `process`: the kernel must be able to enforce it, checked before anything is created.
+fn check_process_support() -> Result<(), LaunchError> {
+    let probe = sys::confine::probe().capped(hooks::pretend_landlock_abi());
+    match probe.why_not {
+        None => Ok(()),
+        Some(why) => Err(LaunchError::ProcessUnsupported { why }),
+    }
+}
+
+/// Where the runner is: `dot-sandbox` in the directory of the running dot-launch (never PATH).
+pub fn runner_path() -> Result<PathBuf, LaunchError> {
+    let exe = std::fs::read_link("/proc/self/exe")
+        .map_err(|e| LaunchError::io("resolving /proc/self/exe", "/proc/self/exe", e))?;
+    Ok(exe
+        .parent()
+        .map(|d| d.join("dot-sandbox"))
+        .unwrap_or_else(|| PathBuf::from("/dot-sandbox")))
+}
+
+/// Opens the sibling `dot-sandbox` (the directory of the running dot-launch; never PATH) once and
+/// validates the open inode: regular, no setuid/setgid, owned by root or us, not group/world
+/// writable, not empty, executable by us.
+fn open_runner() -> Result<Runner, LaunchError> {
+    let path = runner_path()?;
+    let unusable = |why: String| LaunchError::SandboxUnusable {
+        path: path.clone(),
+        why,
+    };
+    let (file, meta) = sys::fs::open_regular(&path).map_err(|e| unusable(e.to_string()))?;
+    let euid = nix::unistd::geteuid().as_raw();
+    if meta.uid() != 0 && meta.uid() != euid {
+        return Err(unusable(format!(
+            "is owned by uid {}, not root or {euid}",
+            meta.uid()
+        )));
+    }
+    if meta.mode() & 0o022 != 0 {
+        return Err(unusable(format!(
+            "is group or world writable (mode {:o})",
+            meta.mode() & 0o7777
+        )));
+    }
+    if meta.len() == 0 {
+        return Err(unusable("is empty".into()));
+    }
+    // What execve itself will check (mode bits for us, a noexec mount), asked of the open inode
+    // now: a runner that cannot be executed is a refusal before anything is recorded as allowed.
+    nix::unistd::faccessat(
+        &file,
+        "",
+        nix::unistd::AccessFlags::X_OK,
+        nix::fcntl::AtFlags::AT_EMPTY_PATH,
+    )
+    .map_err(|e| {
+        unusable(format!(
+            "cannot be executed (mode {:o}): {e}",
+            meta.mode() & 0o7777
+        ))
+    })?;
+    Ok(Runner { file })
+}
+
+/// Everything checked before anything is created: the launch decision.
+pub(crate) struct Decided {
+    pub verified: verify::entry::Verified,
+    pub inputs: inputs::Inputs,
+    pub target: PathBuf,
+    pub runner: Option<Runner>,
+}
+
+/// Steps 1–3: verification, consent, kernel support, protocol, inputs, target, runner.
+pub(crate) fn decide(root: &Root, name: &Name, opts: &Options) -> Result<Decided, LaunchError> {
+    let verified = verify::entry::verify_entry(root, name)?;
+    let entry = &verified.entry;
+    check_consent(&entry.name, entry.containment, opts.consent, &opts.root)?;
+    if entry.containment == Containment::Process {
+        check_process_support()?;
+    }
+    check_protocol(entry)?;
+    let inputs = inputs::check(&opts.inputs, entry)?;
+    let target = target::check(&opts.target, root)?;
+    let runner = match entry.containment {
+        Containment::Process => Some(open_runner()?),
+        Containment::Audit => None,
+    };
+    Ok(Decided {
+        verified,
+        inputs,
+        target,
+        runner,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proto::Kind;
+
+    /// What a consent check must come to: allowed, or refused with a kind and, for a mismatch,
+    /// the flag that was wrongly given.
+    type Expected = Result<(), (Kind, Option<&'static str>)>;
+
+    #[test]
+    fn consent_must_name_exactly_the_entrys_containment() {
+        use Containment::{Audit, Process};
+        let name = Name::new("hello").expect("valid");
+        let root = Path::new("/r");
+        // (containment, --allow-audit-plugin, --require-process-sandbox) → outcome.
+        let cases: [(Containment, bool, bool, Expected); 8] = [
+            (Audit, false, false, Err((Kind::ConsentMissing, None))),
+            (Audit, true, false, Ok(())),
+            (
+                Audit,
+                false,
+                true,
+                Err((Kind::ConsentMismatch, Some("--require-process-sandbox"))),
+            ),
+            (
+                Audit,
+                true,
+                true,
+                Err((Kind::ConsentMismatch, Some("--require-process-sandbox"))),
+            ),
+            (Process, false, false, Err((Kind::ConsentMissing, None))),
+            (
+                Process,
+                true,
+                false,
+                Err((Kind::ConsentMismatch, Some("--allow-audit-plugin"))),
+            ),
+            (Process, false, true, Ok(())),
+            (
+                Process,
+                true,
+                true,
+                Err((Kind::ConsentMismatch, Some("--allow-audit-plugin"))),
+            ),
+        ];
+        for (containment, audit, process, expected) in cases {
+            let given = Consent {
+                allow_audit_plugin: audit,
+                require_process_sandbox: process,
+            };
+            let got = check_consent(&name, containment, given, root);
+            let what = format!("{containment} with {given:?}");
+            match (got, expected) {
+                (Ok(()), Ok(())) => {}
+                (Err(e), Err((kind, wrong))) => {
+                    use proto::ToErrorObject;
+                    assert_eq!(e.kind(), kind, "{what}");
+                    let obj = e.to_error_object();
+                    assert_eq!(obj.field.as_deref(), Some("containment"), "{what}");
+                    let flag = consent_flag(containment);
+                    assert_eq!(
+                        obj.next.as_deref(),
+                        Some(format!("dot-launch --root /r hello {flag}").as_str()),
+                        "{what}"
+                    );
+                    match e {
+                        LaunchError::ConsentMismatch { given, .. } => {
+                            assert_eq!(Some(given), wrong, "{what}")
+                        }
+                        LaunchError::ConsentMissing { .. } => assert_eq!(wrong, None, "{what}"),
+                        other => panic!("{what}: {other:?}"),
+                    }
+                }
+                (got, expected) => panic!("{what}: {got:?}, expected {expected:?}"),
+            }
+        }
+    }
+}

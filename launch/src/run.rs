@@ -1,0 +1,228 @@
+//! One launch from the decision to the end of its run directory: the orchestration of the other
+//! modules, in the order of the crate's step list.
+
+use crate::audit::{record_decision, AuditSync};
+use crate::commit::{self, CommitError};
+use crate::decide::{decide, Consent, Decided};
+use crate::exec::{self, Limits};
+use crate::judge::{self, PluginFailure, Unconfirmed};
+use crate::rundir::{now_ms, RunDir};
+use crate::{hooks, inputs, pinning, stage, LaunchError};
+use proto::journal::{Record, RECORD_VERSION};
+use proto::layout::Root;
+use proto::result::{ExitStatus, OutputFile, RunResult, RunStatus, Warning};
+use proto::{Containment, Name};
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+
+/// Everything one launch needs.
+#[derive(Debug)]
+pub struct Options {
+    pub root: PathBuf,
+    pub name: String,
+    pub consent: Consent,
+    pub inputs: inputs::GivenInputs,
+    pub target: PathBuf,
+    pub limits: Limits,
+}
+
+/// Runs one plugin to the end. `Ok` is a committed run (with `warnings` when something was left
+/// for the operator); every failure is an `Err`.
+pub fn launch(opts: &Options) -> Result<RunResult, LaunchError> {
+    // Nothing of the same user (an `audit` plugin of another run included) may open this process's
+    // descriptors or trace it: only a holder of CAP_SYS_PTRACE can.
+    nix::sys::prctl::set_dumpable(false)
+        .map_err(|e| LaunchError::io("making dot-launch non-dumpable", "prctl", e.into()))?;
+    let root = Root::new(&opts.root);
+    let name = Name::new(&opts.name)?;
+    let decision = decide(&root, &name, opts);
+    let mut audit = record_decision(&root, &name, &decision)?;
+    let decided = decision?;
+    hooks::pause_after_verify();
+
+    sys::process::set_child_subreaper()
+        .map_err(|e| LaunchError::io("becoming a child subreaper", "prctl", e))?;
+    let mut run = RunDir::create(&root)?;
+    // The one place the run directory ends.
+    match proceed(decided, &mut run, opts, &mut audit) {
+        Ok(Done::Committed {
+            mut result,
+            durable,
+        }) => {
+            run.finish(durable, &mut result);
+            Ok(result)
+        }
+        Ok(Done::Unrecorded(result)) => Ok(result),
+        Err(Stop::Abandon(e)) => Err(run.abandon(e)),
+        Err(Stop::Retain(e)) => Err(e),
+    }
+}
+
+/// A run that reached its end without failing.
+enum Done {
+    /// Committed: its directory is removed (`txn/` synced when the run made anything durable).
+    Committed { result: RunResult, durable: bool },
+    /// Every output is in place, but COMMITTED could not be written: the run stays PREPARED
+    /// (`dot-launch recover` finds the files in place and finishes it) and the result says so.
+    Unrecorded(RunResult),
+}
+
+/// A run that failed.
+enum Stop {
+    /// Before PREPARED: nothing in the target changed, the run directory is removed.
+    Abandon(LaunchError),
+    /// After PREPARED: the changes are authorized but not finished; the run is retained for
+    /// `dot-launch recover`.
+    Retain(LaunchError),
+}
+
+impl From<LaunchError> for Stop {
+    fn from(e: LaunchError) -> Stop {
+        Stop::Abandon(e)
+    }
+}
+
+/// Steps 4–8 inside the run directory: BEGIN, the stage, the run, the judgement, the commit.
+fn proceed(
+    decided: Decided,
+    run: &mut RunDir,
+    opts: &Options,
+    audit: &mut Option<AuditSync>,
+) -> Result<Done, Stop> {
+    let Decided {
+        mut verified,
+        inputs,
+        target,
+        runner,
+    } = decided;
+    let entry = verified.entry.clone();
+    let begin = Record::Begin {
+        v: RECORD_VERSION,
+        seq: run.seq(),
+        at_ms: now_ms(),
+        txid: run.txid.clone(),
+        name: entry.name.clone(),
+        version: entry.version.to_string(),
+        sha256: entry.sha256,
+        containment: entry.containment,
+        pid: std::process::id(),
+        target: target.display().to_string(),
+        sum: None,
+    };
+    run.append(&begin, false)?;
+    hooks::failpoint("after-begin");
+    stage::prepare(run, &inputs)?;
+    let request = serde_json::to_vec(&inputs.request(&entry)).unwrap_or_default();
+    let observed =
+        pinning::run_pinned(&mut verified, runner.as_ref(), run, &request, opts, &inputs)?;
+    // The decision is durable before the run can change anything durably or report.
+    if let Some(a) = audit.as_mut() {
+        a.wait()?;
+    }
+    let mut result = RunResult {
+        schema: proto::result::RESULT_SCHEMA,
+        txid: run.txid.clone(),
+        name: entry.name.clone(),
+        version: entry.version.to_string(),
+        sha256: entry.sha256,
+        trust: entry.trust,
+        containment: entry.containment,
+        dependencies: verified.dependencies,
+        status: RunStatus::Failed,
+        exit: ExitStatus {
+            code: observed.status.code(),
+            signal: observed.status.signal(),
+        },
+        duration_ms: observed.duration.as_millis() as u64,
+        stdout_bytes: observed.stdout_bytes,
+        stderr_bytes: observed.stderr_bytes,
+        outputs: Vec::new(),
+        target: Some(target.display().to_string()),
+        response: None,
+        failure: None,
+        enforced: None,
+        stderr_tail: (opts.limits.stderr == exec::StderrMode::Tail)
+            .then(|| String::from_utf8_lossy(&observed.stderr_tail).into_owned()),
+        warnings: Vec::new(),
+    };
+    if entry.containment == Containment::Process {
+        match judge::confirmed(&observed) {
+            Ok(enforced) => result.enforced = Some(enforced),
+            Err(Unconfirmed::Refused(error)) => {
+                result.failure = Some(error.message.clone());
+                return Err(Stop::Abandon(LaunchError::SandboxRefused {
+                    error,
+                    run: Box::new(result),
+                }));
+            }
+            Err(Unconfirmed::NoReport(f)) => return Err(failed(result, f)),
+        }
+    }
+    let response = match judge::judge(&observed, opts.limits.deadline) {
+        Ok(r) => r,
+        Err(f) => return Err(failed(result, f)),
+    };
+    let names = response.outputs.clone();
+    result.response = Some(response);
+    if names.is_empty() {
+        // Nothing to change in the target, so nothing to make durable: no PREPARED, no renames,
+        // no COMMITTED. The journal holds BEGIN only; a crash from here on leaves an ABANDONED
+        // run, exactly as before the plugin ran.
+        return Ok(Done::Committed {
+            result: committed(result, Vec::new()),
+            durable: false,
+        });
+    }
+    let out_dir = stage::out_dir(run, &observed)?;
+    commit_outputs(run, &out_dir, &target, &names, opts, result)
+}
+
+/// Step 8: the outputs committed into `target`, or why not.
+fn commit_outputs(
+    run: &mut RunDir,
+    out_dir: &std::fs::File,
+    target: &Path,
+    names: &[String],
+    opts: &Options,
+    result: RunResult,
+) -> Result<Done, Stop> {
+    let retained = |run: &RunDir, e: LaunchError| LaunchError::Retained {
+        txid: run.txid.clone(),
+        why: e.to_string(),
+        next: format!(
+            "dot-launch recover --root {} {}",
+            opts.root.display(),
+            run.txid
+        ),
+    };
+    match commit::commit(run, out_dir, target, names, &opts.limits) {
+        Ok(outputs) => Ok(Done::Committed {
+            result: committed(result, outputs),
+            durable: true,
+        }),
+        Err(CommitError::Unrecorded(outputs, e)) => {
+            // Every output is in place and durable: the run is committed, whatever the journal
+            // could not say.
+            let mut result = committed(result, outputs);
+            result.warnings.push(Warning::of(&retained(run, *e)));
+            Ok(Done::Unrecorded(result))
+        }
+        Err(CommitError::Invalid(why)) => Err(failed(result, PluginFailure::OutputsInvalid(why))),
+        Err(CommitError::Conflict(why)) => Err(failed(result, PluginFailure::TargetConflict(why))),
+        Err(CommitError::Before(e)) => Err(Stop::Abandon(e)),
+        Err(CommitError::After(e)) => Err(Stop::Retain(retained(run, e))),
+    }
+}
+
+/// The result of a committed run.
+fn committed(mut result: RunResult, outputs: Vec<OutputFile>) -> RunResult {
+    result.outputs = outputs;
+    result.status = RunStatus::Committed;
+    result.stderr_tail = None;
+    result
+}
+
+/// The plugin failed: the run is abandoned with its result.
+fn failed(result: RunResult, failure: PluginFailure) -> Stop {
+    Stop::Abandon(LaunchError::plugin(result, failure))
+}

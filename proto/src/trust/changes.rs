@@ -1,0 +1,193 @@
+//! The widening between a registered entry and its replacement that needs re-consent.
+
+use crate::digest::Sha256;
+use crate::entry::{Containment, Entry, InputDecl};
+use crate::name::Name;
+use serde::{Deserialize, Serialize};
+
+/// The widening between a registered entry and its replacement that needs the owner's consent.
+/// Serialized canonically (fixed field order, compact JSON); its SHA-256 is what
+/// `--accept-changes sha256:HEX` names.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Changes {
+    pub name: Name,
+    /// The registered entry's digest and the new one: an acceptance is for this exact pair.
+    pub from_sha256: Sha256,
+    pub to_sha256: Sha256,
+    /// `process` → `audit`: the containment requirement's risk was raised.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub containment: Option<[Containment; 2]>,
+    /// Inputs the new entry declares that the old did not (or declares with another kind).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inputs_added: Vec<InputDecl>,
+    /// The protocol range changed and is not provably narrower or equal: `[old, new]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<[String; 2]>,
+}
+
+impl Changes {
+    /// The widening from `old` to `new`, or `None` when nothing widened.
+    pub fn between(old: &Entry, new: &Entry) -> Option<Changes> {
+        let containment = (old.containment == Containment::Process
+            && new.containment == Containment::Audit)
+            .then_some([old.containment, new.containment]);
+        let inputs_added: Vec<InputDecl> = new
+            .inputs
+            .iter()
+            .filter(|i| old.input(i.name.as_str()).is_none_or(|o| o.kind != i.kind))
+            .cloned()
+            .collect();
+        let protocol = (!protocol_not_wider(&old.protocol, &new.protocol))
+            .then(|| [old.protocol.clone(), new.protocol.clone()]);
+        if containment.is_none() && inputs_added.is_empty() && protocol.is_none() {
+            return None;
+        }
+        Some(Changes {
+            name: new.name.clone(),
+            from_sha256: old.sha256,
+            to_sha256: new.sha256,
+            containment,
+            inputs_added,
+            protocol,
+        })
+    }
+
+    /// `sha256:HEX` of the canonical serialization.
+    pub fn token(&self) -> String {
+        let bytes = serde_json::to_vec(self).unwrap_or_default();
+        format!("sha256:{}", Sha256::of(&bytes).to_hex())
+    }
+
+    /// One line for people.
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some([a, b]) = &self.containment {
+            parts.push(format!("containment {a} -> {b}"));
+        }
+        for i in &self.inputs_added {
+            parts.push(format!(
+                "input added: {} ({}{})",
+                i.name,
+                i.kind,
+                if i.required { ", required" } else { "" }
+            ));
+        }
+        if let Some([a, b]) = &self.protocol {
+            parts.push(format!("protocol {a:?} -> {b:?}"));
+        }
+        parts.join("; ")
+    }
+}
+
+/// `true` only when the new protocol requirement provably accepts no version the old one did not:
+/// the same requirement, or both are simple ranges (`>=`, `>`, `<`, `<=`, `=` on full versions
+/// without pre-release tags, joined by `,`) and the new interval lies inside the old one. Anything
+/// this cannot prove counts as wider.
+pub fn protocol_not_wider(old: &str, new: &str) -> bool {
+    let (Ok(o), Ok(n)) = (
+        semver::VersionReq::parse(old),
+        semver::VersionReq::parse(new),
+    ) else {
+        return false;
+    };
+    if o == n {
+        return true;
+    }
+    match (Interval::of(&o), Interval::of(&n)) {
+        (Some(o), Some(n)) => n.within(&o),
+        _ => false,
+    }
+}
+
+/// A version interval with optional bounds; `(version, inclusive)`.
+#[derive(Debug)]
+struct Interval {
+    lo: Option<(semver::Version, bool)>,
+    hi: Option<(semver::Version, bool)>,
+}
+
+impl Interval {
+    fn of(req: &semver::VersionReq) -> Option<Interval> {
+        use semver::Op;
+        let mut iv = Interval { lo: None, hi: None };
+        for c in &req.comparators {
+            if !c.pre.is_empty() {
+                return None;
+            }
+            // `>=1.2` and `<2` mean `>=1.2.0` and `<2.0.0`; other operators on a partial version
+            // (`<=1.2`, `>1`, `=1`) cover ranges this does not model.
+            let partial = c.minor.is_none() || c.patch.is_none();
+            if partial && !matches!(c.op, Op::GreaterEq | Op::Less) {
+                return None;
+            }
+            let v = semver::Version::new(c.major, c.minor.unwrap_or(0), c.patch.unwrap_or(0));
+            match c.op {
+                Op::GreaterEq => iv.raise((v, true)),
+                Op::Greater => iv.raise((v, false)),
+                Op::LessEq => iv.lower((v, true)),
+                Op::Less => iv.lower((v, false)),
+                Op::Exact => {
+                    iv.raise((v.clone(), true));
+                    iv.lower((v, true));
+                }
+                _ => return None,
+            }
+        }
+        Some(iv)
+    }
+
+    fn raise(&mut self, b: (semver::Version, bool)) {
+        let tighter = match &self.lo {
+            None => true,
+            Some(cur) => b.0 > cur.0 || (b.0 == cur.0 && !b.1),
+        };
+        if tighter {
+            self.lo = Some(b);
+        }
+    }
+
+    fn lower(&mut self, b: (semver::Version, bool)) {
+        let tighter = match &self.hi {
+            None => true,
+            Some(cur) => b.0 < cur.0 || (b.0 == cur.0 && !b.1),
+        };
+        if tighter {
+            self.hi = Some(b);
+        }
+    }
+
+    /// `self` ⊆ `outer`.
+    fn within(&self, outer: &Interval) -> bool {
+        let lo_ok = match (&outer.lo, &self.lo) {
+            (None, _) => true,
+            (Some(_), None) => false,
+            (Some(o), Some(s)) => s.0 > o.0 || (s.0 == o.0 && (o.1 || !s.1)),
+        };
+        let hi_ok = match (&outer.hi, &self.hi) {
+            (None, _) => true,
+            (Some(_), None) => false,
+            (Some(o), Some(s)) => s.0 < o.0 || (s.0 == o.0 && (o.1 || !s.1)),
+        };
+        lo_ok && hi_ok
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn protocol_widening_is_judged_on_intervals() {
+        assert!(protocol_not_wider(">=1.0, <2", ">=1.0, <2"));
+        assert!(protocol_not_wider(">=1.0.0, <2.0.0", ">=1.0, <2"));
+        assert!(protocol_not_wider(">=1.0, <2", ">=1.2, <2"));
+        assert!(protocol_not_wider(">=1.0, <2", "=1.5.0"));
+        assert!(!protocol_not_wider(">=1.0, <2", ">=1.0, <3"));
+        assert!(!protocol_not_wider(">=1.0, <2", ">=0.9, <2"));
+        assert!(!protocol_not_wider(">=1.0, <2", ">=1.0"));
+        assert!(!protocol_not_wider(">1.0.0, <2", ">=1.0.0, <2"));
+        // Caret and tilde are not interpreted: treated as wider.
+        assert!(!protocol_not_wider(">=1.0, <2", "^1.0"));
+    }
+}
