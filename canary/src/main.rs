@@ -57,6 +57,16 @@ extern "C" fn record_signals_at_exec() {
 #[link_section = ".init_array"]
 static RECORD_SIGNALS_AT_EXEC: extern "C" fn() = record_signals_at_exec;
 
+const USAGE: &str = "\
+Usage: dot-canary                 read one plugin request on stdin, try the escape named by input `probe`
+       dot-canary --proof NAME    record `ok` for NAME (what an exec probe executes)
+       dot-canary --reexec        execute itself again with SIGPIPE ignored
+       dot-canary --version | --help
+
+A test plugin that dot-sandbox probe --prove runs under the real policy; not a command for people.
+See dot-canary(1).
+";
+
 fn main() -> ExitCode {
     // Every argument it takes is text (`--proof NAME`): one that is not UTF-8 is a usage error.
     let Ok(args) = std::env::args_os()
@@ -83,6 +93,25 @@ fn main() -> ExitCode {
         let err = nix::unistd::execve(c"/proc/self/exe", &argv, &env);
         let _ = writeln!(io::stderr(), "canary: re-executing itself: {err:?}");
         return ExitCode::from(2);
+    }
+    match args.get(1).map(String::as_str) {
+        None => {}
+        Some("--help" | "-h") => {
+            let _ = write!(io::stdout(), "{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Some("--version") => {
+            let _ = writeln!(io::stdout(), "dot-canary {}", env!("CARGO_PKG_VERSION"));
+            return ExitCode::SUCCESS;
+        }
+        Some(other) => {
+            let err = proto::ErrorObject::new(
+                proto::Kind::Usage,
+                format!("unknown argument {other:?}; see dot-canary --help"),
+            );
+            let _ = writeln!(io::stderr(), "{}", err.to_line());
+            return ExitCode::from(2);
+        }
     }
     let mut line = String::new();
     if io::stdin().lock().take_line(&mut line).is_err() {

@@ -12,9 +12,6 @@ use std::process::Stdio;
 #[test]
 fn every_tool_says_its_version() {
     for t in makefile_tools() {
-        if t == "dot-canary" {
-            continue; // a test plugin, not a command for people (its page says so)
-        }
         let out = tool(&t).arg("--version").output().unwrap();
         assert_eq!(out.status.code(), Some(0), "{t}");
         let text = String::from_utf8(out.stdout).unwrap();
@@ -40,6 +37,46 @@ fn every_tool_says_its_version() {
         String::from_utf8(tool("dot-launch").arg("--version").output().unwrap().stdout).unwrap();
     assert!(launch.contains("protocol 1.0"), "{launch}");
     assert!(launch.contains(digest), "the runner beside it: {launch}");
+}
+
+/// `--help` answers at once even when standard input stays open and silent (the canary, a plugin
+/// that otherwise reads a request there, used to wait for one), and an unknown option is a usage
+/// error rather than a request read.
+#[test]
+fn help_never_waits_on_stdin() {
+    for t in makefile_tools() {
+        let mut child = tool(&t)
+            .arg("--help")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let _held_open = child.stdin.take();
+        let mut status = None;
+        for _ in 0..600 {
+            status = child.try_wait().unwrap();
+            if status.is_some() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        if status.is_none() {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{t} --help still running after 30 s with stdin open");
+        }
+        assert_eq!(status.and_then(|s| s.code()), Some(0), "{t} --help");
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut text).unwrap();
+        assert!(text.contains(&t) || text.contains("Usage"), "{t}: {text}");
+    }
+    let out = tool("dot-canary")
+        .arg("--bogus")
+        .stdin(Stdio::piped())
+        .output()
+        .unwrap();
+    testkit::assert_refused(&out, 2, proto::Kind::Usage);
 }
 
 /// dot-launch on a missing root, its stderr on a pty; what the terminal shows.
