@@ -326,13 +326,34 @@ pub fn exec_memfd(name: &CStr) -> io::Result<File> {
 /// Freezes a memfd made by [`exec_memfd`]: mode 0555 (readable and executable by everyone, a
 /// per-run uid runs it; writable by no one), sealed with `F_SEAL_WRITE|F_SEAL_SHRINK|F_SEAL_GROW|
 /// F_SEAL_SEAL` so that no descriptor anywhere can change it any more, offset back at 0.
+///
+/// `F_SEAL_WRITE` is refused with `EBUSY` while the kernel still holds an extra reference on one of
+/// the memfd's pages (the kernel drains its per-CPU page batches and waits a little before giving
+/// up, which a loaded machine can outlast: seen once in a few hundred launches while another
+/// process rewrote files in a loop). Nothing else can hold the memfd — it is this process's own,
+/// unmapped, and the process is not dumpable — so the seal is asked again a few times, with
+/// growing pauses (at most about 0.3 s in all), before the `EBUSY` is returned.
 pub fn freeze(file: &mut File) -> io::Result<()> {
     nix::sys::stat::fchmod(&*file, nix::sys::stat::Mode::from_bits_truncate(0o555))?;
     let fd = OwnedFd::from(file.try_clone()?);
-    add_seals(&fd, FROZEN)?;
+    let mut pause = std::time::Duration::from_millis(5);
+    let mut retries = 0;
+    loop {
+        match add_seals(&fd, FROZEN) {
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) && retries < FREEZE_RETRIES => {
+                std::thread::sleep(pause);
+                pause *= 2;
+                retries += 1;
+            }
+            other => break other?,
+        }
+    }
     io::Seek::rewind(file)?;
     Ok(())
 }
+
+/// How many times [`freeze`] asks again after `EBUSY` (pauses of 5, 10, 20, 40, 80 and 160 ms).
+const FREEZE_RETRIES: usize = 6;
 
 /// `F_SETSIG` (not in every libc's headers).
 const F_SETSIG: libc::c_int = 10;
