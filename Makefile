@@ -42,8 +42,9 @@ build:
 # Debug binaries (static too) are what the tests run; DOT_STATIC_DIR tells them where. Only these
 # builds carry dot-launch's test-only hooks (failpoints, pause point, pretend ABI); release never does.
 #
-# Every assertion of an error kind records the kind in KINDS_SEEN (testkit::kinds); after the
-# suite, the catalogue's ignored test fails unless every kind of docs/errors.md was asserted.
+# Every assertion of an error kind records the kind in KINDS_SEEN (testkit::kinds), and the `next`
+# it carried; after the suite, the catalogue's ignored tests fail unless every kind of
+# docs/errors.md was asserted and every `next` seen is of a kind tests/tests/next_replay.rs ran.
 TEST_FEATURES := --features launch/test-hooks
 # tests/need.sh first: as root it installs the Debian packages the suites run (minisign, Go, a C
 # compiler, mandoc, strace, dpkg, lintian, …); as anyone else it names them and stops. Every error

@@ -32,7 +32,7 @@ use nix::unistd::{unlinkat, UnlinkatFlags};
 use proto::cli::Output;
 use proto::journal::{Record, RunState};
 use proto::layout::Root;
-use proto::{ErrorObject, ExitCode, ToErrorObject};
+use proto::{ErrorObject, ExitCode, Next, ToErrorObject};
 use run::{open_txn, Inspection};
 use serde::{Deserialize, Serialize};
 use std::ffi::{CStr, CString};
@@ -59,9 +59,25 @@ pub struct Retained {
     pub txid: String,
     pub state: State,
     pub reason: String,
-    /// The command that takes it further, where one exists.
+    /// The command that takes it further, where one exists (quoted for POSIX `sh`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next: Option<String>,
+    /// `next` as an argument vector.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_argv: Option<Vec<String>>,
+}
+
+impl Retained {
+    /// A retained run and the command that takes it further, if there is one.
+    pub fn new(txid: &str, state: State, reason: String, next: Option<Next>) -> Retained {
+        Retained {
+            txid: txid.to_owned(),
+            state,
+            reason,
+            next_argv: next.as_ref().and_then(Next::argv),
+            next: next.as_ref().map(Next::text),
+        }
+    }
 }
 
 /// The state a retained run was found in: the journal's state, or `LIVE` for a run whose
@@ -122,9 +138,7 @@ impl ToErrorObject for DiscardError {
                 // `init` makes a root only where nothing is yet.
                 let root = path.parent().unwrap_or(path);
                 match std::fs::symlink_metadata(root) {
-                    Err(_) => obj
-                        .path(path)
-                        .next(format!("dot-register init --root {}", root.display())),
+                    Err(_) => obj.path(path).next(&proto::next::init_root(root)),
                     Ok(_) => obj.path(path),
                 }
             }
@@ -206,25 +220,22 @@ enum Verdict {
 }
 
 /// The command that takes a run retained in `state` further, where one exists.
-pub fn next_for(root: &Root, txid: &str, state: State) -> Option<String> {
-    let root = root.path().display();
+pub fn next_for(root: &Root, txid: &str, state: State) -> Option<Next> {
     match state {
-        State::Prepared | State::Committed => {
-            Some(format!("dot-launch recover --root {root} {txid}"))
-        }
-        State::Abandoned => Some(format!("dot-discard --root {root}")),
+        State::Prepared | State::Committed => Some(proto::next::recover_run(root.path(), txid)),
+        State::Abandoned => Some(Next::cmd("dot-discard").arg("--root").arg(root.path())),
         State::Unrecognized | State::Live => None,
     }
 }
 
 impl Ctx<'_> {
     fn retain(&self, txid: &str, state: State, reason: impl Into<String>) -> Verdict {
-        Verdict::Retain(Retained {
-            txid: txid.to_owned(),
+        Verdict::Retain(Retained::new(
+            txid,
             state,
-            reason: reason.into(),
-            next: next_for(self.root, txid, state),
-        })
+            reason.into(),
+            next_for(self.root, txid, state),
+        ))
     }
 
     fn examine(&self, txn: &OwnedFd, name: &CStr, txid: &str, dry_run: bool) -> Verdict {
@@ -259,12 +270,7 @@ impl Ctx<'_> {
                 match TargetTemps::find(Path::new(target), txid, self.uid) {
                     Ok(temps) => temps,
                     Err(why) => {
-                        return Verdict::Retain(Retained {
-                            txid: txid.to_owned(),
-                            state: State::Abandoned,
-                            reason: why,
-                            next: None,
-                        })
+                        return Verdict::Retain(Retained::new(txid, State::Abandoned, why, None))
                     }
                 }
             }

@@ -11,7 +11,7 @@ pub mod audit;
 use proto::cli::Output;
 use proto::journal::{classify, Journal, Line, Record, RunState, MAX_JOURNAL};
 use proto::layout::{is_txid, Root, JOURNAL_FILE};
-use proto::{ErrorObject, Kind, ToErrorObject};
+use proto::{ErrorObject, Kind, Next, ToErrorObject};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 use std::io::{self, Read};
@@ -100,7 +100,7 @@ pub enum FmtError {
     #[error("{path} is a {what}, not a journal file")]
     NotAJournal { path: PathBuf, what: &'static str },
     #[error("{path} does not exist: not a platform root")]
-    NoTxn { path: PathBuf, next: String },
+    NoTxn { path: PathBuf, next: Next },
     #[error("could not read {path}: {source}")]
     Read { path: PathBuf, source: io::Error },
     #[error("could not list {path}: {source}")]
@@ -128,8 +128,8 @@ impl ToErrorObject for FmtError {
     fn to_error_object(&self) -> ErrorObject {
         let obj = ErrorObject::new(self.kind(), self.to_string());
         match self {
-            FmtError::Usage(_) => obj.next("dot-journal-fmt --help"),
-            FmtError::NoTxn { path, next } => obj.path(path).next(next.clone()),
+            FmtError::Usage(_) => obj.next(&Next::cmd("dot-journal-fmt").arg("--help")),
+            FmtError::NoTxn { path, next } => obj.path(path).next(next),
             FmtError::NoJournal { path }
             | FmtError::NotAJournal { path, .. }
             | FmtError::Read { path, .. }
@@ -408,8 +408,10 @@ pub fn read_root(root: &Root) -> Result<Vec<Formatted>, FmtError> {
 fn no_txn(root: &Root) -> FmtError {
     let dir = root.path();
     let next = match std::fs::metadata(dir) {
-        Ok(m) if !m.is_dir() => "dot-register init --root DIR".to_owned(),
-        _ => format!("dot-register init --root {}", dir.display()),
+        Ok(m) if !m.is_dir() => Next::cmd("dot-register")
+            .args(["init", "--root"])
+            .raw("DIR"),
+        _ => proto::next::init_root(dir),
     };
     FmtError::NoTxn {
         path: root.txn(),

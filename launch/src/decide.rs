@@ -5,8 +5,9 @@
 use crate::exec::Runner;
 use crate::{hooks, inputs, target, LaunchError, Options};
 use proto::layout::Root;
+use proto::next::Opt;
 use proto::protocol::{protocol_version, PROTOCOL_VERSION};
-use proto::{Containment, Entry, Name};
+use proto::{Containment, Entry, Name, Next};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -33,7 +34,18 @@ fn check_consent(
     root: &Path,
 ) -> Result<(), LaunchError> {
     let flag = consent_flag(containment);
-    let next = format!("dot-launch --root {} {name} {flag}", root.display());
+    let other = consent_flag(match containment {
+        Containment::Audit => Containment::Process,
+        Containment::Process => Containment::Audit,
+    });
+    let next = Next::again(
+        vec![Opt::flag(flag)],
+        vec![other],
+        Next::cmd("dot-launch")
+            .arg("--root")
+            .arg(root)
+            .arg(name.as_str()),
+    );
     let name = name.to_string();
     match (
         containment,

@@ -4,7 +4,7 @@ use crate::judge::PluginFailure;
 use crate::rundir::NotRemoved;
 use proto::protocol::Response;
 use proto::result::{RunResult, RunStatus};
-use proto::{Containment, ErrorObject, Kind, ToErrorObject};
+use proto::{Containment, ErrorObject, Kind, Next, ToErrorObject};
 use std::path::PathBuf;
 
 /// Why `dot-launch` stopped.
@@ -21,7 +21,7 @@ pub enum LaunchError {
         name: String,
         containment: Containment,
         flag: &'static str,
-        next: String,
+        next: Next,
     },
     #[error("{name} requires {containment} containment, but {given} was given; {containment} needs exactly {flag}")]
     ConsentMismatch {
@@ -29,7 +29,7 @@ pub enum LaunchError {
         containment: Containment,
         given: &'static str,
         flag: &'static str,
-        next: String,
+        next: Next,
     },
     #[error("process containment cannot be enforced here: {why}")]
     ProcessUnsupported { why: String },
@@ -82,7 +82,7 @@ pub enum LaunchError {
     Retained {
         txid: String,
         why: String,
-        next: String,
+        next: Next,
     },
     #[error(transparent)]
     Reap(#[from] reap::ReapError),
@@ -182,21 +182,19 @@ impl ToErrorObject for LaunchError {
                     }
                 }
             }
-            LaunchError::Retained { txid, next, .. } => base.value(txid.clone()).next(next.clone()),
+            LaunchError::Retained { txid, next, .. } => base.value(txid.clone()).next(next),
             LaunchError::ConsentMissing { next, .. }
-            | LaunchError::ConsentMismatch { next, .. } => {
-                base.field("containment").next(next.clone())
-            }
-            LaunchError::Usage(_) => base.next("dot-launch --help"),
+            | LaunchError::ConsentMismatch { next, .. } => base.field("containment").next(next),
+            LaunchError::Usage(_) => base.next(&Next::cmd("dot-launch").arg("--help")),
             LaunchError::ProcessUnsupported { .. } => base
                 .field("containment")
                 .value("process")
-                .next("dot-sandbox probe"),
+                .next(&Next::cmd("dot-sandbox").arg("probe")),
             LaunchError::NoSuchRun { txid, path } => {
                 let root = path.parent().unwrap_or(path);
                 base.value(txid.clone())
                     .path(path)
-                    .next(format!("dot-journal-fmt --root {}", root.display()))
+                    .next(&Next::cmd("dot-journal-fmt").arg("--root").arg(root))
             }
             LaunchError::SandboxUnusable { path, .. } => base.path(path),
             LaunchError::InputUndeclared { key }
@@ -214,7 +212,7 @@ impl ToErrorObject for LaunchError {
             LaunchError::Target { path, .. } => {
                 let base = base.field("target").path(path);
                 match std::fs::symlink_metadata(path) {
-                    Err(_) => base.next(format!("mkdir -p {}", path.display())),
+                    Err(_) => base.next(&Next::cmd("mkdir").arg("-p").arg(path)),
                     Ok(_) => base,
                 }
             }

@@ -105,12 +105,12 @@ struct Pass<'a> {
 
 impl Pass<'_> {
     fn skip(&self, report: &mut RecoverReport, txid: &str, state: State, reason: String) {
-        report.skipped.push(Retained {
-            txid: txid.to_owned(),
+        report.skipped.push(Retained::new(
+            txid,
             state,
             reason,
-            next: next_for(self.root, txid, state),
-        });
+            next_for(self.root, txid, state),
+        ));
     }
 
     /// A run whose removal stopped after its outcome was settled (COMMITTED): a broken rule is
@@ -120,12 +120,12 @@ impl Pass<'_> {
             Stop::Rule(_) => None,
             Stop::Changed(_) => next_for(self.root, txid, State::Committed),
         };
-        report.skipped.push(Retained {
-            txid: txid.to_owned(),
-            state: State::Committed,
-            reason: format!("COMMITTED, but its directory was not removed: {stop}"),
+        report.skipped.push(Retained::new(
+            txid,
+            State::Committed,
+            format!("COMMITTED, but its directory was not removed: {stop}"),
             next,
-        });
+        ));
     }
 
     /// Recovers the run `name`; returns whether a run directory was removed.

@@ -189,11 +189,7 @@ fn commit_outputs(
     let retained = |run: &RunDir, e: LaunchError| LaunchError::Retained {
         txid: run.txid.clone(),
         why: e.to_string(),
-        next: format!(
-            "dot-launch recover --root {} {}",
-            opts.root.display(),
-            run.txid
-        ),
+        next: proto::next::recover_run(&opts.root, &run.txid),
     };
     match commit::commit(run, out_dir, target, names, &opts.limits) {
         Ok(outputs) => Ok(Done::Committed {

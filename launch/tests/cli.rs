@@ -167,7 +167,20 @@ fn no_consent_flag_is_consent_missing_with_the_flag_to_give() {
     fx.hello_script("greet");
     let e = fx.refused(&fx.run("greet", &[]), 1, Kind::ConsentMissing);
     assert_eq!(e.field.as_deref(), Some("containment"));
-    assert!(e.next.unwrap().ends_with("greet --allow-audit-plugin"));
+    let argv = e.next_argv.expect("the command as an argument vector");
+    assert_eq!(
+        argv.last().map(String::as_str),
+        Some("--allow-audit-plugin")
+    );
+    assert!(argv.contains(&"greet".to_owned()), "{argv:?}");
+    assert_eq!(
+        e.next.as_deref(),
+        Some(proto::next::join(&os(&argv)).as_str())
+    );
+}
+
+fn os(argv: &[String]) -> Vec<std::ffi::OsString> {
+    argv.iter().map(Into::into).collect()
 }
 
 #[test]
@@ -267,7 +280,13 @@ fn an_entry_for_another_protocol_is_protocol_unsupported() {
 fn an_unknown_option_is_usage_with_help_as_next() {
     let fx = Fixture::new();
     let e = fx.refused(&fx.run("greet", &["--no-such-option"]), 2, Kind::Usage);
-    assert_eq!(e.next.as_deref(), Some("dot-launch --help"));
+    // The program as it was run, which is how `--help` is reached.
+    let program = cargo_bin!("dot-launch").to_str().unwrap().to_owned();
+    assert_eq!(
+        e.next.as_deref(),
+        Some(format!("{program} --help").as_str())
+    );
+    assert_eq!(e.next_argv, Some(vec![program, "--help".to_owned()]));
 }
 
 #[test]

@@ -207,7 +207,8 @@ where
     E: ToErrorObject,
     F: FnOnce(A) -> Result<Output, E>,
 {
-    let mut argv: Vec<OsString> = argv.into_iter().collect();
+    let typed: Vec<OsString> = argv.into_iter().collect();
+    let mut argv = typed.clone();
     let common = common_options(&mut argv, extras.keep_json);
     let tool = tool_name(&argv);
     let style = ErrorStyle::choose(common.style);
@@ -231,11 +232,11 @@ where
     };
     match run(args) {
         Ok(out) => outcome(out.stdout, None, out.code),
-        Err(e) => outcome(
-            String::new(),
-            Some(e.to_error_object()),
-            e.kind().exit_code(),
-        ),
+        Err(e) => {
+            let mut obj = e.to_error_object();
+            obj.resolve_again(&typed);
+            outcome(String::new(), Some(obj), e.kind().exit_code())
+        }
     }
 }
 
@@ -317,8 +318,9 @@ pub fn parse<A: argh::FromArgs>(argv: &[OsString]) -> Result<A, Early> {
     let refs: Vec<&str> = rest.iter().map(String::as_str).collect();
     let parsed = A::from_args(&[&name], &refs);
     let t = STAND_INS.with(|t| std::mem::take(&mut *t.borrow_mut()));
-    let usage =
-        |message: String| ErrorObject::new(Kind::Usage, message).next(format!("{name} --help"));
+    let help = crate::next::Next::cmd(argv.first().cloned().unwrap_or_else(|| name.clone().into()))
+        .arg("--help");
+    let usage = |message: String| ErrorObject::new(Kind::Usage, message).next(&help);
     let args = parsed.map_err(|e| match e.status {
         Ok(()) => Early::Help(e.output),
         Err(()) => Early::Usage(Box::new(usage(shown(e.output.trim_end(), &t.raw)))),
@@ -425,7 +427,11 @@ mod tests {
                 Err(Early::Usage(obj)) => {
                     assert_eq!(obj.error, Kind::Usage);
                     assert_eq!(obj.field.as_deref(), field);
-                    assert_eq!(obj.next.as_deref(), Some("dot-test --help"));
+                    assert_eq!(
+                        obj.next.as_deref(),
+                        Some("/usr/bin/dot-test --help"),
+                        "the program as typed"
+                    );
                     assert!(!obj.message.contains(MARK), "{}", obj.message);
                 }
                 other => panic!("{other:?}"),
@@ -471,7 +477,7 @@ mod tests {
     #[test]
     fn the_human_line_is_one_line_with_the_next_command() {
         let e = ErrorObject::new(crate::Kind::ConsentMissing, "hello needs\nconsent")
-            .next("dot-launch x");
+            .next(&crate::next::Next::cmd("dot-launch").arg("x"));
         assert_eq!(
             human_line("dot-launch", &e),
             "dot-launch: consent-missing: hello needs consent (next: dot-launch x)"

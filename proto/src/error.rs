@@ -226,15 +226,23 @@ pub struct ErrorObject {
     /// The offending value.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<String>,
-    /// The exact command that resolves it, where one exists.
+    /// The command that resolves it, where one exists: a POSIX `sh` command line, quoted
+    /// (docs/errors.md, "next"; `crate::next`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next: Option<String>,
+    /// `next` as an argument vector, when it is one command runnable as printed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_argv: Option<Vec<String>>,
     /// For `changes-need-consent`: the exact widening that needs `--accept-changes`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub changes: Option<Box<crate::trust::Changes>>,
     /// For a plugin failure: the same fields as a successful run's result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run: Option<Box<RunResult>>,
+    /// For `next`: the failed command line changed this way, which only the tool's `main` can
+    /// resolve (`crate::cli`); never printed.
+    #[serde(skip)]
+    pub again: Option<crate::next::Again>,
 }
 
 impl ErrorObject {
@@ -246,8 +254,10 @@ impl ErrorObject {
             path: None,
             value: None,
             next: None,
+            next_argv: None,
             changes: None,
             run: None,
+            again: None,
         }
     }
 
@@ -266,9 +276,22 @@ impl ErrorObject {
         self
     }
 
-    pub fn next(mut self, n: impl Into<String>) -> Self {
-        self.next = Some(n.into());
+    /// The command that resolves the error (`next`, `next_argv`).
+    pub fn next(mut self, n: &crate::next::Next) -> Self {
+        self.next = Some(n.text());
+        self.next_argv = n.argv();
+        self.again = n.again_changes().cloned();
         self
+    }
+
+    /// `next` for the command line `typed` (program first, as the tool was run) when the error
+    /// asks for the failed command again: every typed argument kept, the options changed.
+    pub fn resolve_again(&mut self, typed: &[std::ffi::OsString]) {
+        if let Some(again) = self.again.take() {
+            let argv = crate::next::apply(typed, &again);
+            self.next = Some(crate::next::join(&argv));
+            self.next_argv = crate::next::utf8(&argv);
+        }
     }
 
     /// The exit code of a tool that prints this object: its kind's.

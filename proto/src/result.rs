@@ -65,6 +65,8 @@ pub struct Warning {
     pub path: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_argv: Option<Vec<String>>,
 }
 
 impl Warning {
@@ -76,6 +78,7 @@ impl Warning {
             message: obj.message,
             path: obj.path,
             next: obj.next,
+            next_argv: obj.next_argv,
         }
     }
 }

@@ -173,10 +173,11 @@ impl ToErrorObject for ReapError {
             ReapError::Sample { path, .. } => obj.path(path),
             ReapError::Survivors {
                 pgid, survivors, ..
-            } => obj
-                .field("survivors")
-                .value(format!("{survivors:?}"))
-                .next(format!("dot-reap --pgid {pgid}")),
+            } => obj.field("survivors").value(format!("{survivors:?}")).next(
+                &proto::Next::cmd("dot-reap")
+                    .arg("--pgid")
+                    .arg(pgid.to_string()),
+            ),
             ReapError::WaitLeader { pid, .. } => obj.field("leader").value(pid.to_string()),
         }
     }

@@ -1,6 +1,6 @@
 //! `RegisterError`: the verification refusals shared with `dot-verify`, plus the registry's own.
 
-use proto::{ErrorObject, Kind, ToErrorObject};
+use proto::{ErrorObject, Kind, Next, ToErrorObject};
 use std::path::PathBuf;
 use verify::VerifyError;
 
@@ -14,7 +14,7 @@ pub enum RegisterError {
     EntryExists {
         name: String,
         path: PathBuf,
-        next: String,
+        next: Next,
     },
     #[error("plugin {name:?} is registered at version {registered}; {offered} is lower (rollback); pass --allow-downgrade to accept it")]
     Downgrade {
@@ -22,10 +22,10 @@ pub enum RegisterError {
         path: PathBuf,
         registered: String,
         offered: String,
-        next: String,
+        next: Next,
     },
     #[error("{} is a local entry: `add` registers signed entries only; use `dot-register dev` in a development root", .path.display())]
-    LocalEntryInAdd { path: PathBuf, next: String },
+    LocalEntryInAdd { path: PathBuf, next: Next },
     #[error("{} is an existing root without the DEV marker; it is not turned into a development root", .path.display())]
     RootNotDev { path: PathBuf },
     #[error("{} is not a development root (no DEV marker): `dev` registers local entries only there", .path.display())]
@@ -46,10 +46,10 @@ pub enum RegisterError {
         path: PathBuf,
         changes: Box<proto::trust::Changes>,
         given: Option<String>,
-        next: String,
+        next: Next,
     },
     #[error("a new key for publisher {id:?} needs --transition (a statement signed by a currently valid key of the publisher) or the owner's --force-by-owner")]
-    TransitionMissing { id: String, next: String },
+    TransitionMissing { id: String, next: Next },
     #[error("transition statement {}: {why}", .path.display())]
     TransitionInvalid { path: PathBuf, why: String },
     #[error("{0}")]
@@ -97,7 +97,7 @@ impl ToErrorObject for RegisterError {
         match self {
             RegisterError::Verify(e) => e.to_error_object(),
             RegisterError::EntryExists { name, path, next } => {
-                obj.path(path).value(name.clone()).next(next.clone())
+                obj.path(path).value(name.clone()).next(next)
             }
             RegisterError::Downgrade {
                 path,
@@ -108,12 +108,10 @@ impl ToErrorObject for RegisterError {
                 .path(path)
                 .field("version")
                 .value(offered.clone())
-                .next(next.clone()),
-            RegisterError::LocalEntryInAdd { path, next } => obj
-                .path(path)
-                .field("trust")
-                .value("local")
-                .next(next.clone()),
+                .next(next),
+            RegisterError::LocalEntryInAdd { path, next } => {
+                obj.path(path).field("trust").value("local").next(next)
+            }
             RegisterError::RootNotDev { path } | RegisterError::DevNeedsDevRoot { path } => {
                 obj.path(path)
             }
@@ -126,9 +124,9 @@ impl ToErrorObject for RegisterError {
                 ..
             } => ErrorObject {
                 changes: Some(changes.clone()),
-                ..obj.path(path).value(changes.token()).next(next.clone())
+                ..obj.path(path).value(changes.token()).next(next)
             },
-            RegisterError::TransitionMissing { next, .. } => obj.next(next.clone()),
+            RegisterError::TransitionMissing { next, .. } => obj.next(next),
             RegisterError::TransitionInvalid { path, .. } => obj.path(path),
             RegisterError::Usage(_) => obj,
             RegisterError::KeyWasRevoked { key_id, path, .. }

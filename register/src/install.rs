@@ -23,8 +23,9 @@ use crate::report::{AddReport, RemoveReport};
 use crate::{audit, name, now, read_input_limited, write_private, WriterLock};
 use proto::entry::ENTRY_SCHEMA;
 use proto::layout::Root;
+use proto::next::Opt;
 use proto::trust::{AuditAction, AuditOutcome, AuditRecord, Changes, Grant, Limit, TRUST_SCHEMA};
-use proto::{Containment, Entry, InputDecl, InputKind, Name, Sha256, Trust};
+use proto::{Containment, Entry, InputDecl, InputKind, Name, Next, Sha256, Trust};
 use std::fs::File;
 use std::io::{ErrorKind, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -46,13 +47,7 @@ pub fn add(a: &AddArgs) -> Result<AddReport, RegisterError> {
     if entry.trust == Trust::Local {
         return Err(RegisterError::LocalEntryInAdd {
             path: a.entry.clone(),
-            next: format!(
-                "dot-register dev --root {} --name {} --exe {} --containment {}",
-                root.path().display(),
-                entry.name,
-                a.exe.display(),
-                entry.containment
-            ),
+            next: proto::next::register_local(&a.root, &entry, Some(&a.exe)),
         });
     }
     let sig = read_input_limited(&a.signature, ctx.policy.limit(Limit::Signature))?;
@@ -61,23 +56,14 @@ pub fn add(a: &AddArgs) -> Result<AddReport, RegisterError> {
         .map_err(|e| e.with_path(&a.signature))?;
     ctx.check_expiry(&entry, &a.entry)?;
     ctx.check_size(&root, &a.exe, Limit::Exe, entry.size)?;
-    let hint = |flag: &str| {
-        format!(
-            "dot-register add --root {} --entry {} --signature {} --exe {}{flag}",
-            root.path().display(),
-            a.entry.display(),
-            a.signature.display(),
-            a.exe.display()
-        )
-    };
+    let base = add_command(a);
+    let hint = |add: Vec<Opt>| Next::again(add, vec![], base.clone());
     let exe = open_checked_exe(&a.exe, &entry)?;
-    let dynamic = check_dynamic(&exe, &a.exe, &entry, a.allow_dynamic, || {
-        hint(" --allow-dynamic")
-    })?;
+    let dynamic = check_dynamic(&exe, &a.exe, &entry, a.allow_dynamic, &hint)?;
 
     let _lock = WriterLock::take(&root)?;
     let mut overrides = Vec::new();
-    let old = check_existing(&root, &entry, a.replace, || hint(" --replace"))?;
+    let old = check_existing(&root, &entry, a.replace, &hint)?;
     let mut high_water = verify::trust::load_high_water(&root)?;
     let mark = high_water
         .versions
@@ -98,11 +84,7 @@ pub fn add(a: &AddArgs) -> Result<AddReport, RegisterError> {
                     path: root.entry(&entry.name),
                     registered: mark.to_string(),
                     offered: entry.version.to_string(),
-                    next: hint(if old.is_some() {
-                        " --replace --allow-downgrade"
-                    } else {
-                        " --allow-downgrade"
-                    }),
+                    next: hint(vec![Opt::flag("--allow-downgrade")]),
                 });
             }
         }
@@ -112,7 +94,7 @@ pub fn add(a: &AddArgs) -> Result<AddReport, RegisterError> {
         old.as_ref(),
         &entry,
         a.accept_changes.as_deref(),
-        || hint(if a.replace { " --replace" } else { "" }),
+        &hint,
     )?;
     overrides.extend(consent);
     let new_mark = match mark {
@@ -182,27 +164,18 @@ pub fn dev(a: &DevArgs) -> Result<AddReport, RegisterError> {
         })?;
     check_exe_file(&file, &meta, &sha256, size, entry.containment)
         .map_err(|e| e.with_path(&a.exe))?;
-    let hint = |flag: &str| {
-        format!(
-            "dot-register dev --root {} --name {} --exe {} --containment {}{flag}",
-            root.path().display(),
-            entry.name,
-            a.exe.display(),
-            entry.containment
-        )
-    };
-    let dynamic = check_dynamic(&file, &a.exe, &entry, a.allow_dynamic, || {
-        hint(" --allow-dynamic")
-    })?;
+    let base = dev_command(a);
+    let hint = |add: Vec<Opt>| Next::again(add, vec![], base.clone());
+    let dynamic = check_dynamic(&file, &a.exe, &entry, a.allow_dynamic, &hint)?;
 
     let _lock = WriterLock::take(&root)?;
-    let old = check_existing(&root, &entry, a.replace, || hint(" --replace"))?;
+    let old = check_existing(&root, &entry, a.replace, &hint)?;
     let mut overrides = check_consent(
         &root,
         old.as_ref(),
         &entry,
         a.accept_changes.as_deref(),
-        || hint(if a.replace { " --replace" } else { "" }),
+        &hint,
     )?;
     let store = pin(&root, &file, &entry)?;
     write_grant(&root, &entry, dynamic, &mut overrides)?;
@@ -227,7 +200,9 @@ pub fn remove(root: &Root, plugin: &Name) -> Result<RemoveReport, RegisterError>
             return Err(VerifyError::EntryMissing {
                 name: plugin.to_string(),
                 path: entry_path,
-                next: format!("dot-register list --root {}", root.path().display()),
+                next: Next::cmd("dot-register")
+                    .args(["list", "--root"])
+                    .arg(root.path()),
             }
             .into())
         }
@@ -282,7 +257,7 @@ fn check_dynamic(
     path: &Path,
     entry: &Entry,
     allow: bool,
-    hint: impl Fn() -> String,
+    hint: &impl Fn(Vec<Opt>) -> Next,
 ) -> Result<bool, RegisterError> {
     if entry.containment == Containment::Process {
         return Ok(false);
@@ -293,7 +268,7 @@ fn check_dynamic(
         Err(source) => Err(VerifyError::DynamicNotGranted {
             path: path.to_path_buf(),
             source,
-            next: hint(),
+            next: hint(vec![Opt::flag("--allow-dynamic")]),
         }
         .into()),
     }
@@ -330,7 +305,7 @@ fn check_consent(
     old: Option<&Entry>,
     new: &Entry,
     given: Option<&str>,
-    hint: impl Fn() -> String,
+    hint: &impl Fn(Vec<Opt>) -> Next,
 ) -> Result<Vec<String>, RegisterError> {
     let Some(changes) = old.and_then(|o| Changes::between(o, new)) else {
         return Ok(Vec::new());
@@ -342,7 +317,7 @@ fn check_consent(
     Err(RegisterError::ChangesNeedConsent {
         name: new.name.to_string(),
         path: root.entry(&new.name),
-        next: format!("{} --accept-changes {token}", hint()),
+        next: hint(vec![Opt::with("--accept-changes", token.as_str())]),
         changes: Box::new(changes),
         given: given.map(str::to_owned),
     })
@@ -364,7 +339,7 @@ fn check_existing(
     root: &Root,
     entry: &Entry,
     replace: bool,
-    hint: impl Fn() -> String,
+    hint: &impl Fn(Vec<Opt>) -> Next,
 ) -> Result<Option<Entry>, RegisterError> {
     let path = root.entry(&entry.name);
     let exists = match std::fs::symlink_metadata(&path) {
@@ -379,7 +354,7 @@ fn check_existing(
         return Err(RegisterError::EntryExists {
             name: entry.name.to_string(),
             path,
-            next: hint(),
+            next: hint(vec![Opt::flag("--replace")]),
         });
     }
     Ok(read_doc(&path)
@@ -403,7 +378,7 @@ fn pin(root: &Root, exe: &File, entry: &Entry) -> Result<PathBuf, RegisterError>
                 return Err(VerifyError::StoreTampered {
                     path: dest.clone(),
                     what: format!("its sha256 is {found} ({len} bytes)"),
-                    next: format!("rm {}", dest.display()),
+                    next: Next::cmd("rm").arg(&dest),
                 }
                 .into());
             }
@@ -506,6 +481,44 @@ fn report(entry: &Entry, key_id: Option<String>, store: PathBuf, replaced: bool)
         store: store.display().to_string(),
         replaced,
     }
+}
+
+/// `dot-register add` with every option of `a`: what a library caller sees as the command that
+/// failed (`dot-register` itself prints the command line as it was typed).
+fn add_command(a: &AddArgs) -> Next {
+    let mut cmd = Next::cmd("dot-register")
+        .args(["add", "--root"])
+        .arg(&a.root)
+        .arg("--entry")
+        .arg(&a.entry)
+        .arg("--signature")
+        .arg(&a.signature)
+        .arg("--exe")
+        .arg(&a.exe);
+    cmd = cmd
+        .flag_if(a.replace, "--replace")
+        .flag_if(a.allow_downgrade, "--allow-downgrade")
+        .flag_if(a.reset_high_water, "--reset-high-water")
+        .flag_if(a.allow_dynamic, "--allow-dynamic");
+    cmd.opt_if("--accept-changes", a.accept_changes.as_ref())
+}
+
+/// `dot-register dev` with every option of `a` (see [`add_command`]).
+fn dev_command(a: &DevArgs) -> Next {
+    let mut cmd = Next::cmd("dot-register")
+        .args(["dev", "--root"])
+        .arg(&a.root)
+        .args(["--name", &a.name, "--exe"])
+        .arg(&a.exe)
+        .arg("--containment")
+        .arg(a.containment.to_string())
+        .args(["--version", &a.version, "--protocol", &a.protocol]);
+    for input in &a.input {
+        cmd = cmd.args(["--input", input]);
+    }
+    cmd.flag_if(a.replace, "--replace")
+        .flag_if(a.allow_dynamic, "--allow-dynamic")
+        .opt_if("--accept-changes", a.accept_changes.as_ref())
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use crate::{audit, now, read_input_limited, write_private, WriterLock};
 use proto::layout::Root;
 use proto::publisher::{Revocation, PUBLISHER_SCHEMA};
 use proto::trust::{AuditAction, AuditOutcome, AuditRecord, KeyTransition, Limit};
-use proto::{Name, Publisher, PublisherKey};
+use proto::{Name, Next, Publisher, PublisherKey};
 use std::path::{Path, PathBuf};
 use verify::trust::TrustContext;
 use verify::VerifyError;
@@ -165,12 +165,14 @@ pub fn rotate(root: &Root, id: &Name, a: &PublisherRotateArgs) -> Result<Publish
     Ok(p)
 }
 
-fn rotate_hint(root: &Root, id: &Name, pubkey: &Path) -> String {
-    format!(
-        "dot-register publisher rotate --root {} --id {id} --pubkey {} --transition FILE.minisig",
-        root.path().display(),
-        pubkey.display()
-    )
+fn rotate_hint(root: &Root, id: &Name, pubkey: &Path) -> Next {
+    Next::cmd("dot-register")
+        .args(["publisher", "rotate", "--root"])
+        .arg(root.path())
+        .args(["--id", id.as_str(), "--pubkey"])
+        .arg(pubkey)
+        .arg("--transition")
+        .raw("FILE.minisig")
 }
 
 /// The statement's and its signature's paths from `--transition`: `FILE.minisig` names the

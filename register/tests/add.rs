@@ -521,7 +521,10 @@ fn refuses_downgrade() {
         Kind::Downgrade,
     );
     assert_eq!(err.value.as_deref(), Some("1.0.0"));
-    assert!(err.next.unwrap().ends_with("--replace --allow-downgrade"));
+    // Every argument of the refused command kept (--replace too), the missing flag added.
+    let argv = err.next_argv.expect("argv");
+    assert_eq!(argv.last().map(String::as_str), Some("--allow-downgrade"));
+    assert!(argv.contains(&"--replace".into()), "{argv:?}");
 }
 
 #[test]

@@ -138,6 +138,7 @@ impl ToErrorObject for ExecError {
 
     fn to_error_object(&self) -> ErrorObject {
         let obj = ErrorObject::new(self.kind(), self.to_string());
+        let probe_command = || proto::Next::cmd("dot-sandbox").arg("probe");
         match self {
             ExecError::BadPluginPath { path } => obj.field("plugin").value(path.clone()),
             ExecError::BadLimit { field, value } => obj.field(*field).value(value.to_string()),
@@ -147,12 +148,12 @@ impl ToErrorObject for ExecError {
             ExecError::LandlockUnsupported { abi } => obj
                 .field("landlock_abi")
                 .value(abi.to_string())
-                .next("dot-sandbox probe"),
-            ExecError::UnsupportedPlatform => obj.next("dot-sandbox probe"),
+                .next(&probe_command()),
+            ExecError::UnsupportedPlatform => obj.next(&probe_command()),
             ExecError::LandlockNotEnforced { status } => obj
                 .field("landlock_status")
                 .value(status.clone())
-                .next("dot-sandbox probe"),
+                .next(&probe_command()),
             ExecError::ParentGone { ppid } => obj.field("ppid").value(ppid.to_string()),
             ExecError::Rlimit { resource, .. } => obj.field("rlimits").value(*resource),
             ExecError::Capabilities { step, .. } => obj.field("capabilities").value(*step),

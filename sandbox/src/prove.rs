@@ -46,7 +46,7 @@ pub struct ProveReport {
 /// Why the proof could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum ProveError {
-    #[error("cannot open {path}: {reason}")]
+    #[error("cannot open {path}: {reason}; the canary is installed with dot-sandbox (`make install`), or built beside it in a build tree (`make build`)")]
     Canary { path: PathBuf, reason: String },
     #[error("cannot open the running dot-sandbox: {0}")]
     Runner(io::Error),
@@ -69,13 +69,12 @@ impl ToErrorObject for ProveError {
     fn to_error_object(&self) -> ErrorObject {
         let obj = ErrorObject::new(self.kind(), self.to_string());
         match self {
-            ProveError::Canary { path, .. } => obj.path(path).next(
-                "RUSTFLAGS='-C target-feature=+crt-static' cargo build -p canary --target x86_64-unknown-linux-gnu",
-            ),
+            // No one command: installing and building differ; the message names both.
+            ProveError::Canary { path, .. } => obj.path(path),
             ProveError::UnknownProbe(name) => obj
                 .field("only")
                 .value(name.clone())
-                .next("dot-sandbox probe --prove"),
+                .next(&proto::Next::cmd("dot-sandbox").args(["probe", "--prove"])),
             ProveError::Runner(_) => obj.path("/proc/self/exe"),
             ProveError::Harness { name, .. } => obj.field("only").value(name.clone()),
         }

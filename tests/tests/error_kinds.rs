@@ -199,7 +199,10 @@ fn a_failure_after_prepared_is_run_retained_with_the_recover_command() {
     let e = LaunchError::Retained {
         txid: "0123456789abcdef0123456789abcdef".into(),
         why: "renaming hello.txt: EIO".into(),
-        next: "dot-launch recover --root /srv/dot 0123456789abcdef0123456789abcdef".into(),
+        next: proto::next::recover_run(
+            std::path::Path::new("/srv/dot"),
+            "0123456789abcdef0123456789abcdef",
+        ),
     };
     testkit::assert_typed(&e, Kind::RunRetained);
     assert_eq!(Kind::RunRetained.exit_code(), ExitCode::Retained);

@@ -101,3 +101,52 @@ fn every_kind_was_asserted_by_the_suite() {
         Kind::ALL.len()
     );
 }
+
+/// Run by `make test` after the whole suite, on the `next` commands the suite's assertions saw
+/// (`PID.next`) and the kinds the replay suite ran (`PID.replayed`, tests/tests/next_replay.rs):
+/// every `next` follows docs/errors.md's rules (its `next_argv`, when present, is `next`; when
+/// absent, `next` has a placeholder, a `&&` or a byte escape; the program is a dot tool or `mkdir`
+/// or `rm`), and the replay suite ran a `next` of every kind one was seen with.
+#[test]
+#[ignore = "`make test` runs it after the whole suite, on the commands the suite recorded"]
+fn every_next_seen_follows_the_rules_and_its_kind_was_replayed() {
+    let dir = std::env::var_os(testkit::kinds::SEEN_DIR_VAR)
+        .unwrap_or_else(|| panic!("run `make test` ({} unset)", testkit::kinds::SEEN_DIR_VAR));
+    let dir = std::path::Path::new(&dir);
+    let seen: std::collections::BTreeSet<testkit::kinds::SeenNext> =
+        testkit::kinds::records(dir, "next");
+    let replayed: std::collections::BTreeSet<Kind> = testkit::kinds::records(dir, "replayed");
+    assert!(!seen.is_empty(), "the suite recorded no `next` at all");
+    let mut unreplayed = std::collections::BTreeSet::new();
+    for s in &seen {
+        let program = match &s.next_argv {
+            Some(argv) => {
+                let os: Vec<std::ffi::OsString> = argv.iter().map(Into::into).collect();
+                assert_eq!(proto::next::join(&os), s.next, "{s:?}");
+                argv[0].clone()
+            }
+            None => {
+                assert!(
+                    s.next
+                        .split(' ')
+                        .any(|w| proto::next::RAW_WORDS.contains(&w))
+                        || s.next.contains("\"$(printf '\\"),
+                    "no next_argv, yet nothing to fill in or decode: {s:?}"
+                );
+                s.next.split(' ').next().unwrap_or_default().to_owned()
+            }
+        };
+        let base = program.rsplit('/').next().unwrap_or_default();
+        assert!(
+            base.starts_with("dot-") || ["mkdir", "rm"].contains(&base),
+            "{base}: {s:?}"
+        );
+        if !replayed.contains(&s.kind) {
+            unreplayed.insert(s.kind);
+        }
+    }
+    assert!(
+        unreplayed.is_empty(),
+        "kinds seen with a `next` that tests/tests/next_replay.rs never ran: {unreplayed:?}"
+    );
+}

@@ -86,7 +86,10 @@ fn expectation(name: &str) -> Expect {
         },
         "why-refused" => Expect {
             fresh_root: false,
-            lines: &["consent-missing: dot-launch --root $R hello --allow-audit-plugin"],
+            // The command as typed, every argument kept, the consent flag added.
+            lines: &[
+                "consent-missing: $B/dot-launch --root $R hello --input name=world --target . --allow-audit-plugin",
+            ],
         },
         other => panic!("README example {other:?} has no expectation in this test: add one"),
     }
@@ -205,7 +208,9 @@ fn every_readme_example_runs_verbatim() {
         );
         let printed: Vec<&str> = stdout.lines().map(str::trim).collect();
         for want in expect.lines {
-            let want = want.replace("$R", root.to_str().unwrap());
+            let want = want
+                .replace("$R", root.to_str().unwrap())
+                .replace("$B", bin_dir().to_str().unwrap());
             assert!(
                 printed.contains(&want.as_str()),
                 "example {name}: stdout has no line {want:?}\n{stdout}"

@@ -22,7 +22,7 @@ use crate::signature::{self, SignatureInfo};
 use crate::trust::{self, TrustContext};
 use proto::layout::Root;
 use proto::trust::{Dependencies, Limit};
-use proto::{Containment, Entry, Name, Publisher, Sha256, Trust};
+use proto::{Containment, Entry, Name, Next, Publisher, Sha256, Trust};
 use std::fs::{File, Metadata};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -103,7 +103,7 @@ pub fn verify_entry(root: &Root, name: &Name) -> Result<Verified, VerifyError> {
             VerifyError::EntryMissing {
                 name: name.to_string(),
                 path: entry_path.clone(),
-                next: register_hint(root, name, info.dev, false),
+                next: register_hint(root, name, info.dev),
             }
         })?;
     ctx.check_size(root, &entry_path, Limit::Entry, entry_bytes.len() as u64)?;
@@ -157,7 +157,12 @@ pub fn verify_entry(root: &Root, name: &Name) -> Result<Verified, VerifyError> {
     let tampered = |what: String| VerifyError::StoreTampered {
         path: exe_path.clone(),
         what,
-        next: register_hint(root, name, info.dev && entry.trust == Trust::Local, true),
+        next: reregister_hint(
+            root,
+            &entry,
+            &exe_path,
+            info.dev && entry.trust == Trust::Local,
+        ),
     };
     let (exe, meta) = match sys::fs::open_regular(&exe_path) {
         Ok(ok) => ok,
@@ -200,15 +205,16 @@ pub fn verify_entry(root: &Root, name: &Name) -> Result<Verified, VerifyError> {
             Ok(facts) => (Some(facts), Dependencies::Pinned),
             Err(source) => {
                 if trust::load_grant(root, &entry)?.is_none() {
+                    let next = regrant_hint(
+                        root,
+                        &entry,
+                        &exe_path,
+                        info.dev && entry.trust == Trust::Local,
+                    );
                     return Err(VerifyError::DynamicNotGranted {
                         path: exe_path,
                         source,
-                        next: register_hint(
-                            root,
-                            name,
-                            info.dev && entry.trust == Trust::Local,
-                            true,
-                        ) + " --allow-dynamic",
+                        next,
                     });
                 }
                 (None, Dependencies::Unpinned)
@@ -512,15 +518,71 @@ pub fn read_doc_limited(path: &Path, limit: u64) -> Result<Option<Vec<u8>>, Veri
     Ok(Some(bytes))
 }
 
-/// The command that registers (or, with `replace`, re-registers) `name`.
-fn register_hint(root: &Root, name: &Name, local: bool, replace: bool) -> String {
-    let r = root.path().display();
-    if local {
-        format!("dot-register dev --root {r} --name {name} --exe FILE --containment process")
+/// The command that registers `name` (not registered yet): a template, since the executable (and
+/// for a signed entry, its files) are the user's to name.
+fn register_hint(root: &Root, name: &Name, dev: bool) -> Next {
+    let cmd = Next::cmd("dot-register");
+    if dev {
+        cmd.args(["dev", "--root"])
+            .arg(root.path())
+            .arg("--name")
+            .arg(name.as_str())
+            .arg("--exe")
+            .raw("FILE")
+            .args(["--containment", "process"])
     } else {
-        let replace = if replace { " --replace" } else { "" };
-        format!(
-            "dot-register add --root {r} --entry {name}.json --signature {name}.json.minisig --exe FILE{replace}"
-        )
+        signed_hint(root, name)
     }
+}
+
+/// `dot-register add` for the signed entry `name` from `NAME.json`, its signature and `FILE`.
+fn signed_hint(root: &Root, name: &Name) -> Next {
+    Next::cmd("dot-register")
+        .args(["add", "--root"])
+        .arg(root.path())
+        .arg("--entry")
+        .arg(format!("{name}.json"))
+        .arg("--signature")
+        .arg(format!("{name}.json.minisig"))
+        .arg("--exe")
+        .raw("FILE")
+}
+
+/// `dot-register` registering `entry` again (`--replace`) from the executable `exe` (`None`: the
+/// placeholder `FILE`): `dev` with everything a local entry declares, or `add` with the signed
+/// entry and signature already in the registry.
+fn register_again(root: &Root, entry: &Entry, local: bool, exe: Option<&Path>) -> Next {
+    let cmd = if local {
+        proto::next::register_local(root.path(), entry, exe)
+    } else {
+        let cmd = Next::cmd("dot-register")
+            .args(["add", "--root"])
+            .arg(root.path())
+            .arg("--entry")
+            .arg(root.entry(&entry.name))
+            .arg("--signature")
+            .arg(root.entry_sig(&entry.name))
+            .arg("--exe");
+        match exe {
+            Some(exe) => cmd.arg(exe),
+            None => cmd.raw("FILE"),
+        }
+    };
+    cmd.arg("--replace")
+}
+
+/// After the pinned copy at `store` was found not to match: remove it (`dot-register` never
+/// rewrites a pinned copy, it refuses one that differs), then register the entry again from the
+/// publisher's executable, `FILE`.
+fn reregister_hint(root: &Root, entry: &Entry, store: &Path, local: bool) -> Next {
+    Next::cmd("rm")
+        .arg("-f")
+        .arg(store)
+        .then(register_again(root, entry, local, None))
+}
+
+/// A dynamic executable without its grant: register the entry again, from its own pinned copy
+/// `store` (the bytes registered), with `--allow-dynamic`.
+fn regrant_hint(root: &Root, entry: &Entry, store: &Path, local: bool) -> Next {
+    register_again(root, entry, local, Some(store)).arg("--allow-dynamic")
 }

@@ -6,7 +6,7 @@
 use crate::elf::ElfError;
 use proto::entry::EntryError;
 use proto::publisher::PublisherError;
-use proto::{ErrorObject, Kind, NameError, Sha256, ToErrorObject};
+use proto::{ErrorObject, Kind, NameError, Next, Sha256, ToErrorObject};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -19,7 +19,7 @@ pub enum VerifyError {
     EntryMissing {
         name: String,
         path: PathBuf,
-        next: String,
+        next: Next,
     },
     #[error("{} is not a valid entry: {source}", Shown(.path, "the entry built from the options"))]
     EntryMalformed { path: PathBuf, source: EntryError },
@@ -35,7 +35,7 @@ pub enum VerifyError {
         root: PathBuf,
         what: String,
         /// The command that makes the root.
-        next: String,
+        next: Next,
     },
     #[error("{} is not safe to trust: {reason}", .path.display())]
     RootUnsafe { path: PathBuf, reason: String },
@@ -97,7 +97,7 @@ pub enum VerifyError {
     StoreTampered {
         path: PathBuf,
         what: String,
-        next: String,
+        next: Next,
     },
     #[error("{} {source}", Shown(.path, FILE))]
     NotStaticElf { path: PathBuf, source: ElfError },
@@ -155,7 +155,7 @@ pub enum VerifyError {
     DynamicNotGranted {
         path: PathBuf,
         source: ElfError,
-        next: String,
+        next: Next,
     },
     #[error("{}: {source}", .path.display())]
     Io {
@@ -376,7 +376,7 @@ impl ToErrorObject for VerifyError {
                 };
                 obj.value(value)
             }
-            E::EntryMissing { name, next, .. } => obj.value(name.clone()).next(next.clone()),
+            E::EntryMissing { name, next, .. } => obj.value(name.clone()).next(next),
             E::EntryMalformed { source, .. } => {
                 if let Some(f) = source.field() {
                     obj = obj.field(f);
@@ -391,18 +391,21 @@ impl ToErrorObject for VerifyError {
                 None => obj,
             },
             E::EntryNameMismatch { found, .. } => obj.field("name").value(found.clone()),
-            E::RootMissing { next, .. } => obj.next(next.clone()),
-            E::PublisherUnknown { id, root, .. } => obj.value(id.clone()).next(format!(
-                "dot-register publisher add --root {} --id {id} --pubkey FILE",
-                root.display()
-            )),
+            E::RootMissing { next, .. } => obj.next(next),
+            E::PublisherUnknown { id, root, .. } => obj.value(id.clone()).next(
+                &Next::cmd("dot-register")
+                    .args(["publisher", "add", "--root"])
+                    .arg(root)
+                    .arg("--id")
+                    .arg(id)
+                    .arg("--pubkey")
+                    .raw("FILE"),
+            ),
             E::PublisherRevoked { id, .. } => obj.value(id.clone()),
             E::KeyRevoked { key_id, .. } => obj.value(key_id.clone()),
             E::SizeMismatch { found, .. } => obj.field("size").value(found.to_string()),
             E::DigestMismatch { found, .. } => obj.field("sha256").value(found.to_hex()),
-            E::StoreTampered { next, .. } | E::DynamicNotGranted { next, .. } => {
-                obj.next(next.clone())
-            }
+            E::StoreTampered { next, .. } | E::DynamicNotGranted { next, .. } => obj.next(next),
             E::Denied {
                 field, value, root, ..
             } => {
@@ -411,10 +414,12 @@ impl ToErrorObject for VerifyError {
                 } else {
                     "--key"
                 };
-                obj.field(*field).value(value.clone()).next(format!(
-                    "dot-register deny remove --root {} {flag} {value}",
-                    root.display()
-                ))
+                obj.field(*field).value(value.clone()).next(
+                    &Next::cmd("dot-register")
+                        .args(["deny", "remove", "--root"])
+                        .arg(root)
+                        .args([flag, value]),
+                )
             }
             E::TrustMalformed { source, .. } => match source.field() {
                 Some(f) => obj.field(f),
@@ -427,11 +432,13 @@ impl ToErrorObject for VerifyError {
             E::EntryExpired { expires, .. } => obj.field("expires").value(expires.to_string()),
             E::TooLarge {
                 field, size, root, ..
-            } => obj.field(*field).value(size.to_string()).next(format!(
-                "dot-register policy set --root {} --{} {size}",
-                root.display(),
-                field.replace('_', "-")
-            )),
+            } => obj.field(*field).value(size.to_string()).next(
+                &Next::cmd("dot-register")
+                    .args(["policy", "set", "--root"])
+                    .arg(root)
+                    .arg(format!("--{}", field.replace('_', "-")))
+                    .arg(size.to_string()),
+            ),
             _ => obj,
         }
     }

@@ -2,6 +2,7 @@
 
 use crate::error::VerifyError;
 use proto::layout::{Root, ROOT_DIRS};
+use proto::Next;
 use std::fs::Metadata;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
@@ -37,7 +38,9 @@ pub fn check_root(root: &Root) -> Result<RootInfo, VerifyError> {
                 "it is a {}, not a directory; choose another directory for the root",
                 sys::fs::file_kind(&meta)
             ),
-            next: "dot-register init --root DIR".to_owned(),
+            next: Next::cmd("dot-register")
+                .args(["init", "--root"])
+                .raw("DIR"),
         });
     }
     check_private(dir, &meta)?;
@@ -102,7 +105,7 @@ fn missing(root: &Root, path: &Path, what: &str) -> VerifyError {
         path: path.to_path_buf(),
         root: root.path().to_path_buf(),
         what: what.to_owned(),
-        next: format!("dot-register init --root {}", root.path().display()),
+        next: proto::next::init_root(root.path()),
     }
 }
 
@@ -110,12 +113,12 @@ fn missing(root: &Root, path: &Path, what: &str) -> VerifyError {
 /// is missing too, the command makes that first.
 fn absent(root: &Root) -> VerifyError {
     let dir = root.path();
-    let init = format!("dot-register init --root {}", dir.display());
+    let init = proto::next::init_root(dir);
     let parent = dir.parent().filter(|p| !p.as_os_str().is_empty());
     let (what, next) = match parent {
         Some(p) if !p.is_dir() => (
             format!("neither it nor its parent {} exists", p.display()),
-            format!("mkdir -p {} && {init}", p.display()),
+            Next::cmd("mkdir").arg("-p").arg(p).then(init),
         ),
         _ => ("it does not exist".to_owned(), init),
     };

@@ -25,6 +25,18 @@ pub fn tool(name: &str) -> Command {
     c
 }
 
+/// `dot-register init --dev --root ROOT`, which must succeed.
+pub fn init_dev_root(root: &Path) {
+    ok(
+        tool("dot-register")
+            .args(["init", "--dev", "--root"])
+            .arg(root)
+            .output()
+            .unwrap(),
+        "init",
+    );
+}
+
 /// Asserts `what` exited 0 (its status, stdout and stderr in the message); returns its output.
 pub fn ok(out: Output, what: &str) -> Output {
     assert!(
@@ -44,14 +56,7 @@ impl Env {
         let root = dir.join("root");
         let target = dir.join("target");
         std::fs::create_dir(&target).unwrap();
-        ok(
-            tool("dot-register")
-                .args(["init", "--dev", "--root"])
-                .arg(&root)
-                .output()
-                .unwrap(),
-            "init",
-        );
+        init_dev_root(&root);
         let env = Env { dir, root, target };
         env.register(
             "fixture",

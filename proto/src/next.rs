@@ -1,0 +1,453 @@
+//! The command that resolves an error: the `next` (a POSIX `sh` command line, quoted) and
+//! `next_argv` (the same command as an argument vector) of an error object or a warning.
+//!
+//! Three shapes, one rule each:
+//!
+//! - A command ([`Next::cmd`]): one command, runnable as printed. `next` is its arguments quoted for POSIX
+//!   `sh`; `next_argv` is the vector itself (absent only when an argument is not UTF-8, which JSON
+//!   cannot carry: `next` then shows it with U+FFFD and is not runnable as printed).
+//! - The failed command again ([`Next::again`]): the command that failed, run again with some options added (or removed):
+//!   `--replace`, `--accept-changes TOKEN`, a consent flag. Only the tool's `main` knows the
+//!   command line as typed ([`crate::cli`] resolves it there, keeping every other argument as it
+//!   was given); a library caller sees the `fallback`, a command rebuilt from what the library knew.
+//! - A template ([`Next::raw`], [`Next::then`]): a command line the user must complete, with placeholders in capitals
+//!   (`FILE`, `DIR`, `FILE.minisig`) or a `&&` between two commands. `next_argv` is absent.
+
+use std::ffi::{OsStr, OsString};
+
+/// Every word a template prints raw: the placeholders and the one operator.
+pub const RAW_WORDS: [&str; 4] = ["FILE", "DIR", "FILE.minisig", "&&"];
+
+/// One word of a template: an argument (quoted when printed) or raw text (a
+/// placeholder or a shell operator, printed as is).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Word {
+    Arg(OsString),
+    Raw(&'static str),
+}
+
+/// An option the failed command needs (with its value, if it takes one), or must lose.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Opt {
+    pub name: &'static str,
+    pub value: Option<OsString>,
+}
+
+impl Opt {
+    /// A flag without a value (`--replace`).
+    pub fn flag(name: &'static str) -> Opt {
+        Opt { name, value: None }
+    }
+
+    /// An option with its value (`--accept-changes TOKEN`).
+    pub fn with(name: &'static str, value: impl Into<OsString>) -> Opt {
+        Opt {
+            name,
+            value: Some(value.into()),
+        }
+    }
+}
+
+/// What to change in the failed command line to make the next one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Again {
+    /// Options added, each replacing any occurrence of the same option already given.
+    pub add: Vec<Opt>,
+    /// Options removed wherever they occur (flags only).
+    pub remove: Vec<&'static str>,
+}
+
+/// The command that resolves an error: one of the three shapes of the module documentation.
+/// Boxed, so that an error carrying one stays small.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Next(Box<Shape>);
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Shape {
+    /// One command, runnable as printed.
+    Run(Vec<OsString>),
+    /// The failed command again, changed as `again` says; `fallback` where the command line is
+    /// not known (a library caller).
+    Again {
+        again: Again,
+        fallback: Vec<OsString>,
+    },
+    /// A command line to complete (placeholders in capitals) or a sequence (`&&`).
+    Template(Vec<Word>),
+}
+
+impl Shape {
+    /// The arguments of a command, or the argument words of a template.
+    fn into_args(self) -> Vec<OsString> {
+        match self {
+            Shape::Run(v) | Shape::Again { fallback: v, .. } => v,
+            Shape::Template(w) => w
+                .into_iter()
+                .filter_map(|w| match w {
+                    Word::Arg(a) => Some(a),
+                    Word::Raw(_) => None,
+                })
+                .collect(),
+        }
+    }
+
+    /// The words of a template (a command's arguments are its words).
+    fn into_words(self) -> Vec<Word> {
+        match self {
+            Shape::Run(v) | Shape::Again { fallback: v, .. } => {
+                v.into_iter().map(Word::Arg).collect()
+            }
+            Shape::Template(w) => w,
+        }
+    }
+}
+
+impl Next {
+    /// A command: `Next::cmd("dot-register").arg("init").arg("--root").arg(root)`.
+    pub fn cmd(program: impl AsRef<OsStr>) -> Next {
+        Next(Box::new(Shape::Run(vec![program.as_ref().to_owned()])))
+    }
+
+    /// Appends an argument (to the command, the fallback, or the template).
+    pub fn arg(mut self, a: impl AsRef<OsStr>) -> Next {
+        let a = a.as_ref().to_owned();
+        match &mut *self.0 {
+            Shape::Run(v) | Shape::Again { fallback: v, .. } => v.push(a),
+            Shape::Template(w) => w.push(Word::Arg(a)),
+        }
+        self
+    }
+
+    /// Appends several arguments.
+    pub fn args<I, S>(self, args: I) -> Next
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        args.into_iter().fold(self, Next::arg)
+    }
+
+    /// Appends `flag` when `on`.
+    pub fn flag_if(self, on: bool, flag: &str) -> Next {
+        if on {
+            self.arg(flag)
+        } else {
+            self
+        }
+    }
+
+    /// Appends the option `name` and its value, when there is one.
+    pub fn opt_if(self, name: &str, value: Option<impl AsRef<OsStr>>) -> Next {
+        match value {
+            Some(v) => self.arg(name).arg(v),
+            None => self,
+        }
+    }
+
+    /// Appends a placeholder or an operator (one of [`RAW_WORDS`]), printed as is; the command
+    /// becomes a template.
+    pub fn raw(self, text: &'static str) -> Next {
+        debug_assert!(RAW_WORDS.contains(&text), "{text} is not a raw word");
+        let mut words = self.0.into_words();
+        words.push(Word::Raw(text));
+        Next(Box::new(Shape::Template(words)))
+    }
+
+    /// Another command after this one succeeds (`A && B`): a template.
+    pub fn then(self, other: Next) -> Next {
+        let mut words = self.raw("&&").0.into_words();
+        words.extend(other.0.into_words());
+        Next(Box::new(Shape::Template(words)))
+    }
+
+    /// The failed command again, with the options of `add` (replacing the same options where
+    /// given) and without those of `remove`. `base` is the failed command as the library can
+    /// rebuild it from its arguments; changed the same way, it is what a library caller sees.
+    pub fn again(add: Vec<Opt>, remove: Vec<&'static str>, base: Next) -> Next {
+        let again = Again { add, remove };
+        Next(Box::new(Shape::Again {
+            fallback: apply(&base.0.into_args(), &again),
+            again,
+        }))
+    }
+
+    /// The command line for `sh`: `next`.
+    pub fn text(&self) -> String {
+        match &*self.0 {
+            Shape::Run(v) | Shape::Again { fallback: v, .. } => join(v),
+            Shape::Template(words) => words
+                .iter()
+                .map(|w| match w {
+                    Word::Arg(a) => quote(a),
+                    Word::Raw(r) => (*r).to_owned(),
+                })
+                .collect::<Vec<_>>()
+                .join(" "),
+        }
+    }
+
+    /// The argument vector: `next_argv`, when the command is one command, runnable as is, and
+    /// every argument is UTF-8.
+    pub fn argv(&self) -> Option<Vec<String>> {
+        match &*self.0 {
+            Shape::Run(v) | Shape::Again { fallback: v, .. } => utf8(v),
+            Shape::Template(_) => None,
+        }
+    }
+
+    /// The changes to the failed command line, when the fix is the failed command again.
+    pub fn again_changes(&self) -> Option<&Again> {
+        match &*self.0 {
+            Shape::Again { again, .. } => Some(again),
+            _ => None,
+        }
+    }
+}
+
+/// `dot-register init --root DIR`: what several tools print for a missing root.
+pub fn init_root(dir: &std::path::Path) -> Next {
+    Next::cmd("dot-register").args(["init", "--root"]).arg(dir)
+}
+
+/// `dot-launch recover --root DIR TXID`: what takes a PREPARED or COMMITTED run further.
+pub fn recover_run(dir: &std::path::Path, txid: &str) -> Next {
+    Next::cmd("dot-launch")
+        .args(["recover", "--root"])
+        .arg(dir)
+        .arg(txid)
+}
+
+/// `dot-register dev` registering `entry` (a local entry) again with everything it declares, in the
+/// development root `root`, from the executable `exe` (`None`: the placeholder `FILE`).
+pub fn register_local(
+    root: &std::path::Path,
+    entry: &crate::Entry,
+    exe: Option<&std::path::Path>,
+) -> Next {
+    let cmd = Next::cmd("dot-register")
+        .args(["dev", "--root"])
+        .arg(root)
+        .args(["--name", entry.name.as_str(), "--exe"]);
+    let mut cmd = match exe {
+        Some(exe) => cmd.arg(exe),
+        None => cmd.raw("FILE"),
+    };
+    cmd = cmd
+        .arg("--containment")
+        .arg(entry.containment.to_string())
+        .arg("--version")
+        .arg(entry.version.to_string())
+        .args(["--protocol", &entry.protocol]);
+    for input in &entry.inputs {
+        let optional = if input.required { "" } else { ":optional" };
+        cmd = cmd
+            .arg("--input")
+            .arg(format!("{}:{}{optional}", input.name, input.kind));
+    }
+    cmd
+}
+
+/// Every argument as UTF-8, or `None` (JSON cannot carry other bytes).
+pub fn utf8(argv: &[OsString]) -> Option<Vec<String>> {
+    argv.iter().map(|a| a.to_str().map(str::to_owned)).collect()
+}
+
+/// The arguments quoted for POSIX `sh` and joined by spaces.
+pub fn join(argv: &[OsString]) -> String {
+    argv.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" ")
+}
+
+/// One argument quoted for POSIX `sh`: as is when it holds only characters no shell treats
+/// specially (letters, digits, `_ @ % + = : , . / -`, and not empty), otherwise in single quotes,
+/// each `'` written `'\''`. A byte that is not part of UTF-8 text is written `"$(printf '\NNN')"`
+/// (octal), which any POSIX shell turns back into that byte: the line stays runnable as printed.
+pub fn quote(arg: &OsStr) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = arg.as_bytes();
+    let plain = !bytes.is_empty()
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || b"_@%+=:,./-".contains(b));
+    if plain {
+        return String::from_utf8_lossy(bytes).into_owned();
+    }
+    if bytes.is_empty() {
+        return "''".to_owned();
+    }
+    let mut out = String::new();
+    for chunk in bytes.utf8_chunks() {
+        if !chunk.valid().is_empty() {
+            out.push_str(&format!("'{}'", chunk.valid().replace('\'', r"'\''")));
+        }
+        for b in chunk.invalid() {
+            out.push_str(&format!("\"$(printf '\\{b:03o}')\""));
+        }
+    }
+    out
+}
+
+/// `argv` (the program first, as typed) changed as `again` says: each added option replaces
+/// every occurrence of the same option (and its value, for an option that takes one), and is
+/// inserted before a `--` if there is one, else at the end; each removed flag is dropped.
+pub fn apply(argv: &[OsString], again: &Again) -> Vec<OsString> {
+    let mut out: Vec<OsString> = Vec::with_capacity(argv.len() + 2 * again.add.len());
+    let mut rest = argv.iter().peekable();
+    let mut tail = Vec::new();
+    if let Some(program) = rest.next() {
+        out.push(program.clone());
+    }
+    while let Some(a) = rest.next() {
+        if a == "--" {
+            tail.push(a.clone());
+            tail.extend(rest.by_ref().cloned());
+            break;
+        }
+        if again.remove.iter().any(|r| a == *r) {
+            continue;
+        }
+        if let Some(opt) = again.add.iter().find(|o| a == o.name) {
+            if opt.value.is_some() {
+                rest.next(); // its old value
+            }
+            continue;
+        }
+        out.push(a.clone());
+    }
+    for opt in &again.add {
+        out.push(OsString::from(opt.name));
+        if let Some(v) = &opt.value {
+            out.push(v.clone());
+        }
+    }
+    out.extend(tail);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn os(v: &[&str]) -> Vec<OsString> {
+        v.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn quoting_leaves_plain_words_and_single_quotes_the_rest() {
+        for (arg, quoted) in [
+            ("dot-register", "dot-register"),
+            ("/tmp/a.b/c_d@e%f+g=h:i,j", "/tmp/a.b/c_d@e%f+g=h:i,j"),
+            ("", "''"),
+            ("a b", "'a b'"),
+            ("it's", r"'it'\''s'"),
+            ("$HOME", "'$HOME'"),
+            ("~", "'~'"),
+            ("a;b", "'a;b'"),
+            ("x\ny", "'x\ny'"),
+            ("*", "'*'"),
+        ] {
+            assert_eq!(quote(OsStr::new(arg)), quoted, "{arg:?}");
+        }
+    }
+
+    #[test]
+    fn again_replaces_the_same_option_and_keeps_everything_else() {
+        let typed = os(&[
+            "./dot-register",
+            "dev",
+            "--root",
+            "/r",
+            "--input",
+            "a:string",
+            "--accept-changes",
+            "old",
+            "--name",
+            "x",
+        ]);
+        let again = Again {
+            add: vec![Opt::flag("--replace"), Opt::with("--accept-changes", "new")],
+            remove: vec![],
+        };
+        assert_eq!(
+            apply(&typed, &again),
+            os(&[
+                "./dot-register",
+                "dev",
+                "--root",
+                "/r",
+                "--input",
+                "a:string",
+                "--name",
+                "x",
+                "--replace",
+                "--accept-changes",
+                "new"
+            ])
+        );
+    }
+
+    #[test]
+    fn again_inserts_before_a_double_dash_and_removes_flags() {
+        let typed = os(&[
+            "dot-launch",
+            "--allow-audit-plugin",
+            "--root",
+            "/r",
+            "--",
+            "hello",
+        ]);
+        let again = Again {
+            add: vec![Opt::flag("--require-process-sandbox")],
+            remove: vec!["--allow-audit-plugin"],
+        };
+        assert_eq!(
+            apply(&typed, &again),
+            os(&[
+                "dot-launch",
+                "--root",
+                "/r",
+                "--require-process-sandbox",
+                "--",
+                "hello"
+            ])
+        );
+    }
+
+    #[test]
+    fn shapes_print_and_vectorise_by_their_rule() {
+        let run = Next::cmd("dot-register")
+            .args(["init", "--root"])
+            .arg("/a b");
+        assert_eq!(run.text(), "dot-register init --root '/a b'");
+        assert_eq!(
+            run.argv(),
+            Some(vec![
+                "dot-register".into(),
+                "init".into(),
+                "--root".into(),
+                "/a b".into()
+            ])
+        );
+        let t = Next::cmd("dot-register")
+            .args(["publisher", "add", "--pubkey"])
+            .raw("FILE");
+        assert_eq!(t.text(), "dot-register publisher add --pubkey FILE");
+        assert_eq!(t.argv(), None);
+        let seq = Next::cmd("mkdir").args(["-p", "/x y"]).then(run.clone());
+        assert_eq!(
+            seq.text(),
+            "mkdir -p '/x y' && dot-register init --root '/a b'"
+        );
+        assert_eq!(seq.argv(), None);
+        let again = Next::again(vec![Opt::flag("--replace")], vec![], run.clone());
+        assert_eq!(again.text(), format!("{} --replace", run.text()));
+        assert!(again.again_changes().is_some());
+    }
+
+    #[test]
+    fn an_argument_that_is_not_utf8_has_no_argv_but_a_runnable_line() {
+        use std::os::unix::ffi::OsStringExt;
+        let n = Next::cmd("rm").arg(OsString::from_vec(vec![b'a', 0xff, b'b', 0x80]));
+        assert_eq!(n.argv(), None);
+        assert_eq!(n.text(), r#"rm 'a'"$(printf '\377')"'b'"$(printf '\200')""#);
+    }
+}

@@ -1,0 +1,753 @@
+//! Every kind of `next` the tools print, run as printed (`sh -c NEXT`), and checked to do what its
+//! error says: the refused launch then runs with the same inputs and target, the refused
+//! registration then registers what was asked (inputs kept), the missing root then exists.
+//!
+//! The paths carry a space, a quote, a `$` and a `;` (and, for one root, a byte that is not
+//! UTF-8): a `next` that is not quoted for `sh` fails here. Each replay that holds records its kind
+//! (`testkit::kinds::record_replayed`); after the whole suite, `make test` checks that every kind
+//! any test saw with a `next` was replayed here (tests/tests/errors_catalogue.rs).
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::{bin_dir, makefile_tools, tool};
+use proto::{Entry, ErrorObject, Kind};
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStringExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use testkit::{assert_refused, workspace_bin, KeyPair, TempDir};
+
+/// A name no `sh` word may be left unquoted with.
+const ODD: &str = "odd dir 'q' $HOME;x";
+
+/// `PATH` for a replay: the built tools first (installed tools are on `PATH`).
+fn path_env() -> OsString {
+    let mut p = bin_dir().into_os_string();
+    p.push(":/usr/local/bin:/usr/bin:/bin");
+    p
+}
+
+/// Runs `next` with `sh -c`, exactly as printed, in `cwd`.
+fn sh(next: &str, cwd: &Path) -> Output {
+    Command::new("sh")
+        .arg("-c")
+        .arg(next)
+        .current_dir(cwd)
+        .env("PATH", path_env())
+        .env_remove("DOT_FAILPOINT")
+        .env_remove("DOT_INJECT")
+        .env_remove("DOT_PRETEND_LANDLOCK_ABI")
+        .output()
+        .unwrap()
+}
+
+/// Holds `e`'s `next` to the rules of `proto::next` and runs it as printed.
+fn replay(e: &ErrorObject, cwd: &Path) -> Output {
+    let next = e
+        .next
+        .as_deref()
+        .unwrap_or_else(|| panic!("no next: {e:?}"));
+    match &e.next_argv {
+        Some(argv) => {
+            let os: Vec<OsString> = argv.iter().map(Into::into).collect();
+            assert_eq!(proto::next::join(&os), next, "next_argv is next");
+        }
+        None => assert!(
+            is_template(next) || next.contains("$(printf"),
+            "no next_argv, yet no placeholder, `&&` or byte escape: {next}"
+        ),
+    }
+    sh(next, cwd)
+}
+
+/// A `next` with a placeholder in capitals or a `&&` (`proto::next::RAW_WORDS`).
+fn is_template(next: &str) -> bool {
+    next.split(' ').any(|w| proto::next::RAW_WORDS.contains(&w))
+}
+
+/// Runs a template `next` as printed but for its placeholders, each replaced by the quoted path.
+fn replay_filled(e: &ErrorObject, fills: &[(&str, &Path)], cwd: &Path) -> Output {
+    let mut next = e.next.clone().unwrap_or_else(|| panic!("no next: {e:?}"));
+    assert!(
+        e.next_argv.is_none() && is_template(&next),
+        "a template: {e:?}"
+    );
+    for (word, path) in fills {
+        let quoted = proto::next::quote(path.as_os_str());
+        let words: Vec<String> = next
+            .split(' ')
+            .map(|w| {
+                if w == *word {
+                    quoted.clone()
+                } else {
+                    w.to_owned()
+                }
+            })
+            .collect();
+        assert_ne!(words.join(" "), next, "{word} is a placeholder of {next}");
+        next = words.join(" ");
+    }
+    sh(&next, cwd)
+}
+
+/// Asserts a replay exited 0; records that `kind`'s `next` did what it says.
+fn replayed(out: &Output, kind: Kind, what: &str) {
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{kind}: {what}\nstdout {}\nstderr {}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    testkit::kinds::record_replayed(kind);
+}
+
+fn ok(out: Output, what: &str) -> Output {
+    common::ok(out, what)
+}
+
+/// A scratch directory with an odd subdirectory, a DEV root in it, and a target there.
+struct Odd {
+    _dir: TempDir,
+    base: PathBuf,
+    root: PathBuf,
+    target: PathBuf,
+}
+
+impl Odd {
+    fn new() -> Odd {
+        let dir = TempDir::new();
+        let base = dir.join(ODD);
+        std::fs::create_dir(&base).unwrap();
+        let root = base.join("the root");
+        let target = base.join("out 'dir'");
+        std::fs::create_dir(&target).unwrap();
+        common::init_dev_root(&root);
+        Odd {
+            _dir: dir,
+            base,
+            root,
+            target,
+        }
+    }
+
+    fn register(&self) -> Command {
+        let mut c = tool("dot-register");
+        c.current_dir(&self.base);
+        c
+    }
+
+    fn dev(&self, name: &str, exe: &Path, containment: &str, extra: &[&str]) -> Output {
+        self.register()
+            .args(["dev", "--root"])
+            .arg(&self.root)
+            .args(["--name", name, "--exe"])
+            .arg(exe)
+            .args(["--containment", containment])
+            .args(extra)
+            .output()
+            .unwrap()
+    }
+
+    fn launch(&self, name: &str, args: &[&str]) -> Command {
+        let mut c = tool("dot-launch");
+        c.current_dir(&self.base)
+            .arg("--root")
+            .arg(&self.root)
+            .arg(name)
+            .args(args);
+        c
+    }
+
+    fn entry(&self, name: &str) -> Entry {
+        let bytes =
+            std::fs::read(self.root.join("plugins.d").join(format!("{name}.json"))).unwrap();
+        Entry::parse(&bytes).unwrap()
+    }
+
+    fn inputs(&self, name: &str) -> Vec<String> {
+        self.entry(name)
+            .inputs
+            .iter()
+            .map(|i| format!("{}:{}:{}", i.name, i.kind, i.required))
+            .collect()
+    }
+
+    fn hello_txt(&self) -> String {
+        std::fs::read_to_string(self.target.join("hello.txt")).unwrap()
+    }
+}
+
+#[test]
+fn consent_is_the_same_launch_with_every_argument_and_the_flag() {
+    let o = Odd::new();
+    ok(
+        o.dev(
+            "hello",
+            &workspace_bin("hello"),
+            "audit",
+            &["--input", "name:string:optional"],
+        ),
+        "dev",
+    );
+    let launch = |extra: &[&str]| {
+        let mut c = o.launch("hello", &["--input", "name=kept 'it'"]);
+        c.arg("--target").arg(&o.target).args(extra);
+        c.output().unwrap()
+    };
+    let e = assert_refused(&launch(&[]), 1, Kind::ConsentMissing);
+    let out = replay(&e, &o.base);
+    replayed(&out, Kind::ConsentMissing, "the launch runs");
+    assert_eq!(
+        o.hello_txt(),
+        "hello, kept 'it'\n",
+        "with the input it was given"
+    );
+
+    std::fs::remove_file(o.target.join("hello.txt")).unwrap();
+    let e = assert_refused(
+        &launch(&["--require-process-sandbox"]),
+        1,
+        Kind::ConsentMismatch,
+    );
+    assert!(
+        !e.next
+            .as_deref()
+            .unwrap()
+            .contains("--require-process-sandbox"),
+        "{e:?}"
+    );
+    let out = replay(&e, &o.base);
+    replayed(
+        &out,
+        Kind::ConsentMismatch,
+        "the launch runs with the right flag only",
+    );
+    assert_eq!(o.hello_txt(), "hello, kept 'it'\n");
+}
+
+#[test]
+fn entry_exists_then_changes_need_consent_keep_the_inputs_and_name_the_same_change() {
+    let o = Odd::new();
+    let hello = workspace_bin("hello");
+    ok(o.dev("hello", &hello, "audit", &[]), "dev");
+    // Registering it again with an input: the name is taken.
+    let out = o.dev(
+        "hello",
+        &hello,
+        "audit",
+        &["--input", "name:string:optional"],
+    );
+    let e = assert_refused(&out, 1, Kind::EntryExists);
+    // Following `next` is the same command with --replace: the input is kept, so the widening
+    // (a new input) needs consent, and its `next` names that change.
+    let out = replay(&e, &o.base);
+    let e = assert_refused(&out, 1, Kind::ChangesNeedConsent);
+    testkit::kinds::record_replayed(Kind::EntryExists);
+    let changes = e.changes.as_ref().expect("the change");
+    let added: Vec<&str> = changes
+        .inputs_added
+        .iter()
+        .map(|i| i.name.as_str())
+        .collect();
+    assert_eq!(added, ["name"], "{changes:?}");
+    let out = replay(&e, &o.base);
+    replayed(
+        &out,
+        Kind::ChangesNeedConsent,
+        "the replacement with consent",
+    );
+    assert_eq!(o.inputs("hello"), vec!["name:string:false".to_owned()]);
+
+    // A stale token is replaced, not repeated.
+    let out = o.dev(
+        "hello",
+        &hello,
+        "audit",
+        &[
+            "--input",
+            "name:string:optional",
+            "--input",
+            "path:file",
+            "--replace",
+            "--accept-changes",
+            "sha256:0000",
+        ],
+    );
+    let e = assert_refused(&out, 1, Kind::ChangesNeedConsent);
+    assert_eq!(
+        e.next
+            .as_deref()
+            .unwrap()
+            .matches("--accept-changes")
+            .count(),
+        1
+    );
+    ok(replay(&e, &o.base), "accept with the right token");
+    assert_eq!(
+        o.inputs("hello"),
+        vec!["name:string:false".to_owned(), "path:file:true".to_owned()]
+    );
+}
+
+#[test]
+fn a_script_without_allow_dynamic_is_registered_by_its_next() {
+    let o = Odd::new();
+    let script = testkit::write_exe(&o.base, "greet 'x'.sh", testkit::SCRIPT, 0o755);
+    let out = o.dev("greet", &script, "audit", &["--input", "who:string"]);
+    let e = assert_refused(&out, 1, Kind::DynamicNotGranted);
+    let out = replay(&e, &o.base);
+    replayed(&out, Kind::DynamicNotGranted, "registered with the grant");
+    assert_eq!(o.inputs("greet"), vec!["who:string:true".to_owned()]);
+    // The launch-time refusal (the grant gone) names a command that needs no file of yours: the
+    // registered entry again from its own pinned copy.
+    std::fs::remove_file(o.root.join("plugins.d").join("greet.json.grant")).unwrap();
+    let out = o
+        .launch(
+            "greet",
+            &["--allow-audit-plugin", "--input", "who=x", "--target"],
+        )
+        .arg(&o.target)
+        .output()
+        .unwrap();
+    let e = assert_refused(&out, 1, Kind::DynamicNotGranted);
+    ok(replay(&e, &o.base), "re-granted");
+    ok(
+        o.launch(
+            "greet",
+            &["--allow-audit-plugin", "--input", "who=x", "--target"],
+        )
+        .arg(&o.target)
+        .output()
+        .unwrap(),
+        "the launch after the grant",
+    );
+}
+
+#[test]
+fn a_missing_target_is_made_by_its_next() {
+    let o = Odd::new();
+    ok(o.dev("hello", &workspace_bin("hello"), "audit", &[]), "dev");
+    let missing = o.base.join("new $target");
+    let launch = || {
+        o.launch("hello", &["--allow-audit-plugin", "--target"])
+            .arg(&missing)
+            .output()
+            .unwrap()
+    };
+    let e = assert_refused(&launch(), 2, Kind::TargetInvalid);
+    let out = replay(&e, &o.base);
+    replayed(&out, Kind::TargetInvalid, "the target made");
+    ok(launch(), "the launch into it");
+    assert!(missing.join("hello.txt").is_file());
+}
+
+#[test]
+fn a_missing_root_is_made_by_its_next_whatever_its_path() {
+    let dir = TempDir::new();
+    let base = dir.join(ODD);
+    std::fs::create_dir(&base).unwrap();
+    let mut not_utf8 = base.clone().into_os_string().into_vec();
+    not_utf8.extend_from_slice(b"/root \xff\xfe");
+    for (root, template) in [
+        (base.join("a root"), false),
+        (base.join("no parent").join("r"), true),
+        (PathBuf::from(OsString::from_vec(not_utf8)), false),
+    ] {
+        let out = tool("dot-launch")
+            .arg("--root")
+            .arg(&root)
+            .arg("hello")
+            .output()
+            .unwrap();
+        let e = assert_refused(&out, 1, Kind::RootMissing);
+        assert_eq!(
+            e.next_argv.is_none(),
+            template || root.to_str().is_none(),
+            "{e:?}"
+        );
+        let out = replay(&e, &base);
+        replayed(&out, Kind::RootMissing, "the root made");
+        ok(
+            tool("dot-register")
+                .arg("list")
+                .arg("--root")
+                .arg(&root)
+                .output()
+                .unwrap(),
+            "the new root is a root",
+        );
+    }
+    // A file where the root should be: the directory is yours to choose (DIR).
+    let file = base.join("a file");
+    std::fs::write(&file, b"").unwrap();
+    let out = tool("dot-launch")
+        .arg("--root")
+        .arg(&file)
+        .arg("hello")
+        .output()
+        .unwrap();
+    let e = assert_refused(&out, 1, Kind::RootMissing);
+    let elsewhere = base.join("elsewhere");
+    ok(replay_filled(&e, &[("DIR", &elsewhere)], &base), "init DIR");
+    assert!(elsewhere.join("plugins.d").is_dir());
+}
+
+#[test]
+fn not_a_root_is_made_a_root_by_its_next() {
+    let dir = TempDir::new();
+    let base = dir.join(ODD);
+    std::fs::create_dir(&base).unwrap();
+    for tool_name in ["dot-journal-fmt", "dot-discard"] {
+        let root = base.join(format!("for {tool_name}"));
+        let run = || tool(tool_name).arg("--root").arg(&root).output().unwrap();
+        let e = assert_refused(&run(), 2, Kind::NotARoot);
+        let out = replay(&e, &base);
+        replayed(&out, Kind::NotARoot, "init");
+        ok(run(), "the tool on the new root");
+    }
+}
+
+#[test]
+fn a_missing_entry_is_registered_by_its_next() {
+    let o = Odd::new();
+    let out = o
+        .launch("hello", &["--require-process-sandbox"])
+        .output()
+        .unwrap();
+    let e = assert_refused(&out, 1, Kind::EntryMissing);
+    let out = replay_filled(&e, &[("FILE", &workspace_bin("hello"))], &o.base);
+    replayed(&out, Kind::EntryMissing, "registered");
+    ok(
+        tool("dot-verify")
+            .args(["entry", "--root"])
+            .arg(&o.root)
+            .arg("hello")
+            .output()
+            .unwrap(),
+        "verify",
+    );
+    // `remove` of a name that is not there: the list of what is.
+    let out = o
+        .register()
+        .args(["remove", "--root"])
+        .arg(&o.root)
+        .args(["--name", "nothing"])
+        .output()
+        .unwrap();
+    let e = assert_refused(&out, 1, Kind::EntryMissing);
+    let out = ok(replay(&e, &o.base), "list");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("\"hello\""));
+}
+
+#[test]
+fn a_tampered_pinned_copy_is_replaced_by_its_next() {
+    let o = Odd::new();
+    let hello = workspace_bin("hello");
+    ok(
+        o.dev(
+            "hello",
+            &hello,
+            "audit",
+            &["--input", "name:string:optional"],
+        ),
+        "dev",
+    );
+    let entry = o.entry("hello");
+    let store = o.root.join("store/sha256").join(entry.sha256.to_hex());
+    std::fs::write(&store, b"not the plugin").unwrap();
+    let out = o
+        .launch("hello", &["--allow-audit-plugin", "--target"])
+        .arg(&o.target)
+        .output()
+        .unwrap();
+    let e = assert_refused(&out, 1, Kind::StoreTampered);
+    let out = replay_filled(&e, &[("FILE", &hello)], &o.base);
+    replayed(
+        &out,
+        Kind::StoreTampered,
+        "the copy removed and pinned again",
+    );
+    assert_eq!(o.inputs("hello"), vec!["name:string:false".to_owned()]);
+    ok(
+        o.launch(
+            "hello",
+            &["--allow-audit-plugin", "--input", "name=again", "--target"],
+        )
+        .arg(&o.target)
+        .output()
+        .unwrap(),
+        "the launch",
+    );
+    assert_eq!(o.hello_txt(), "hello, again\n");
+}
+
+#[test]
+fn a_denied_digest_is_allowed_again_by_its_next() {
+    let o = Odd::new();
+    ok(o.dev("hello", &workspace_bin("hello"), "audit", &[]), "dev");
+    let sha = o.entry("hello").sha256.to_hex();
+    ok(
+        o.register()
+            .args(["deny", "add", "--root"])
+            .arg(&o.root)
+            .args(["--sha256", &sha, "--reason", "a test"])
+            .output()
+            .unwrap(),
+        "deny",
+    );
+    let launch = || {
+        o.launch("hello", &["--allow-audit-plugin", "--target"])
+            .arg(&o.target)
+            .output()
+            .unwrap()
+    };
+    let e = assert_refused(&launch(), 1, Kind::Denied);
+    let out = replay(&e, &o.base);
+    replayed(&out, Kind::Denied, "the deny removed");
+    ok(launch(), "the launch");
+}
+
+#[test]
+fn a_size_over_the_policy_is_allowed_by_its_next() {
+    let o = Odd::new();
+    ok(
+        o.register()
+            .args(["policy", "set", "--root"])
+            .arg(&o.root)
+            .args(["--max-exe-bytes", "4096"])
+            .output()
+            .unwrap(),
+        "policy",
+    );
+    let hello = workspace_bin("hello");
+    let e = assert_refused(&o.dev("hello", &hello, "audit", &[]), 1, Kind::TooLarge);
+    let out = replay(&e, &o.base);
+    replayed(&out, Kind::TooLarge, "the policy raised to the size");
+    ok(o.dev("hello", &hello, "audit", &[]), "dev");
+}
+
+#[test]
+fn no_such_run_points_at_the_runs_there_are() {
+    let o = Odd::new();
+    let out = tool("dot-launch")
+        .args(["recover", "--root"])
+        .arg(&o.root)
+        .arg("0123456789abcdef0123456789abcdef")
+        .output()
+        .unwrap();
+    let e = assert_refused(&out, 2, Kind::NoSuchRun);
+    let out = replay(&e, &o.base);
+    replayed(&out, Kind::NoSuchRun, "journal-fmt on the root");
+}
+
+#[test]
+fn a_run_left_for_recover_is_finished_by_its_next() {
+    let o = Odd::new();
+    ok(o.dev("hello", &workspace_bin("hello"), "audit", &[]), "dev");
+    let out = o
+        .launch("hello", &["--allow-audit-plugin", "--target"])
+        .arg(&o.target)
+        .env("DOT_INJECT", "append-committed")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4), "{out:?}");
+    let result: proto::result::RunResult = testkit::decode_json(&out.stdout);
+    let w = &result.warnings[0];
+    testkit::assert_kind!(w, Kind::RunRetained);
+    let e = ErrorObject {
+        next: w.next.clone(),
+        next_argv: w.next_argv.clone(),
+        ..ErrorObject::new(w.kind, w.message.clone())
+    };
+    let out = replay(&e, &o.base);
+    replayed(&out, Kind::RunRetained, "recover");
+    assert_eq!(common::names(&o.root.join("txn")), Vec::<String>::new());
+}
+
+#[test]
+fn usage_points_at_the_help_of_the_program_as_run() {
+    for t in makefile_tools() {
+        if t == "dot-canary" {
+            continue; // a plugin, not a command with options (its own test checks --help)
+        }
+        let out = tool(&t).arg("--no-such-option").output().unwrap();
+        let e = assert_refused(&out, 2, Kind::Usage);
+        let out = replay(&e, Path::new("/"));
+        replayed(&out, Kind::Usage, &t);
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("Usage"),
+            "{t}"
+        );
+    }
+}
+
+#[test]
+fn containment_refusals_point_at_the_probe() {
+    let o = Odd::new();
+    ok(
+        o.dev("hello", &workspace_bin("hello"), "process", &[]),
+        "dev",
+    );
+    let out = o
+        .launch("hello", &["--require-process-sandbox", "--target"])
+        .arg(&o.target)
+        .env("DOT_PRETEND_LANDLOCK_ABI", "2")
+        .output()
+        .unwrap();
+    let e = assert_refused(&out, 1, Kind::ProcessUnsupported);
+    let out = replay(&e, &o.base);
+    replayed(&out, Kind::ProcessUnsupported, "probe");
+    let probe: serde_json::Value = testkit::decode_json(&out.stdout);
+    assert!(probe.get("landlock_abi").is_some(), "{probe}");
+    // The runner's own refusals of the same class name the same command.
+    for (err, kind) in [
+        (
+            sandbox::ExecError::LandlockUnsupported { abi: 2 },
+            Kind::LandlockUnsupported,
+        ),
+        (
+            sandbox::ExecError::LandlockNotEnforced {
+                status: "not-enforced".into(),
+            },
+            Kind::LandlockNotEnforced,
+        ),
+        (
+            sandbox::ExecError::UnsupportedPlatform,
+            Kind::UnsupportedPlatform,
+        ),
+    ] {
+        let e = testkit::assert_typed(&err, kind);
+        replayed(&replay(&e, &o.base), kind, "probe");
+    }
+}
+
+#[test]
+fn an_unknown_probe_points_at_the_whole_proof() {
+    let out = tool("dot-sandbox")
+        .args(["probe", "--prove", "--only", "no-such-probe"])
+        .output()
+        .unwrap();
+    let e = assert_refused(&out, 2, Kind::UnknownProbe);
+    let out = replay(&e, Path::new("/"));
+    replayed(&out, Kind::UnknownProbe, "every probe");
+}
+
+#[test]
+fn survivors_are_finished_by_reaping_the_group_again() {
+    // A group that is really there: the printed command must end it.
+    let mut child = Command::new("sleep");
+    std::os::unix::process::CommandExt::process_group(&mut child, 0);
+    let mut child = child.arg("1000").spawn().unwrap();
+    let pgid = child.id() as i32;
+    let e = testkit::assert_typed(
+        &reap::ReapError::Survivors {
+            pgid,
+            samples: 50,
+            survivors: vec![pgid],
+        },
+        Kind::ReapSurvivors,
+    );
+    let out = replay(&e, Path::new("/"));
+    let status = child.wait().unwrap();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(9),
+        "the group was killed"
+    );
+    replayed(&out, Kind::ReapSurvivors, "reaped");
+}
+
+/// The signed-entry refusals: an unknown publisher (its key file is yours), a downgrade, a new
+/// key without a transition statement, a local entry given to `add`, a pinned copy that differs.
+#[test]
+fn signed_registration_refusals_are_resolved_by_their_next() {
+    let o = Odd::new();
+    let key = KeyPair::generate();
+    let pk = key.pk_path(&o.base);
+    let hello = workspace_bin("hello");
+    let write_entry = |version: (u64, u64, u64), file: &str| -> PathBuf {
+        let mut entry =
+            testkit::entry_for("hello", &hello, proto::Containment::Audit, Some("acme"));
+        entry.version = semver::Version::new(version.0, version.1, version.2);
+        let path = o.base.join(file);
+        std::fs::write(&path, entry.to_bytes()).unwrap();
+        key.sign_file(&path, true);
+        path
+    };
+    let add = |entry: &Path, extra: &[&str]| {
+        let mut sig = entry.as_os_str().to_owned();
+        sig.push(".minisig");
+        o.register()
+            .args(["add", "--root"])
+            .arg(&o.root)
+            .arg("--entry")
+            .arg(entry)
+            .arg("--signature")
+            .arg(sig)
+            .arg("--exe")
+            .arg(&hello)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let v12 = write_entry((1, 2, 0), "hello 1.2.json");
+    let e = assert_refused(&add(&v12, &[]), 1, Kind::PublisherUnknown);
+    let out = replay_filled(&e, &[("FILE", &pk)], &o.base);
+    replayed(&out, Kind::PublisherUnknown, "the publisher trusted");
+    ok(add(&v12, &[]), "add 1.2.0");
+
+    let v10 = write_entry((1, 0, 0), "hello 1.0.json");
+    let e = assert_refused(&add(&v10, &["--replace"]), 1, Kind::Downgrade);
+    let out = replay(&e, &o.base);
+    replayed(&out, Kind::Downgrade, "the downgrade accepted");
+    assert_eq!(o.entry("hello").version, semver::Version::new(1, 0, 0));
+
+    // A second key for the publisher: a rotation, which needs a statement signed by the first.
+    let new_key = KeyPair::generate();
+    let new_pk = new_key.pk_path(&o.base);
+    let out = o
+        .register()
+        .args(["publisher", "add", "--root"])
+        .arg(&o.root)
+        .args(["--id", "acme", "--pubkey"])
+        .arg(&new_pk)
+        .output()
+        .unwrap();
+    let e = assert_refused(&out, 1, Kind::TransitionMissing);
+    let (stmt, sig) = key.transition_to("acme", &new_key);
+    let stmt_path = o.base.join("rotation 'x'.json");
+    std::fs::write(&stmt_path, stmt).unwrap();
+    let sig_path = o.base.join("rotation 'x'.json.minisig");
+    std::fs::write(&sig_path, sig).unwrap();
+    let out = replay_filled(&e, &[("FILE.minisig", &sig_path)], &o.base);
+    replayed(&out, Kind::TransitionMissing, "the key rotated");
+
+    // The pinned copy differs from the entry: `rm` it, then the add goes through.
+    let entry = o.entry("hello");
+    let store = o.root.join("store/sha256").join(entry.sha256.to_hex());
+    std::fs::write(&store, b"other bytes").unwrap();
+    let again = ["--replace", "--allow-downgrade"];
+    let e = assert_refused(&add(&v10, &again), 1, Kind::StoreTampered);
+    ok(replay(&e, &o.base), "rm the bad copy");
+    ok(add(&v10, &again), "add after the rm");
+
+    // A local entry given to `add`: the `dev` command with everything it declares.
+    let mut local = testkit::entry_for("local", &hello, proto::Containment::Audit, None);
+    local.inputs.push(proto::InputDecl {
+        name: proto::Name::new("when").unwrap(),
+        kind: proto::InputKind::File,
+        required: true,
+    });
+    let local_path = o.base.join("local.json");
+    std::fs::write(&local_path, local.to_bytes()).unwrap();
+    key.sign_file(&local_path, true);
+    let e = assert_refused(&add(&local_path, &[]), 1, Kind::LocalEntryInAdd);
+    let out = replay(&e, &o.base);
+    replayed(&out, Kind::LocalEntryInAdd, "registered with dev");
+    assert_eq!(
+        o.inputs("local"),
+        vec!["name:string:false".to_owned(), "when:file:true".to_owned()]
+    );
+}
