@@ -25,6 +25,7 @@ pub enum Command {
     List(ListArgs),
     Deny(DenyArgs),
     Policy(PolicyArgs),
+    Entry(EntryArgs),
 }
 
 /// Create a platform root (directories mode 0700), or check an existing one (idempotent).
@@ -55,6 +56,7 @@ pub enum PublisherCommand {
     Rotate(PublisherRotateArgs),
     Revoke(PublisherRevokeArgs),
     List(PublisherListArgs),
+    Transition(PublisherTransitionArgs),
 }
 
 /// Trust a publisher's minisign public key (adds the key to an existing publisher).
@@ -344,4 +346,64 @@ pub struct PolicyShowArgs {
     /// the platform root
     #[argh(option, from_str_fn(proto::cli::path))]
     pub root: PathBuf,
+}
+
+/// For publishers: print the statement that `publisher rotate --transition` accepts, to be signed
+/// with a current key of the publisher (`minisign -S -s CURRENT.key -m FILE`). Needs no root.
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "transition")]
+pub struct PublisherTransitionArgs {
+    /// the publisher id
+    #[argh(option)]
+    pub id: String,
+    /// the new public key file, as `minisign -G` writes it
+    #[argh(option, from_str_fn(proto::cli::path))]
+    pub pubkey: PathBuf,
+}
+
+/// For publishers: documents to sign.
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "entry")]
+pub struct EntryArgs {
+    #[argh(subcommand)]
+    pub command: EntryCommand,
+}
+
+#[derive(FromArgs, Debug)]
+#[argh(subcommand)]
+pub enum EntryCommand {
+    New(EntryNewArgs),
+}
+
+/// Print a signed-plugin entry for an executable (its SHA-256 and size taken from the file, the
+/// rest from these options), ready for `minisign -S -s KEY -m FILE`. Needs no root; the
+/// executable is checked as `add` will check it (a `process` plugin must be a static ELF).
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "new")]
+pub struct EntryNewArgs {
+    /// the plugin name
+    #[argh(option)]
+    pub name: String,
+    /// the plugin executable, exactly as it will be shipped
+    #[argh(option, from_str_fn(proto::cli::path))]
+    pub exe: PathBuf,
+    /// the publisher id whose key will sign the entry
+    #[argh(option)]
+    pub publisher: String,
+    /// the containment it requires: audit or process
+    #[argh(option)]
+    pub containment: Containment,
+    /// the plugin version (semantic version)
+    #[argh(option)]
+    pub version: String,
+    /// the protocol requirement (default ">=1.0, <2")
+    #[argh(option, default = "String::from(\">=1.0, <2\")")]
+    pub protocol: String,
+    /// a declared input, NAME:string or NAME:file, with :optional appended if not required;
+    /// repeatable
+    #[argh(option)]
+    pub input: Vec<String>,
+    /// the entry is refused from this time on (Unix seconds or ISO 8601, e.g. 2027-06-30)
+    #[argh(option, from_str_fn(proto::time::instant))]
+    pub expires: Option<u64>,
 }

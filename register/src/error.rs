@@ -48,7 +48,7 @@ pub enum RegisterError {
         given: Option<String>,
         next: Next,
     },
-    #[error("a new key for publisher {id:?} needs --transition (a statement signed by a currently valid key of the publisher) or the owner's --force-by-owner")]
+    #[error("a new key for publisher {id:?} needs --transition (a statement signed by a currently valid key of the publisher: `dot-register publisher transition` prints it) or the owner's --force-by-owner")]
     TransitionMissing { id: String, next: Next },
     #[error("transition statement {}: {why}", .path.display())]
     TransitionInvalid { path: PathBuf, why: String },

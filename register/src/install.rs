@@ -20,7 +20,7 @@
 use crate::args::{AddArgs, DevArgs};
 use crate::error::RegisterError;
 use crate::report::{AddReport, RemoveReport};
-use crate::{audit, name, now, read_input_limited, write_private, WriterLock};
+use crate::{audit, now, read_input_limited, write_private, WriterLock};
 use proto::entry::ENTRY_SCHEMA;
 use proto::layout::Root;
 use proto::next::Opt;
@@ -127,16 +127,7 @@ pub fn dev(a: &DevArgs) -> Result<AddReport, RegisterError> {
         });
     }
     let ctx = TrustContext::load(&root)?;
-    let plugin = name(&a.name)?;
-    let version = semver::Version::parse(&a.version).map_err(|e| RegisterError::VersionSpec {
-        value: a.version.clone(),
-        reason: e.to_string(),
-    })?;
-    let inputs = a
-        .input
-        .iter()
-        .map(|s| parse_input(s))
-        .collect::<Result<Vec<_>, _>>()?;
+    let (plugin, version, inputs) = entry_options(&a.name, &a.version, &a.input)?;
     let (file, meta) =
         sys::fs::open_regular(&a.exe).map_err(|e| VerifyError::from_open(&a.exe, e))?;
     ctx.check_size(&root, &a.exe, Limit::Exe, meta.len())?;
@@ -424,6 +415,24 @@ fn copy_verified(exe: &File, tmp: &Path, sha: &Sha256, size: u64) -> Result<(), 
     out.set_permissions(std::fs::Permissions::from_mode(0o555))
         .map_err(io)?;
     out.sync_all().map_err(io)
+}
+
+/// The name, version and inputs of an entry built from command-line options (`dev`, `entry new`).
+pub(crate) fn entry_options(
+    name: &str,
+    version: &str,
+    inputs: &[String],
+) -> Result<(Name, semver::Version, Vec<InputDecl>), RegisterError> {
+    let plugin = crate::name(name)?;
+    let version = semver::Version::parse(version).map_err(|e| RegisterError::VersionSpec {
+        value: version.to_owned(),
+        reason: e.to_string(),
+    })?;
+    let inputs = inputs
+        .iter()
+        .map(|s| parse_input(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((plugin, version, inputs))
 }
 
 /// `NAME:string|file[:optional]`.

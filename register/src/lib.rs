@@ -8,6 +8,7 @@
 #![forbid(unsafe_code)]
 
 pub mod args;
+pub mod author;
 pub mod deny;
 pub mod error;
 pub mod init;
@@ -20,13 +21,18 @@ pub mod report;
 pub use args::Args;
 pub use error::RegisterError;
 
-use args::{Command, DenyCommand, PolicyCommand, PublisherCommand};
+use args::{Command, DenyCommand, EntryCommand, PolicyCommand, PublisherCommand};
 use proto::cli::Output;
 use proto::layout::Root;
 use proto::trust::AuditRecord;
 use proto::Name;
 use std::path::Path;
 use verify::VerifyError;
+
+/// A document to sign, printed byte for byte (its JSON is UTF-8 text).
+fn document(bytes: &[u8]) -> Output {
+    Output::text(String::from_utf8_lossy(bytes).into_owned())
+}
 
 /// Runs one `dot-register` command.
 pub fn run(args: Args) -> Result<Output, RegisterError> {
@@ -65,6 +71,7 @@ pub fn run(args: Args) -> Result<Output, RegisterError> {
                 )?))
             }
             PublisherCommand::List(a) => Ok(Output::json(&publisher::list(&Root::new(a.root))?)),
+            PublisherCommand::Transition(a) => Ok(document(&author::transition(&a)?.to_bytes())),
         },
         Command::Add(a) => Ok(Output::json(&install::add(&a)?)),
         Command::Dev(a) => Ok(Output::json(&install::dev(&a)?)),
@@ -83,6 +90,9 @@ pub fn run(args: Args) -> Result<Output, RegisterError> {
                 Ok(Output::json(&deny::remove(&Root::new(a.root), &t)?))
             }
             DenyCommand::List(a) => Ok(Output::json(&deny::list(&Root::new(a.root))?)),
+        },
+        Command::Entry(e) => match e.command {
+            EntryCommand::New(a) => Ok(document(&author::entry_new(&a)?.to_bytes())),
         },
         Command::Policy(p) => match p.command {
             PolicyCommand::Set(a) => Ok(Output::json(&policy::set(&Root::new(&a.root), &a)?)),

@@ -2,7 +2,9 @@
 //! code, the error kind, and that the root was not changed at all.
 #![allow(clippy::unwrap_used)]
 
-use assert_cmd::cargo::cargo_bin_cmd;
+mod common;
+
+use common::reg;
 use proto::layout::Root;
 use proto::{Containment, ErrorObject, Kind, Name, Sha256, Trust};
 use register::report::{AddReport, ListItem};
@@ -15,10 +17,6 @@ use testkit::{KeyPair, TempDir};
 
 const EXE: &[u8] = b"\x7fELF-ish bytes of an audit plugin\n";
 
-fn reg<I: AsRef<OsStr>>(args: impl IntoIterator<Item = I>) -> Output {
-    cargo_bin_cmd!("dot-register").args(args).output().unwrap()
-}
-
 /// A root made by `dot-register init`, publisher `acme` added by `dot-register publisher add`.
 struct Fx {
     dir: TempDir,
@@ -28,22 +26,8 @@ struct Fx {
 
 fn fx() -> Fx {
     let dir = TempDir::new();
-    let root = Root::new(dir.join("root"));
     let key = KeyPair::generate();
-    let r = root.path().to_str().unwrap().to_owned();
-    testkit::assert_ok::<register::report::InitReport>(&reg(["init", "--root", &r]));
-    let pk = key.pk_path(dir.path());
-    let out = reg([
-        "publisher",
-        "add",
-        "--root",
-        &r,
-        "--id",
-        "acme",
-        "--pubkey",
-        pk.to_str().unwrap(),
-    ]);
-    testkit::assert_ok::<proto::Publisher>(&out);
+    let root = common::root_trusting_acme(dir.path(), &key);
     fs::create_dir(dir.join("in")).unwrap();
     Fx { dir, root, key }
 }

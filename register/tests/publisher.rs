@@ -1,17 +1,15 @@
 //! `dot-register publisher add|revoke|list`.
 #![allow(clippy::unwrap_used)]
 
-use assert_cmd::cargo::cargo_bin_cmd;
+mod common;
+
+use common::reg;
 use proto::layout::Root;
 use proto::{Kind, Name, Publisher};
 use std::ffi::OsStr;
 use std::fs;
 use std::process::Output;
 use testkit::{KeyPair, TempDir};
-
-fn reg<I: AsRef<OsStr>>(args: impl IntoIterator<Item = I>) -> Output {
-    cargo_bin_cmd!("dot-register").args(args).output().unwrap()
-}
 
 fn root() -> (TempDir, Root) {
     let d = TempDir::new();

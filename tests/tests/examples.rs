@@ -108,3 +108,63 @@ fn the_python_example_runs_at_audit() {
         "Python",
     );
 }
+
+/// examples/host/host.py, the Python host the README points to: a committed run's result, a
+/// refusal with the command that resolves it (which, run as given, commits), a plugin failure.
+#[test]
+fn the_python_host_example_reads_results_and_errors_as_documented() {
+    common::require_program("python3", "python3");
+    let env = Env::new();
+    let host = |name: &str, consent: &str, pairs: &[&str]| {
+        let out = Command::new("python3")
+            .arg(examples().join("host/host.py"))
+            .arg(workspace_bin("dot-launch"))
+            .arg(&env.root)
+            .args([name, consent])
+            .arg(&env.target)
+            .args(pairs)
+            .output()
+            .unwrap();
+        assert!(
+            out.stderr.is_empty(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.code(), String::from_utf8(out.stdout).unwrap())
+    };
+    let (code, text) = host("hello", "--allow-audit-plugin", &["name=host"]);
+    assert_eq!(code, Some(0), "{text}");
+    let sha = proto::Sha256::of(b"hello, host\n").to_hex();
+    assert_eq!(
+        text,
+        format!("status: committed (schema 1)\noutput: hello.txt 12 bytes sha256:{sha}\n")
+    );
+
+    let (code, text) = host("hello", "--require-process-sandbox", &["name=again"]);
+    assert_eq!(code, Some(1), "{text}");
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("refused: consent-mismatch (exit 1)"));
+    let next = lines
+        .next()
+        .and_then(|l| l.strip_prefix("next: "))
+        .expect(&text);
+    let argv: Vec<String> = serde_json::from_str(next).unwrap();
+    assert_eq!(
+        argv.last().map(String::as_str),
+        Some("--allow-audit-plugin")
+    );
+    let run = Command::new(&argv[0]).args(&argv[1..]).output().unwrap();
+    assert_eq!(result(&run).status, proto::result::RunStatus::Committed);
+    assert_eq!(
+        std::fs::read_to_string(env.target.join("hello.txt")).unwrap(),
+        "hello, again\n",
+        "the next command kept the input"
+    );
+
+    let (code, text) = host("fixture", "--allow-audit-plugin", &["mode=signal"]);
+    assert_eq!(code, Some(3), "{text}");
+    assert_eq!(
+        text,
+        "refused: plugin-signal (exit 3)\nplugin ended: {\"signal\": 9}\n"
+    );
+}

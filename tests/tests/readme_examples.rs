@@ -61,6 +61,10 @@ fn expectation(name: &str) -> Expect {
                 "hello, world",
             ],
         },
+        "key-rotation" => Expect {
+            fresh_root: true,
+            lines: &["2"],
+        },
         "failing-entries" => Expect {
             fresh_root: false,
             lines: &["broken: store-tampered"],
