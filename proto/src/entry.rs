@@ -6,6 +6,7 @@
 //! bytes, so every field is bound by it.
 
 use crate::digest::Sha256;
+use crate::limits::{DeclaredLimits, Limits};
 use crate::name::Name;
 use crate::strict::{self, StrictError};
 use serde::{Deserialize, Serialize};
@@ -38,6 +39,14 @@ pub struct Entry {
     /// Unix seconds from which the entry is refused (`entry-expired`); signed with the rest.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires: Option<u64>,
+    /// The run's resource limits: a preset and fields replacing its values (`crate::limits`);
+    /// absent: the `standard` preset. Signed with the rest; the invoker may only lower them.
+    #[serde(
+        default,
+        deserialize_with = "crate::limits::present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub limits: Option<DeclaredLimits>,
 }
 
 /// Who vouches for an entry.
@@ -175,7 +184,7 @@ impl Entry {
     }
 
     /// Checks what the types alone cannot: schema, a reserved plugin name, trust/publisher
-    /// agreement, protocol range, duplicate inputs.
+    /// agreement, protocol range, duplicate inputs, the range of each declared limit.
     pub fn validate(&self) -> Result<(), EntryError> {
         if RESERVED_PLUGIN_NAMES.contains(&self.name.as_str()) {
             return Err(EntryError::Invalid {
@@ -225,7 +234,22 @@ impl Entry {
                 });
             }
         }
+        if let Some(Err(e)) = self.limits.as_ref().map(DeclaredLimits::validate) {
+            return Err(EntryError::Invalid {
+                field: e.limit.path,
+                value: e.value.to_string(),
+                message: format!(
+                    "{} is outside the accepted range {}..={}",
+                    e.value, e.limit.min, e.limit.max
+                ),
+            });
+        }
         Ok(())
+    }
+
+    /// The limits the entry declares (the `standard` preset when it declares none).
+    pub fn run_limits(&self) -> Limits {
+        Limits::of(self.limits.as_ref())
     }
 
     /// The declared input called `name`.
@@ -245,6 +269,58 @@ mod tests {
             "inputs":[{{"name":"name","kind":"string","required":false}}],"containment":"process"}}"#,
             "ab".repeat(32)
         )
+    }
+
+    /// The sample with `"limits": LIMITS`.
+    fn with_limits(limits: &str) -> String {
+        sample().replace(
+            r#""containment":"process""#,
+            &format!(r#""containment":"process","limits":{limits}"#),
+        )
+    }
+
+    #[test]
+    fn an_entry_without_limits_is_unchanged_and_gets_the_standard_preset() {
+        let e = Entry::parse(sample().as_bytes()).expect("valid");
+        assert_eq!(e.limits, None);
+        assert_eq!(e.run_limits(), Limits::STANDARD);
+        assert!(!String::from_utf8_lossy(&e.to_bytes()).contains("limits"));
+    }
+
+    #[test]
+    fn parses_declared_limits_a_preset_and_fields_over_it() {
+        use crate::limits::Preset;
+        let cases = [
+            (r#"{"preset":"strict"}"#, Limits::STRICT),
+            (r#"{"preset":"standard"}"#, Limits::STANDARD),
+            (r#"{}"#, Limits::STANDARD),
+            (
+                r#"{"preset":"strict","cpu_seconds":60,"deadline_ms":90000}"#,
+                Limits {
+                    cpu_seconds: Some(60),
+                    deadline_ms: 90_000,
+                    ..Limits::STRICT
+                },
+            ),
+            (
+                r#"{"memory_bytes":2147483648,"tasks":4,"descriptors":16,"outputs":0,"output_bytes":1}"#,
+                Limits {
+                    memory_bytes: 2 << 30,
+                    tasks: 4,
+                    descriptors: 16,
+                    outputs: 0,
+                    output_bytes: 1,
+                    ..Limits::STANDARD
+                },
+            ),
+        ];
+        for (json, limits) in cases {
+            let e = Entry::parse(with_limits(json).as_bytes()).expect(json);
+            assert_eq!(e.run_limits(), limits, "{json}");
+            assert_eq!(Entry::parse(&e.to_bytes()).as_ref(), Ok(&e), "round trip {json}");
+        }
+        let strict = Entry::parse(with_limits(r#"{"preset":"strict"}"#).as_bytes()).expect("valid");
+        assert_eq!(strict.limits.and_then(|l| l.preset), Some(Preset::Strict));
     }
 
     #[test]
@@ -267,6 +343,21 @@ mod tests {
             (sample().replace(r#""name":"hello""#, r#""name":"recover""#), "name"),
             (sample().replace(r#""publisher":"acme","#, ""), "publisher"),
             (sample().replace(r#""schema":1"#, r#""schema":2"#), "schema"),
+            (with_limits(r#"{"preset":"medium"}"#), "limits.preset"),
+            (with_limits(r#"{"preset":null}"#), "limits.preset"),
+            (with_limits(r#"{"cpu_seconds":null}"#), "limits.cpu_seconds"),
+            (with_limits(r#"{"cpu_seconds":-1}"#), "limits.cpu_seconds"),
+            (with_limits(r#"{"cpu_seconds":"60"}"#), "limits.cpu_seconds"),
+            (with_limits(r#"{"cpu_seconds":0}"#), "limits.cpu_seconds"),
+            (with_limits(r#"{"memory_bytes":1024}"#), "limits.memory_bytes"),
+            (with_limits(r#"{"tasks":0}"#), "limits.tasks"),
+            (with_limits(r#"{"descriptors":15}"#), "limits.descriptors"),
+            (with_limits(r#"{"outputs":65537}"#), "limits.outputs"),
+            (with_limits(r#"{"output_bytes":0}"#), "limits.output_bytes"),
+            (with_limits(r#"{"deadline_ms":0}"#), "limits.deadline_ms"),
+            (with_limits(r#"{"stdout_bytes":1}"#), "limits.stdout_bytes"),
+            (with_limits(r#""strict""#), "limits"),
+            (with_limits("null"), "limits"),
             (
                 sample().replace(
                     r#"{"name":"name","kind":"string","required":false}"#,
@@ -277,7 +368,7 @@ mod tests {
         ];
         for (json, field) in cases {
             let err = Entry::parse(json.as_bytes()).expect_err(field);
-            assert_eq!(err.field(), Some(field), "{err}");
+            assert_eq!(err.field(), Some(field), "{err}: {json}");
         }
     }
 }

@@ -15,6 +15,7 @@ pub mod entry;
 pub mod error;
 pub mod journal;
 pub mod layout;
+pub mod limits;
 pub mod name;
 pub mod next;
 pub mod probe;

@@ -244,6 +244,9 @@ pub fn register_local(
             .arg("--input")
             .arg(format!("{}:{}{optional}", input.name, input.kind));
     }
+    for (option, value) in entry.limits.iter().flat_map(|l| l.options()) {
+        cmd = cmd.arg(option).arg(value);
+    }
     cmd
 }
 

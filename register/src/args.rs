@@ -1,6 +1,7 @@
 //! The command line of `dot-register`. The doc comments are the `--help` text.
 
 use argh::FromArgs;
+use proto::limits::Preset;
 use proto::Containment;
 use std::path::PathBuf;
 
@@ -214,6 +215,32 @@ pub struct DevArgs {
     /// with --replace: consent to the exact widening named by sha256:HEX (printed by the refusal)
     #[argh(option)]
     pub accept_changes: Option<String>,
+    /// the limits preset the entry declares: standard (the default: 1 GiB, 256 tasks, 64
+    /// descriptors, 256 outputs of 64 MiB, 30 s) or strict (docs/protocol.md "Limits")
+    #[argh(option)]
+    pub preset: Option<Preset>,
+    /// the entry's address-space limit in bytes (RLIMIT_AS), replacing the preset's
+    #[argh(option)]
+    pub max_memory: Option<u64>,
+    /// the entry's CPU seconds, every thread together (RLIMIT_CPU), replacing the preset's
+    #[argh(option)]
+    pub max_cpu_seconds: Option<u64>,
+    /// the entry's most tasks (processes and threads) at once, replacing the preset's
+    #[argh(option)]
+    pub max_tasks: Option<u64>,
+    /// the entry's most open descriptors (RLIMIT_NOFILE), replacing the preset's
+    #[argh(option)]
+    pub max_descriptors: Option<u64>,
+    /// the entry's most output files, replacing the preset's
+    #[argh(option)]
+    pub max_outputs: Option<u64>,
+    /// the entry's most output bytes (all outputs together; the largest file), replacing the
+    /// preset's
+    #[argh(option)]
+    pub max_output_bytes: Option<u64>,
+    /// the entry's wall deadline in milliseconds, replacing the preset's
+    #[argh(option)]
+    pub deadline_ms: Option<u64>,
 }
 
 /// Remove a plugin's entry and signature (its pinned executable stays in the store).
@@ -406,4 +433,63 @@ pub struct EntryNewArgs {
     /// the entry is refused from this time on (Unix seconds or ISO 8601, e.g. 2027-06-30)
     #[argh(option, from_str_fn(proto::time::instant))]
     pub expires: Option<u64>,
+    /// the limits preset the entry declares: standard (the default: 1 GiB, 256 tasks, 64
+    /// descriptors, 256 outputs of 64 MiB, 30 s) or strict (docs/protocol.md "Limits")
+    #[argh(option)]
+    pub preset: Option<Preset>,
+    /// the entry's address-space limit in bytes (RLIMIT_AS), replacing the preset's
+    #[argh(option)]
+    pub max_memory: Option<u64>,
+    /// the entry's CPU seconds, every thread together (RLIMIT_CPU), replacing the preset's
+    #[argh(option)]
+    pub max_cpu_seconds: Option<u64>,
+    /// the entry's most tasks (processes and threads) at once, replacing the preset's
+    #[argh(option)]
+    pub max_tasks: Option<u64>,
+    /// the entry's most open descriptors (RLIMIT_NOFILE), replacing the preset's
+    #[argh(option)]
+    pub max_descriptors: Option<u64>,
+    /// the entry's most output files, replacing the preset's
+    #[argh(option)]
+    pub max_outputs: Option<u64>,
+    /// the entry's most output bytes (all outputs together; the largest file), replacing the
+    /// preset's
+    #[argh(option)]
+    pub max_output_bytes: Option<u64>,
+    /// the entry's wall deadline in milliseconds, replacing the preset's
+    #[argh(option)]
+    pub deadline_ms: Option<u64>,
+}
+
+/// The limits an entry declares, from the options `dev` and `entry new` share: `None` when none
+/// was given (the entry then has no `limits` member).
+macro_rules! declared_limits {
+    ($a:expr) => {
+        proto::limits::DeclaredLimits::from_options(
+            $a.preset,
+            [
+                $a.max_memory,
+                $a.max_cpu_seconds,
+                $a.max_tasks,
+                $a.max_descriptors,
+                $a.max_outputs,
+                $a.max_output_bytes,
+                $a.deadline_ms,
+            ],
+        )
+    };
+}
+
+impl DevArgs {
+    /// The limits these options declare.
+    pub fn limits(&self) -> Option<proto::limits::DeclaredLimits> {
+        declared_limits!(self)
+    }
+}
+
+impl EntryNewArgs {
+    /// The limits these options declare.
+    pub fn limits(&self) -> Option<proto::limits::DeclaredLimits> {
+        declared_limits!(self)
+    }
 }

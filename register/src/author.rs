@@ -31,6 +31,7 @@ pub fn entry_new(a: &EntryNewArgs) -> Result<Entry, RegisterError> {
         inputs,
         containment: a.containment,
         expires: a.expires,
+        limits: a.limits(),
     };
     entry
         .validate()

@@ -146,6 +146,7 @@ pub fn dev(a: &DevArgs) -> Result<AddReport, RegisterError> {
         inputs,
         containment: a.containment,
         expires: None,
+        limits: a.limits(),
     };
     entry
         .validate()
@@ -524,6 +525,9 @@ fn dev_command(a: &DevArgs) -> Next {
         .args(["--version", &a.version, "--protocol", &a.protocol]);
     for input in &a.input {
         cmd = cmd.args(["--input", input]);
+    }
+    for (option, value) in a.limits().iter().flat_map(|l| l.options()) {
+        cmd = cmd.arg(option).arg(value);
     }
     cmd.flag_if(a.replace, "--replace")
         .flag_if(a.allow_dynamic, "--allow-dynamic")

@@ -81,6 +81,7 @@ pub fn entry_for_bytes(
         }],
         containment,
         expires: None,
+        limits: None,
     }
 }
 
