@@ -82,6 +82,7 @@ fn limits(files: usize) -> Limits {
         max_outputs: files.max(launch::cli::MAX_OUTPUTS),
         max_output_bytes: launch::cli::MAX_OUTPUT_BYTES.max(1 << 30),
         max_memory: launch::cli::MAX_MEMORY,
+        cpu_seconds: 31,
         max_files: launch::cli::MAX_FILES,
         max_tasks: launch::cli::MAX_TASKS,
         stage_bytes: launch::cli::STAGE_BYTES,

@@ -1,14 +1,14 @@
 //! Command line of `dot-launch`.
 
-use crate::exec::{Limits, StderrMode};
+use crate::exec::{StderrMode, StreamLimits};
 use crate::inputs::{GivenInputs, RequestSource};
 use crate::{Consent, LaunchError, Options};
 use argh::FromArgs;
 use proto::cli::Output;
+use proto::limits::{Asked, Limits};
 use proto::ExitCode;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 /// Run a registered plugin with explicit consent, or recover interrupted runs.
 #[derive(FromArgs, Debug)]
@@ -38,9 +38,10 @@ pub struct Args {
         from_str_fn(proto::cli::path)
     )]
     pub target: PathBuf,
-    /// wall deadline in milliseconds (default 30000)
-    #[argh(option, default = "30_000")]
-    pub deadline_ms: u64,
+    /// wall deadline in milliseconds (default: the entry's, 30000 under the standard preset); may
+    /// only lower the entry's
+    #[argh(option)]
+    pub deadline_ms: Option<u64>,
     /// stdout limit in bytes (default 1 MiB, at most 1 GiB: stdout is held in memory)
     #[argh(option, default = "1 << 20")]
     pub max_stdout: usize,
@@ -52,9 +53,30 @@ pub struct Args {
     /// run.stderr_tail)
     #[argh(option, default = "StderrMode::Discard")]
     pub stderr: StderrMode,
-    /// process: the most tasks (processes and threads) the plugin may have at once (default 256)
-    #[argh(option, default = "MAX_TASKS")]
-    pub max_tasks: u64,
+    /// process: the most tasks (processes and threads) the plugin may have at once (default: the
+    /// entry's, 256 under the standard preset); may only lower the entry's
+    #[argh(option)]
+    pub max_tasks: Option<u64>,
+    /// process: address space in bytes, RLIMIT_AS (default: the entry's, 1 GiB under the
+    /// standard preset); may only lower the entry's
+    #[argh(option)]
+    pub max_memory: Option<u64>,
+    /// process: CPU seconds of every thread together, RLIMIT_CPU (default: the entry's; under the
+    /// standard preset the deadline's seconds times the task bound); may only lower the entry's
+    #[argh(option)]
+    pub max_cpu_seconds: Option<u64>,
+    /// process: open descriptors, RLIMIT_NOFILE (default: the entry's, 64 under the standard
+    /// preset); may only lower the entry's
+    #[argh(option)]
+    pub max_descriptors: Option<u64>,
+    /// the most output files committed (default: the entry's, 256 under the standard preset);
+    /// may only lower the entry's
+    #[argh(option)]
+    pub max_outputs: Option<u64>,
+    /// the most output bytes, every output together; at process also the largest file
+    /// (default: the entry's, 64 MiB under the standard preset); may only lower the entry's
+    #[argh(option)]
+    pub max_output_bytes: Option<u64>,
     /// the plugin name, or `recover` to roll interrupted runs forward
     #[argh(positional)]
     pub name: String,
@@ -63,16 +85,16 @@ pub struct Args {
     pub txid: Option<String>,
 }
 
-/// Default limits that have no flag.
-pub const MAX_OUTPUTS: usize = 256;
-pub const MAX_OUTPUT_BYTES: u64 = 64 << 20;
-pub const MAX_MEMORY: u64 = 1 << 30;
-pub const MAX_FILES: u64 = 64;
-pub const MAX_TASKS: u64 = 256;
-/// A `process` stage (a private tmpfs): room for the outputs and as much again for scratch files,
-/// plus the inputs' own size; 8192 inodes plus one per input.
+/// The standard preset's limits (`proto::limits::Limits::STANDARD`), for callers of the library.
+pub const MAX_OUTPUTS: usize = Limits::STANDARD.outputs as usize;
+pub const MAX_OUTPUT_BYTES: u64 = Limits::STANDARD.output_bytes;
+pub const MAX_MEMORY: u64 = Limits::STANDARD.memory_bytes;
+pub const MAX_FILES: u64 = Limits::STANDARD.descriptors;
+pub const MAX_TASKS: u64 = Limits::STANDARD.tasks;
+/// A standard `process` stage (a private tmpfs): room for the outputs and as much again for
+/// scratch files, plus the inputs' own size; 8192 inodes plus one per input.
 pub const STAGE_BYTES: u64 = 2 * MAX_OUTPUT_BYTES;
-pub const STAGE_INODES: u64 = 8192;
+pub const STAGE_INODES: u64 = crate::exec::STAGE_INODES;
 /// The largest `--max-stdout`: the plugin's stdout is held in memory until it is parsed.
 pub const MAX_STDOUT_LIMIT: usize = 1 << 30;
 
@@ -92,10 +114,20 @@ pub fn run(args: Args) -> Result<Output, LaunchError> {
             "unexpected argument {extra:?} after the plugin name"
         )));
     }
-    if args.max_tasks == 0 {
-        return Err(LaunchError::Usage(
-            "--max-tasks must be at least 1 (the plugin itself)".into(),
-        ));
+    let asked = Asked {
+        memory_bytes: args.max_memory,
+        cpu_seconds: args.max_cpu_seconds,
+        tasks: args.max_tasks,
+        descriptors: args.max_descriptors,
+        outputs: args.max_outputs,
+        output_bytes: args.max_output_bytes,
+        deadline_ms: args.deadline_ms,
+    };
+    if let Some((limit, value)) = asked.below_minimum() {
+        return Err(LaunchError::Usage(format!(
+            "{} {value} is below the smallest limit, {}",
+            limit.option, limit.min
+        )));
     }
     if args.max_stdout > MAX_STDOUT_LIMIT {
         return Err(LaunchError::Usage(format!(
@@ -125,19 +157,12 @@ pub fn run(args: Args) -> Result<Output, LaunchError> {
             request,
         },
         target: args.target,
-        limits: Limits {
+        streams: StreamLimits {
             stderr: args.stderr,
-            deadline: Duration::from_millis(args.deadline_ms),
             max_stdout: args.max_stdout,
             max_stderr: args.max_stderr,
-            max_outputs: MAX_OUTPUTS,
-            max_output_bytes: MAX_OUTPUT_BYTES,
-            max_memory: MAX_MEMORY,
-            max_files: MAX_FILES,
-            max_tasks: args.max_tasks,
-            stage_bytes: STAGE_BYTES,
-            stage_inodes: STAGE_INODES,
         },
+        asked,
     };
     crate::launch(&opts).map(|r| {
         let code = if r.warnings.is_empty() {

@@ -159,6 +159,8 @@ pub(crate) struct Decided {
     pub inputs: inputs::Inputs,
     pub target: PathBuf,
     pub runner: Option<Runner>,
+    /// The entry's limits, lowered as the invoker asked.
+    pub limits: proto::limits::Limits,
 }
 
 /// Steps 1–3: verification, consent, kernel support, protocol, inputs, target, runner.
@@ -170,6 +172,7 @@ pub(crate) fn decide(root: &Root, name: &Name, opts: &Options) -> Result<Decided
         check_process_support()?;
     }
     check_protocol(entry)?;
+    let limits = check_limits(entry, opts)?;
     let inputs = inputs::check(&opts.inputs, entry)?;
     let target = target::check(&opts.target, root)?;
     let runner = match entry.containment {
@@ -181,6 +184,25 @@ pub(crate) fn decide(root: &Root, name: &Name, opts: &Options) -> Result<Decided
         inputs,
         target,
         runner,
+        limits,
+    })
+}
+
+/// The entry's limits lowered as the invoker asked; a value above the entry's is refused, never
+/// clamped, with the command that asks the entry's value instead.
+fn check_limits(entry: &Entry, opts: &Options) -> Result<proto::limits::Limits, LaunchError> {
+    entry.run_limits().lowered(&opts.asked).map_err(|above| {
+        let next = Next::again(
+            vec![Opt::with(above.limit.option, above.entry.to_string())],
+            vec![],
+            Next::cmd("dot-launch")
+                .arg("--root")
+                .arg(&opts.root)
+                .arg(entry.name.as_str())
+                .arg(above.limit.option)
+                .arg(above.entry.to_string()),
+        );
+        LaunchError::LimitAboveEntry { above, next }
     })
 }
 

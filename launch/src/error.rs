@@ -31,6 +31,11 @@ pub enum LaunchError {
         flag: &'static str,
         next: Next,
     },
+    #[error("{above}")]
+    LimitAboveEntry {
+        above: proto::limits::AboveEntry,
+        next: Next,
+    },
     #[error("process containment cannot be enforced here: {why}")]
     ProcessUnsupported { why: String },
     #[error("the sibling runner {path} is unusable: {why}")]
@@ -140,6 +145,7 @@ impl ToErrorObject for LaunchError {
             LaunchError::ConsentMissing { .. } => Kind::ConsentMissing,
             LaunchError::ConsentMismatch { .. } => Kind::ConsentMismatch,
             LaunchError::ProcessUnsupported { .. } => Kind::ProcessUnsupported,
+            LaunchError::LimitAboveEntry { .. } => Kind::LimitAboveEntry,
             LaunchError::SandboxUnusable { .. } => Kind::SandboxUnusable,
             LaunchError::InputUndeclared { .. } => Kind::InputUndeclared,
             LaunchError::InputMissing { .. } => Kind::InputMissing,
@@ -186,6 +192,10 @@ impl ToErrorObject for LaunchError {
             LaunchError::ConsentMissing { next, .. }
             | LaunchError::ConsentMismatch { next, .. } => base.field("containment").next(next),
             LaunchError::Usage(_) => base.next(&Next::cmd("dot-launch").arg("--help")),
+            LaunchError::LimitAboveEntry { above, next } => base
+                .field(above.limit.option)
+                .value(above.asked.to_string())
+                .next(next),
             LaunchError::ProcessUnsupported { .. } => base
                 .field("containment")
                 .value("process")

@@ -44,6 +44,15 @@ impl std::str::FromStr for StderrMode {
 /// How many of stderr's last bytes `--stderr tail` keeps.
 pub const STDERR_TAIL: usize = 4096;
 
+/// What the invoker chooses for the plugin's output streams: they are not the entry's to declare.
+#[derive(Clone, Copy, Debug)]
+pub struct StreamLimits {
+    /// What happens to the plugin's stderr.
+    pub stderr: StderrMode,
+    pub max_stdout: usize,
+    pub max_stderr: usize,
+}
+
 /// Limits for one run.
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
@@ -56,6 +65,8 @@ pub struct Limits {
     pub max_output_bytes: u64,
     /// Hard `RLIMIT_AS` for `process` runs.
     pub max_memory: u64,
+    /// Hard `RLIMIT_CPU` for `process` runs, every thread together.
+    pub cpu_seconds: u64,
     /// Hard `RLIMIT_NOFILE` for `process` runs.
     pub max_files: u64,
     /// Hard `RLIMIT_NPROC` for `process` runs: the most tasks (processes and threads) of the run.
@@ -65,14 +76,39 @@ pub struct Limits {
     pub stage_inodes: u64,
 }
 
+/// Inodes of a `process` stage beyond one per input.
+pub const STAGE_INODES: u64 = 8192;
+/// The smallest `process` stage: what the runner accepts.
+pub const STAGE_MIN_BYTES: u64 = 1 << 20;
+
 impl Limits {
+    /// The limits of a run whose entry's limits, lowered by the invoker, are `run`: a `process`
+    /// stage has room for the outputs and as much again for scratch files (at least
+    /// [`STAGE_MIN_BYTES`]), plus the inputs' own size; [`STAGE_INODES`] plus one per input.
+    pub fn new(run: &proto::limits::Limits, streams: StreamLimits) -> Limits {
+        Limits {
+            stderr: streams.stderr,
+            deadline: Duration::from_millis(run.deadline_ms),
+            max_stdout: streams.max_stdout,
+            max_stderr: streams.max_stderr,
+            max_outputs: usize::try_from(run.outputs).unwrap_or(usize::MAX),
+            max_output_bytes: run.output_bytes,
+            max_memory: run.memory_bytes,
+            cpu_seconds: run.cpu_budget(),
+            max_files: run.descriptors,
+            max_tasks: run.tasks,
+            stage_bytes: run.output_bytes.saturating_mul(2).max(STAGE_MIN_BYTES),
+            stage_inodes: STAGE_INODES,
+        }
+    }
+
     /// What the runner bounds for a run whose file inputs total `inputs` (bytes, count): memory,
-    /// CPU (the deadline's whole seconds plus one), the largest file (the outputs' limit),
-    /// descriptors and tasks as given, and a stage that much larger than given.
+    /// CPU, the largest file (the outputs' limit), descriptors and tasks as given, and a stage
+    /// that much larger than given.
     pub fn runner(&self, inputs: (u64, u64)) -> proto::runner::Limits {
         proto::runner::Limits {
             as_bytes: self.max_memory,
-            cpu_seconds: self.deadline.as_secs() + 1,
+            cpu_seconds: self.cpu_seconds,
             fsize_bytes: self.max_output_bytes,
             nofile: self.max_files,
             nproc: self.max_tasks,
@@ -111,6 +147,8 @@ pub struct Observed {
     pub report_closed_at: Option<Instant>,
     pub status: std::process::ExitStatus,
     pub duration: Duration,
+    /// What the plugin process used, read when it was reaped.
+    pub usage: Option<sys::process::ExitUsage>,
 }
 
 /// Where an `audit` script plugin finds its own (sealed) script.
@@ -234,7 +272,7 @@ pub fn run(
     // Whatever happened, the group is terminated and reaped before anything is decided.
     let reaped = terminate(&mut child);
     let (mut observed, mut streams) = supervised?;
-    reaped?;
+    observed.usage = reaped?.leader_usage;
     if let Some(l) = lease {
         if runner.is_some() && runner_exec_busy(&observed.report) {
             return Ok(Ran::WriterWaiting);
@@ -483,6 +521,7 @@ fn supervise(
         report_closed_at: None,
         status: std::os::unix::process::ExitStatusExt::from_raw(0),
         duration: Duration::ZERO,
+        usage: None,
     };
     let deadline = started + limits.deadline;
     let mut sent = 0usize;
@@ -578,6 +617,7 @@ mod tests {
             max_outputs: 1,
             max_output_bytes: 7 << 20,
             max_memory: 300 << 20,
+            cpu_seconds: 3,
             max_files: 40,
             max_tasks: 9,
             stage_bytes: 14 << 20,

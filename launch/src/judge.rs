@@ -3,12 +3,11 @@
 //! itself succeeded and what it answered ([`judge`]). Pure functions of [`Observed`]: nothing here
 //! touches the run.
 
-use crate::exec::Observed;
+use crate::exec::{Limits, Observed};
 use proto::protocol::{Response, ResponseStatus, PROTOCOL_VERSION};
 use proto::runner::{Enforced, SandboxReport};
-use proto::{ErrorObject, Kind};
+use proto::{Containment, ErrorObject, Kind};
 use std::os::unix::process::ExitStatusExt;
-use std::time::Duration;
 
 /// The stream that went over its limit first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,6 +32,10 @@ pub enum PluginFailure {
     StdoutLimit { seen: u64 },
     #[error("stderr went over its limit ({seen} bytes seen)")]
     StderrLimit { seen: u64 },
+    #[error("the plugin was stopped by its CPU limit of {seconds} s, every thread together (it used {used_ms} ms)")]
+    CpuLimit { seconds: u64, used_ms: u64 },
+    #[error("the plugin was stopped by its file-size limit: it wrote past {bytes} bytes in one file (SIGXFSZ)")]
+    FileSizeLimit { bytes: u64 },
     #[error("stdout is not one protocol response: {0}")]
     NotOneResponse(String),
     #[error("response protocol {0:?} is not {PROTOCOL_VERSION}")]
@@ -59,6 +62,8 @@ impl PluginFailure {
             PluginFailure::Deadline { .. } => Kind::Deadline,
             PluginFailure::StdoutLimit { .. } => Kind::StdoutLimit,
             PluginFailure::StderrLimit { .. } => Kind::StderrLimit,
+            PluginFailure::CpuLimit { .. } => Kind::CpuLimit,
+            PluginFailure::FileSizeLimit { .. } => Kind::FileSizeLimit,
             PluginFailure::NotOneResponse(_) | PluginFailure::OtherProtocol(_) => {
                 Kind::PluginProtocol
             }
@@ -94,14 +99,47 @@ pub fn confirmed(o: &Observed) -> Result<Enforced, Unconfirmed> {
     }
 }
 
+/// The resource limit a signal shows the plugin reached, at `process` (where the runner set the
+/// limits; an `audit` plugin's signal is only a signal). The kernel sends `SIGXFSZ` for a write
+/// past `RLIMIT_FSIZE`, and `SIGXCPU` at `RLIMIT_CPU`'s soft value, then `SIGKILL` one second
+/// later at its hard value (a plugin that caught or ignored `SIGXCPU`). Nothing else in a run
+/// sends `SIGKILL` before the group is terminated, but the kernel's CPU clock for the limit is
+/// sampled on its ticks while `wait4` reports the scheduler's exact time, which can be lower (by
+/// up to a tenth, measured on a loaded machine): a `SIGKILL` counts as the CPU limit when the CPU
+/// time is at least nine tenths of the soft limit. Memory (`RLIMIT_AS`), tasks (`RLIMIT_NPROC`)
+/// and descriptors (`RLIMIT_NOFILE`) send nothing: the call fails, and what the plugin does then
+/// is its own (docs/protocol.md).
+fn limit_signal(o: &Observed, signal: i32, limits: &Limits) -> Option<PluginFailure> {
+    let used_us = o.usage.map(|u| u.user_us.saturating_add(u.system_us));
+    let cpu = PluginFailure::CpuLimit {
+        seconds: limits.cpu_seconds,
+        used_ms: used_us.unwrap_or(0) / 1000,
+    };
+    match signal {
+        nix::libc::SIGXFSZ => Some(PluginFailure::FileSizeLimit {
+            bytes: limits.max_output_bytes,
+        }),
+        nix::libc::SIGXCPU => Some(cpu),
+        nix::libc::SIGKILL if used_us? >= limits.cpu_seconds.saturating_mul(1_000_000) / 10 * 9 => {
+            Some(cpu)
+        }
+        _ => None,
+    }
+}
+
 /// Whether the plugin succeeded: its response when it did. In order, the first that holds is the
-/// failure: the deadline, a stream over its limit, a signal, a nonzero exit (a plugin that
-/// explains itself with `status: "error"` keeps its message), stdout that is not exactly one
-/// response of this protocol, a response with `status: "error"`.
-pub fn judge(o: &Observed, deadline: Duration) -> Result<Response, PluginFailure> {
+/// failure: the deadline, a stream over its limit, a signal (at `process`, a limit's signal is
+/// that limit's kind), a nonzero exit (a plugin that explains itself with `status: "error"` keeps
+/// its message), stdout that is not exactly one response of this protocol, a response with
+/// `status: "error"`.
+pub fn judge(
+    o: &Observed,
+    limits: &Limits,
+    containment: Containment,
+) -> Result<Response, PluginFailure> {
     if o.deadline_hit {
         return Err(PluginFailure::Deadline {
-            deadline_ms: deadline.as_millis(),
+            deadline_ms: limits.deadline.as_millis(),
             ran_ms: o.duration.as_millis() as u64,
         });
     }
@@ -119,7 +157,11 @@ pub fn judge(o: &Observed, deadline: Duration) -> Result<Response, PluginFailure
         None => {}
     }
     if let Some(signal) = o.status.signal() {
-        return Err(PluginFailure::Signal { signal });
+        let limit = match containment {
+            Containment::Process => limit_signal(o, signal, limits),
+            Containment::Audit => None,
+        };
+        return Err(limit.unwrap_or(PluginFailure::Signal { signal }));
     }
     let parsed = Response::parse(&o.stdout, o.stdout.len().max(1));
     if let Some(code) = o.status.code().filter(|c| *c != 0) {
@@ -164,6 +206,7 @@ pub fn judge(o: &Observed, deadline: Duration) -> Result<Response, PluginFailure
 mod tests {
     use super::*;
     use std::os::unix::process::ExitStatusExt;
+    use std::time::Duration;
 
     /// What supervision saw of a plugin that exited with `status` (a wait status) after writing
     /// `stdout`.
@@ -177,6 +220,64 @@ mod tests {
         }
     }
 
+    /// The standard limits with a deadline of `deadline_ms`.
+    fn limits(deadline_ms: u64) -> Limits {
+        let run = proto::limits::Limits {
+            deadline_ms,
+            ..proto::limits::Limits::STANDARD
+        };
+        Limits::new(
+            &run,
+            crate::exec::StreamLimits {
+                stderr: crate::exec::StderrMode::Discard,
+                max_stdout: 1 << 20,
+                max_stderr: 1 << 16,
+            },
+        )
+    }
+
+    /// A plugin killed by `signal` after `cpu_ms` of CPU time.
+    fn killed(signal: i32, cpu_ms: u64) -> Observed {
+        let mut o = observed(signal, "");
+        o.usage = Some(sys::process::ExitUsage {
+            user_us: cpu_ms * 700,
+            system_us: cpu_ms * 300,
+            max_rss_kib: 2048,
+        });
+        o
+    }
+
+    #[test]
+    fn a_limits_signal_names_the_limit_at_process_only() {
+        let mut l = limits(10_000);
+        l.cpu_seconds = 2;
+        l.max_output_bytes = 4096;
+        let cases: [(Observed, Containment, Kind, &str); 7] = [
+            (
+                killed(SIGKILL, 2_004),
+                Containment::Process,
+                Kind::CpuLimit,
+                "the plugin was stopped by its CPU limit of 2 s, every thread together (it used 2004 ms)",
+            ),
+            (killed(SIGKILL, 1_800), Containment::Process, Kind::CpuLimit, "the plugin was stopped by its CPU limit"),
+            (killed(SIGKILL, 1_799), Containment::Process, Kind::PluginSignal, "the plugin was killed by signal 9"),
+            (killed(24, 100), Containment::Process, Kind::CpuLimit, "the plugin was stopped by its CPU limit"),
+            (
+                killed(25, 10),
+                Containment::Process,
+                Kind::FileSizeLimit,
+                "the plugin was stopped by its file-size limit: it wrote past 4096 bytes",
+            ),
+            (killed(25, 10), Containment::Audit, Kind::PluginSignal, "the plugin was killed by signal 25"),
+            (killed(SIGKILL, 2_004), Containment::Audit, Kind::PluginSignal, "the plugin was killed by signal 9"),
+        ];
+        for (o, containment, kind, message) in cases {
+            let f = judge(&o, &l, containment).expect_err(message);
+            assert_eq!(f.kind(), kind, "{f}");
+            assert!(f.to_string().starts_with(message), "{f}");
+        }
+    }
+
     const OK: &str = "{\"protocol\":\"1.0\",\"status\":\"ok\",\"outputs\":[\"a.txt\"]}\n";
     const ERROR: &str = "{\"protocol\":\"1.0\",\"status\":\"error\",\"message\":\"bad input\"}\n";
     const EXIT_1: i32 = 1 << 8;
@@ -184,14 +285,14 @@ mod tests {
 
     #[test]
     fn a_clean_exit_with_one_ok_response_succeeds() {
-        let r = judge(&observed(0, OK), Duration::from_secs(1)).expect("success");
+        let r = judge(&observed(0, OK), &limits(1_000), Containment::Process).expect("success");
         assert_eq!(r.status, ResponseStatus::Ok);
         assert_eq!(r.outputs, vec!["a.txt".to_owned()]);
     }
 
     #[test]
     fn each_failure_is_judged_with_its_kind_and_message() {
-        let deadline = Duration::from_millis(250);
+        let deadline = 250;
         let over = |which, stdout_bytes, stderr_bytes| {
             let mut o = observed(0, OK);
             o.over_limit = Some(which);
@@ -274,7 +375,7 @@ mod tests {
             ),
         ];
         for (what, o, kind, message) in cases {
-            let f = judge(&o, deadline).expect_err(what);
+            let f = judge(&o, &limits(deadline), Containment::Audit).expect_err(what);
             assert_eq!(f.kind(), kind, "{what}: {f:?}");
             assert!(f.to_string().starts_with(message), "{what}: {f}");
             if let PluginFailure::Error { response, .. } = &f {
@@ -295,6 +396,11 @@ mod tests {
             },
             PluginFailure::StdoutLimit { seen: 1 },
             PluginFailure::StderrLimit { seen: 1 },
+            PluginFailure::CpuLimit {
+                seconds: 1,
+                used_ms: 1000,
+            },
+            PluginFailure::FileSizeLimit { bytes: 1 },
             PluginFailure::NotOneResponse("x".into()),
             PluginFailure::OtherProtocol("2.0".into()),
             PluginFailure::Error {
@@ -308,7 +414,7 @@ mod tests {
         let kinds: std::collections::BTreeSet<Kind> = all.iter().map(PluginFailure::kind).collect();
         assert_eq!(
             kinds.len(),
-            10,
+            12,
             "one kind each, the two protocol failures share theirs"
         );
         for f in &all {

@@ -4,7 +4,7 @@
 
 use crate::inputs::Inputs;
 use crate::rundir::RunDir;
-use crate::{exec, hooks, LaunchError, Options};
+use crate::{exec, hooks, LaunchError};
 
 /// Runs the plugin (`exec::run`) with what pins its executable. A leased executable whose
 /// exec was refused because a would-be writer was waiting for the lease is sealed into a private
@@ -14,7 +14,7 @@ pub(crate) fn run_pinned(
     runner: Option<&exec::Runner>,
     run: &RunDir,
     request: &[u8],
-    opts: &Options,
+    limits: &exec::Limits,
     inputs: &Inputs,
 ) -> Result<exec::Observed, LaunchError> {
     let name = verified.entry.name.clone();
@@ -27,7 +27,7 @@ pub(crate) fn run_pinned(
             &run.stage(),
             name.as_str(),
             request,
-            &opts.limits,
+            limits,
             inputs.totals(),
         )
     };

@@ -4,7 +4,7 @@
 use crate::audit::{record_decision, AuditSync};
 use crate::commit::{self, CommitError};
 use crate::decide::{decide, Consent, Decided};
-use crate::exec::{self, Limits};
+use crate::exec::{self, Limits, StreamLimits};
 use crate::judge::{self, PluginFailure, Unconfirmed};
 use crate::rundir::{now_ms, RunDir};
 use crate::{hooks, inputs, pinning, stage, LaunchError};
@@ -23,7 +23,10 @@ pub struct Options {
     pub consent: Consent,
     pub inputs: inputs::GivenInputs,
     pub target: PathBuf,
-    pub limits: Limits,
+    /// The invoker's choices for stdout and stderr.
+    pub streams: StreamLimits,
+    /// The limits the invoker asked for: each may only lower the entry's.
+    pub asked: proto::limits::Asked,
 }
 
 /// Runs one plugin to the end. `Ok` is a committed run (with `warnings` when something was left
@@ -94,7 +97,9 @@ fn proceed(
         inputs,
         target,
         runner,
+        limits: run_limits,
     } = decided;
+    let limits = Limits::new(&run_limits, opts.streams);
     let entry = verified.entry.clone();
     let begin = Record::Begin {
         v: RECORD_VERSION,
@@ -113,8 +118,14 @@ fn proceed(
     hooks::failpoint("after-begin");
     stage::prepare(run, &inputs)?;
     let request = serde_json::to_vec(&inputs.request(&entry)).unwrap_or_default();
-    let observed =
-        pinning::run_pinned(&mut verified, runner.as_ref(), run, &request, opts, &inputs)?;
+    let observed = pinning::run_pinned(
+        &mut verified,
+        runner.as_ref(),
+        run,
+        &request,
+        &limits,
+        &inputs,
+    )?;
     // The decision is durable before the run can change anything durably or report.
     if let Some(a) = audit.as_mut() {
         a.wait()?;
@@ -140,8 +151,15 @@ fn proceed(
         target: Some(target.display().to_string()),
         response: None,
         failure: None,
+        limits: Some(run_limits),
+        usage: observed.usage.map(|u| proto::result::Usage {
+            cpu_us: u.user_us.saturating_add(u.system_us),
+            user_us: u.user_us,
+            system_us: u.system_us,
+            peak_rss_kib: u.max_rss_kib,
+        }),
         enforced: None,
-        stderr_tail: (opts.limits.stderr == exec::StderrMode::Tail)
+        stderr_tail: (limits.stderr == exec::StderrMode::Tail)
             .then(|| String::from_utf8_lossy(&observed.stderr_tail).into_owned()),
         warnings: Vec::new(),
     };
@@ -158,7 +176,7 @@ fn proceed(
             Err(Unconfirmed::NoReport(f)) => return Err(failed(result, f)),
         }
     }
-    let response = match judge::judge(&observed, opts.limits.deadline) {
+    let response = match judge::judge(&observed, &limits, entry.containment) {
         Ok(r) => r,
         Err(f) => return Err(failed(result, f)),
     };
@@ -174,7 +192,7 @@ fn proceed(
         });
     }
     let out_dir = stage::out_dir(run, &observed)?;
-    commit_outputs(run, &out_dir, &target, &names, opts, result)
+    commit_outputs(run, &out_dir, &target, &names, opts, &limits, result)
 }
 
 /// Step 8: the outputs committed into `target`, or why not.
@@ -184,6 +202,7 @@ fn commit_outputs(
     target: &Path,
     names: &[String],
     opts: &Options,
+    limits: &Limits,
     result: RunResult,
 ) -> Result<Done, Stop> {
     let retained = |run: &RunDir, e: LaunchError| LaunchError::Retained {
@@ -191,7 +210,7 @@ fn commit_outputs(
         why: e.to_string(),
         next: proto::next::recover_run(&opts.root, &run.txid),
     };
-    match commit::commit(run, out_dir, target, names, &opts.limits) {
+    match commit::commit(run, out_dir, target, names, limits) {
         Ok(outputs) => Ok(Done::Committed {
             result: committed(result, outputs),
             durable: true,

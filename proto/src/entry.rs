@@ -317,7 +317,11 @@ mod tests {
         for (json, limits) in cases {
             let e = Entry::parse(with_limits(json).as_bytes()).expect(json);
             assert_eq!(e.run_limits(), limits, "{json}");
-            assert_eq!(Entry::parse(&e.to_bytes()).as_ref(), Ok(&e), "round trip {json}");
+            assert_eq!(
+                Entry::parse(&e.to_bytes()).as_ref(),
+                Ok(&e),
+                "round trip {json}"
+            );
         }
         let strict = Entry::parse(with_limits(r#"{"preset":"strict"}"#).as_bytes()).expect("valid");
         assert_eq!(strict.limits.and_then(|l| l.preset), Some(Preset::Strict));

@@ -68,7 +68,9 @@ impl Preset {
 }
 
 /// A field that, when present, holds a value: `null` is refused (absent means "the preset's").
-pub(crate) fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+pub(crate) fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<T>, D::Error> {
     match Option::<T>::deserialize(d)? {
         Some(v) => Ok(Some(v)),
         None => Err(serde::de::Error::custom(
@@ -252,6 +254,14 @@ pub struct Asked {
 }
 
 impl Asked {
+    /// The first value asked below its limit's smallest accepted value, with that limit.
+    pub fn below_minimum(&self) -> Option<(Limit, u64)> {
+        LIMITS
+            .iter()
+            .zip(self.values())
+            .find_map(|(l, v)| v.filter(|v| *v < l.min).map(|v| (*l, v)))
+    }
+
     fn values(&self) -> [Option<u64>; 7] {
         [
             self.memory_bytes,
@@ -281,7 +291,10 @@ impl DeclaredLimits {
     /// The declared limits made of command-line values (`dot-register dev` and `entry new` take
     /// the `dot-launch` option names, plus `--preset`): `None` when nothing is declared, so an
     /// entry made without these options has no `limits` member at all.
-    pub fn from_options(preset: Option<Preset>, values: [Option<u64>; 7]) -> Option<DeclaredLimits> {
+    pub fn from_options(
+        preset: Option<Preset>,
+        values: [Option<u64>; 7],
+    ) -> Option<DeclaredLimits> {
         let [memory_bytes, cpu_seconds, tasks, descriptors, outputs, output_bytes, deadline_ms] =
             values;
         let d = DeclaredLimits {
@@ -368,7 +381,9 @@ impl Limits {
 
     /// The limits an entry declares (`None`: no `limits` member, the standard preset).
     pub fn of(declared: Option<&DeclaredLimits>) -> Limits {
-        declared.map(DeclaredLimits::resolve).unwrap_or(Limits::STANDARD)
+        declared
+            .map(DeclaredLimits::resolve)
+            .unwrap_or(Limits::STANDARD)
     }
 
     /// The CPU seconds the run may spend, every thread together: the declared value, or the
@@ -442,7 +457,11 @@ mod tests {
                 deadline_ms: Some(l.deadline_ms),
                 preset: None,
             };
-            assert_eq!(declared.validate(), Ok(()), "a preset is within every range");
+            assert_eq!(
+                declared.validate(),
+                Ok(()),
+                "a preset is within every range"
+            );
         }
     }
 
@@ -585,13 +604,9 @@ mod tests {
         for limit in LIMITS {
             let mut values = [None; 7];
             let at = LIMITS.iter().position(|l| *l == limit).expect("listed");
-            for (value, ok) in [
-                (limit.min, true),
-                (limit.max, true),
-                (limit.max + 1, false),
-            ]
-            .into_iter()
-            .chain((limit.min > 0).then(|| (limit.min - 1, false)))
+            for (value, ok) in [(limit.min, true), (limit.max, true), (limit.max + 1, false)]
+                .into_iter()
+                .chain((limit.min > 0).then(|| (limit.min - 1, false)))
             {
                 values[at] = Some(value);
                 let d = DeclaredLimits {

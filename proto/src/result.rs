@@ -40,6 +40,12 @@ pub struct RunResult {
     /// Why the run failed, for a failed run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<String>,
+    /// The limits of the run: the entry's (or its preset's), lowered by the invoker.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<crate::limits::Limits>,
+    /// What the plugin process used: absent only when the kernel could not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
     /// For `process`: the containment the runner reported as enforced.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enforced: Option<Enforced>,
@@ -81,6 +87,21 @@ impl Warning {
             next_argv: obj.next_argv,
         }
     }
+}
+
+/// What the plugin process used, from the kernel's accounting of it when it exited (`wait4`):
+/// CPU time of every thread, and of the children it waited for itself; its peak resident set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Usage {
+    /// User and system CPU time together, microseconds.
+    pub cpu_us: u64,
+    pub user_us: u64,
+    pub system_us: u64,
+    /// The largest resident set of the plugin process, KiB (`ru_maxrss`). At `process` the
+    /// process was the runner until it executed the plugin, so this is at least the runner's
+    /// peak (`enforced.timings.peak_rss_kib`).
+    pub peak_rss_kib: u64,
 }
 
 /// The outcome of a run.

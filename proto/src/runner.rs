@@ -48,7 +48,8 @@ pub const PLUGIN_PATH: &str = "/proc/self/fd/4";
 pub struct Limits {
     /// `RLIMIT_AS`, bytes.
     pub as_bytes: u64,
-    /// `RLIMIT_CPU`, seconds.
+    /// `RLIMIT_CPU`, seconds: the soft limit (`SIGXCPU`); the hard limit (`SIGKILL`) is one
+    /// second more.
     pub cpu_seconds: u64,
     /// `RLIMIT_FSIZE`, bytes.
     pub fsize_bytes: u64,
@@ -97,11 +98,13 @@ impl Limits {
             .map(|(given, _)| given)
     }
 
-    /// The resource limits these set, as the report states them (`RLIMIT_CORE` is always 0).
+    /// The resource limits these set, as the report states them (`RLIMIT_CORE` is always 0; the
+    /// CPU limit's hard value is one second above its soft one).
     pub fn rlimits(&self) -> Rlimits {
         Rlimits {
             as_bytes: self.as_bytes,
             cpu_seconds: self.cpu_seconds,
+            cpu_hard_seconds: self.cpu_seconds.saturating_add(1),
             fsize_bytes: self.fsize_bytes,
             nofile: self.nofile,
             core: 0,
@@ -278,7 +281,10 @@ pub struct ConfineTimings {
 #[serde(deny_unknown_fields)]
 pub struct Rlimits {
     pub as_bytes: u64,
+    /// `RLIMIT_CPU`'s soft value, seconds of every thread together: the kernel sends `SIGXCPU`.
     pub cpu_seconds: u64,
+    /// Its hard value, one second more: the kernel sends `SIGKILL`.
+    pub cpu_hard_seconds: u64,
     pub fsize_bytes: u64,
     pub nofile: u64,
     pub core: u64,

@@ -77,6 +77,10 @@ pub struct ReapReport {
     pub outcome: Outcome,
     /// Members alive at the last sample: always empty in a report (a survivor is an error).
     pub survivors: Vec<i32>,
+    /// What the leader used, read just before its wait ([`reap_group`] with a leader only; never
+    /// printed).
+    #[serde(skip)]
+    pub leader_usage: Option<sys::process::ExitUsage>,
 }
 
 /// How the group ended.
@@ -251,7 +255,9 @@ pub fn reap_group(
         leader,
         ..ProcFs::default()
     };
-    terminate_and_reap(&mut sys, pgid, leader_pid, opts)
+    let mut report = terminate_and_reap(&mut sys, pgid, leader_pid, opts)?;
+    report.leader_usage = sys.leader_usage;
+    Ok(report)
 }
 
 /// Terminates the group, then waits for the leader and reaps our own dead members.
@@ -430,6 +436,7 @@ fn terminate(
                 samples,
                 outcome,
                 survivors: Vec::new(),
+                leader_usage: None,
             };
             return Ok((report, members));
         } else {
@@ -508,6 +515,8 @@ struct ProcFs<'a> {
     path: String,
     /// The group leader, our child, when the caller is its parent.
     leader: Option<&'a mut Child>,
+    /// What the leader used, read (without reaping it) just before its wait.
+    leader_usage: Option<sys::process::ExitUsage>,
 }
 
 const PROC: &str = "/proc";
@@ -693,6 +702,11 @@ impl System for ProcFs<'_> {
     }
 
     fn wait_leader(&mut self, pid: i32) -> Result<(), ReapError> {
+        if self.leader.is_some() {
+            // Its usage is gone once it is reaped; reading it is best effort (a leader already
+            // reaped by the caller has none to give).
+            self.leader_usage = sys::process::exit_usage(pid).ok();
+        }
         match self.leader.as_mut() {
             Some(child) => child
                 .wait()

@@ -15,7 +15,8 @@
 //!    directory and is handed to the launcher
 //! 6. parent-death signal SIGKILL (after the last identity change, which clears it), and exit if
 //!    the parent is already gone
-//! 7. hard rlimits, soft = hard: AS, CPU, FSIZE, NOFILE, NPROC from the arguments, CORE = 0
+//! 7. hard rlimits, soft = hard: AS, FSIZE, NOFILE, NPROC from the arguments, CORE = 0; CPU soft
+//!    from the arguments (SIGXCPU), hard one second more (SIGKILL)
 //! 8. ambient, effective, permitted and inheritable capabilities cleared, and checked
 //! 9. `no_new_privs`
 //! 10. Landlock: ABI 3 file rights as a hard requirement (read+execute on the plugin's inode
@@ -238,16 +239,48 @@ fn parent_death_signal() -> Result<(), ExecError> {
 fn set_rlimits(limits: &Limits) -> Result<Rlimits, ExecError> {
     use nix::sys::resource::Resource;
     let limits = limits.rlimits();
+    // CPU: at the soft limit the kernel sends SIGXCPU (which ends a plugin that does not catch
+    // it, and names the limit that stopped it); at the hard limit, one second later, SIGKILL.
     let table = [
-        ("RLIMIT_AS", Resource::RLIMIT_AS, limits.as_bytes),
-        ("RLIMIT_CPU", Resource::RLIMIT_CPU, limits.cpu_seconds),
-        ("RLIMIT_FSIZE", Resource::RLIMIT_FSIZE, limits.fsize_bytes),
-        ("RLIMIT_NOFILE", Resource::RLIMIT_NOFILE, limits.nofile),
-        ("RLIMIT_NPROC", Resource::RLIMIT_NPROC, limits.nproc),
-        ("RLIMIT_CORE", Resource::RLIMIT_CORE, limits.core),
+        (
+            "RLIMIT_AS",
+            Resource::RLIMIT_AS,
+            limits.as_bytes,
+            limits.as_bytes,
+        ),
+        (
+            "RLIMIT_CPU",
+            Resource::RLIMIT_CPU,
+            limits.cpu_seconds,
+            limits.cpu_hard_seconds,
+        ),
+        (
+            "RLIMIT_FSIZE",
+            Resource::RLIMIT_FSIZE,
+            limits.fsize_bytes,
+            limits.fsize_bytes,
+        ),
+        (
+            "RLIMIT_NOFILE",
+            Resource::RLIMIT_NOFILE,
+            limits.nofile,
+            limits.nofile,
+        ),
+        (
+            "RLIMIT_NPROC",
+            Resource::RLIMIT_NPROC,
+            limits.nproc,
+            limits.nproc,
+        ),
+        (
+            "RLIMIT_CORE",
+            Resource::RLIMIT_CORE,
+            limits.core,
+            limits.core,
+        ),
     ];
-    for (resource, r, value) in table {
-        sys::confine::set_hard_rlimit(r, value)
+    for (resource, r, soft, hard) in table {
+        sys::confine::set_rlimit(r, soft, hard)
             .map_err(|source| ExecError::Rlimit { resource, source })?;
     }
     Ok(limits)

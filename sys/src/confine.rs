@@ -71,9 +71,9 @@ pub fn parent_pid() -> u32 {
     nix::unistd::getppid().as_raw() as u32
 }
 
-/// Sets one resource limit, soft = hard = `value`.
-pub fn set_hard_rlimit(resource: nix::sys::resource::Resource, value: u64) -> io::Result<()> {
-    nix::sys::resource::setrlimit(resource, value, value).map_err(io::Error::from)
+/// Sets one resource limit, soft `soft`, hard `hard`.
+pub fn set_rlimit(resource: nix::sys::resource::Resource, soft: u64, hard: u64) -> io::Result<()> {
+    nix::sys::resource::setrlimit(resource, soft, hard).map_err(io::Error::from)
 }
 
 /// The securebits that make uid 0 ordinary, each with its lock bit: no capabilities from being

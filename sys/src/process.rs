@@ -105,6 +105,61 @@ pub fn pidfd_open(pid: u32) -> io::Result<OwnedFd> {
     Ok(unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) })
 }
 
+/// What a process that exited used, as `wait4(2)` reports it: CPU time of every thread (and of
+/// the children it waited for), and its peak resident set.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ExitUsage {
+    /// User CPU time, microseconds.
+    pub user_us: u64,
+    /// System CPU time, microseconds.
+    pub system_us: u64,
+    /// `ru_maxrss`: the largest resident set of the process over its life, KiB (an exec keeps
+    /// the high-water mark of the image it replaced).
+    pub max_rss_kib: u64,
+}
+
+/// The usage of our child `pid`, which has exited (or is about to): waits for it with
+/// `waitid(P_PID, pid, WEXITED | WNOWAIT)` and its `rusage` argument, which leaves the child a
+/// zombie for its real wait (its pid, and so its process group's id, stays reserved).
+pub fn exit_usage(pid: i32) -> io::Result<ExitUsage> {
+    // SAFETY: an all-zero siginfo_t and rusage are valid values of these plain C structs.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: the raw waitid syscall (whose fifth argument, the rusage, the libc wrapper does
+        // not offer) writes only into `info` and `usage`, both live and of the kernel's layout.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_waitid,
+                libc::P_PID,
+                pid,
+                &mut info as *mut libc::siginfo_t,
+                libc::WEXITED | libc::WNOWAIT,
+                &mut usage as *mut libc::rusage,
+            )
+        };
+        if r == 0 {
+            break;
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+    let us = |t: libc::timeval| {
+        u64::try_from(t.tv_sec)
+            .unwrap_or(0)
+            .saturating_mul(1_000_000)
+            .saturating_add(u64::try_from(t.tv_usec).unwrap_or(0))
+    };
+    Ok(ExitUsage {
+        user_us: us(usage.ru_utime),
+        system_us: us(usage.ru_stime),
+        max_rss_kib: u64::try_from(usage.ru_maxrss).unwrap_or(0),
+    })
+}
+
 /// Sends `data` on the unix socket `sock` with `fd` attached (`SCM_RIGHTS`), in one `sendmsg`.
 pub fn send_with_fd(sock: BorrowedFd<'_>, data: &[u8], fd: BorrowedFd<'_>) -> io::Result<usize> {
     use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags};

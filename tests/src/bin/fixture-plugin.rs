@@ -209,6 +209,29 @@ fn main() -> ExitCode {
             std::thread::sleep(Duration::from_secs(3600));
             respond_ok(&format!("{}\n", big.len()))
         }
+        // `a` threads (default 1, the main thread one of them) each spinning on the CPU for `size`
+        // milliseconds of wall time (default: until killed), then answers with the thread count.
+        "spin" => {
+            let threads: usize = input(&req, "a").and_then(|s| s.parse().ok()).unwrap_or(1);
+            let spin = input(&req, "size")
+                .and_then(|s| s.parse().ok())
+                .map(Duration::from_millis)
+                .unwrap_or(Duration::MAX);
+            let start = std::time::Instant::now();
+            let work = move || {
+                let mut n = 0u64;
+                while start.elapsed() < spin {
+                    n = std::hint::black_box(n.wrapping_add(1));
+                }
+                n
+            };
+            let others: Vec<_> = (1..threads).map(|_| std::thread::spawn(work)).collect();
+            work();
+            for t in others {
+                let _ = t.join();
+            }
+            respond_ok(&format!("spun {threads}\n"))
+        }
         // Writes out/small.txt, then `size` bytes (an input, decimal) of `x` to out/big.bin, and
         // declares both, small first (so a commit writes the small temp file before the big one).
         "big-output" => {
