@@ -326,6 +326,45 @@ fn a_script_without_allow_dynamic_is_registered_by_its_next() {
 }
 
 #[test]
+fn a_limit_above_the_entry_is_lowered_to_it_and_the_launch_runs() {
+    let o = Odd::new();
+    ok(
+        o.dev(
+            "hello",
+            &workspace_bin("hello"),
+            "audit",
+            &["--input", "name:string:optional", "--deadline-ms", "5000"],
+        ),
+        "dev",
+    );
+    let out = o
+        .launch(
+            "hello",
+            &[
+                "--allow-audit-plugin",
+                "--input",
+                "name=kept 'it'",
+                "--deadline-ms",
+                "60000",
+                "--target",
+            ],
+        )
+        .arg(&o.target)
+        .output()
+        .unwrap();
+    let e = assert_refused(&out, 2, Kind::LimitAboveEntry);
+    let out = replay(&e, &o.base);
+    replayed(
+        &out,
+        Kind::LimitAboveEntry,
+        "the launch runs at the entry's deadline",
+    );
+    let r: proto::result::RunResult = testkit::decode_json(&out.stdout);
+    assert_eq!(r.limits.map(|l| l.deadline_ms), Some(5000));
+    assert_eq!(o.hello_txt(), "hello, kept 'it'\n", "with its input");
+}
+
+#[test]
 fn a_missing_target_is_made_by_its_next() {
     let o = Odd::new();
     ok(o.dev("hello", &workspace_bin("hello"), "audit", &[]), "dev");
