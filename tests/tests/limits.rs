@@ -306,7 +306,14 @@ fn two_spinning_threads_get_the_whole_deadline() {
         "fixture-p",
         "process",
         "spin",
-        &["--input", "a=2", "--input", "size=4000", "--deadline-ms", "6000"],
+        &[
+            "--input",
+            "a=2",
+            "--input",
+            "size=4000",
+            "--deadline-ms",
+            "6000",
+        ],
     );
     let r = result(&out);
     assert_eq!(enforced(&r).cpu_seconds, 6 * 256);
