@@ -105,8 +105,8 @@ pub fn confirmed(o: &Observed) -> Result<Enforced, Unconfirmed> {
 /// later at its hard value (a plugin that caught or ignored `SIGXCPU`). Nothing else in a run
 /// sends `SIGKILL` before the group is terminated, but the kernel's CPU clock for the limit is
 /// sampled on its ticks while `wait4` reports the scheduler's exact time, which can be lower (by
-/// up to a tenth, measured on a loaded machine): a `SIGKILL` counts as the CPU limit when the CPU
-/// time is at least nine tenths of the soft limit. Memory (`RLIMIT_AS`), tasks (`RLIMIT_NPROC`)
+/// 12% at `SIGXCPU`, measured on a loaded machine): a `SIGKILL` counts as the CPU limit when the
+/// CPU time is at least three quarters of the soft limit (the hard limit is one second above it). Memory (`RLIMIT_AS`), tasks (`RLIMIT_NPROC`)
 /// and descriptors (`RLIMIT_NOFILE`) send nothing: the call fails, and what the plugin does then
 /// is its own (docs/protocol.md).
 fn limit_signal(o: &Observed, signal: i32, limits: &Limits) -> Option<PluginFailure> {
@@ -120,9 +120,7 @@ fn limit_signal(o: &Observed, signal: i32, limits: &Limits) -> Option<PluginFail
             bytes: limits.max_output_bytes,
         }),
         nix::libc::SIGXCPU => Some(cpu),
-        nix::libc::SIGKILL if used_us? >= limits.cpu_seconds.saturating_mul(1_000_000) / 10 * 9 => {
-            Some(cpu)
-        }
+        nix::libc::SIGKILL if used_us? >= limits.cpu_seconds.saturating_mul(750_000) => Some(cpu),
         _ => None,
     }
 }
@@ -252,24 +250,26 @@ mod tests {
         let mut l = limits(10_000);
         l.cpu_seconds = 2;
         l.max_output_bytes = 4096;
+        use Containment::{Audit, Process};
+        const CPU: &str = "the plugin was stopped by its CPU limit";
         let cases: [(Observed, Containment, Kind, &str); 7] = [
             (
                 killed(SIGKILL, 2_004),
-                Containment::Process,
+                Process,
                 Kind::CpuLimit,
                 "the plugin was stopped by its CPU limit of 2 s, every thread together (it used 2004 ms)",
             ),
-            (killed(SIGKILL, 1_800), Containment::Process, Kind::CpuLimit, "the plugin was stopped by its CPU limit"),
-            (killed(SIGKILL, 1_799), Containment::Process, Kind::PluginSignal, "the plugin was killed by signal 9"),
-            (killed(24, 100), Containment::Process, Kind::CpuLimit, "the plugin was stopped by its CPU limit"),
+            (killed(SIGKILL, 1_500), Process, Kind::CpuLimit, CPU),
+            (killed(SIGKILL, 1_499), Process, Kind::PluginSignal, "the plugin was killed by signal 9"),
+            (killed(SIGXCPU, 100), Process, Kind::CpuLimit, CPU),
             (
-                killed(25, 10),
-                Containment::Process,
+                killed(SIGXFSZ, 10),
+                Process,
                 Kind::FileSizeLimit,
                 "the plugin was stopped by its file-size limit: it wrote past 4096 bytes",
             ),
-            (killed(25, 10), Containment::Audit, Kind::PluginSignal, "the plugin was killed by signal 25"),
-            (killed(SIGKILL, 2_004), Containment::Audit, Kind::PluginSignal, "the plugin was killed by signal 9"),
+            (killed(SIGXFSZ, 10), Audit, Kind::PluginSignal, "the plugin was killed by signal 25"),
+            (killed(SIGKILL, 2_004), Audit, Kind::PluginSignal, "the plugin was killed by signal 9"),
         ];
         for (o, containment, kind, message) in cases {
             let f = judge(&o, &l, containment).expect_err(message);
@@ -282,6 +282,8 @@ mod tests {
     const ERROR: &str = "{\"protocol\":\"1.0\",\"status\":\"error\",\"message\":\"bad input\"}\n";
     const EXIT_1: i32 = 1 << 8;
     const SIGKILL: i32 = 9;
+    const SIGXCPU: i32 = 24;
+    const SIGXFSZ: i32 = 25;
 
     #[test]
     fn a_clean_exit_with_one_ok_response_succeeds() {

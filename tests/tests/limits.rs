@@ -337,8 +337,10 @@ fn the_cpu_limit_names_itself_whether_the_entry_or_the_invoker_set_it() {
         assert_kind!(e, Kind::CpuLimit, "{name}");
         let run = e.run.expect("the run");
         assert_eq!(run.exit.signal, Some(nix::libc::SIGXCPU), "{name}");
+        // The kernel checks the limit on its ticks; the scheduler's exact count can be lower
+        // (12% was seen on a loaded machine): only a loose bound.
         assert!(
-            run.usage.expect("usage").cpu_us >= 900_000,
+            run.usage.expect("usage").cpu_us >= 500_000,
             "{name}: {run:?}"
         );
         assert!(e.message.contains("CPU limit of 1 s"), "{}", e.message);
