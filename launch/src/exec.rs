@@ -606,6 +606,34 @@ fn supervise(
 mod tests {
     use super::*;
 
+    /// A run's limits come from the entry's (lowered) limits: the CPU budget resolved, the stage
+    /// twice the output bytes, never below the runner's smallest stage.
+    #[test]
+    fn a_runs_limits_come_from_the_entrys() {
+        let streams = StreamLimits {
+            stderr: StderrMode::Tail,
+            max_stdout: 5,
+            max_stderr: 6,
+        };
+        let l = Limits::new(&proto::limits::Limits::STANDARD, streams);
+        assert_eq!(l.deadline, Duration::from_secs(30));
+        assert_eq!(l.cpu_seconds, 30 * 256);
+        assert_eq!((l.max_memory, l.max_files, l.max_tasks), (1 << 30, 64, 256));
+        assert_eq!((l.max_outputs, l.max_output_bytes), (256, 64 << 20));
+        assert_eq!((l.stage_bytes, l.stage_inodes), (128 << 20, STAGE_INODES));
+        assert_eq!(
+            (l.stderr, l.max_stdout, l.max_stderr),
+            (StderrMode::Tail, 5, 6)
+        );
+        let tiny = proto::limits::Limits {
+            output_bytes: 4096,
+            ..proto::limits::Limits::STRICT
+        };
+        let l = Limits::new(&tiny, streams);
+        assert_eq!(l.cpu_seconds, 10);
+        assert_eq!(l.stage_bytes, STAGE_MIN_BYTES);
+    }
+
     /// The runner bounds exactly what the launch was given, the stage grown by the inputs.
     #[test]
     fn the_runner_gets_the_launch_limits_and_room_for_the_inputs() {
