@@ -397,6 +397,12 @@ impl Limits {
         })
     }
 
+    /// Each limit with its value (the CPU budget resolved), in the table's order.
+    pub fn each(&self) -> [(Limit, u64); 7] {
+        let v = self.values();
+        std::array::from_fn(|i| (LIMITS[i], v[i]))
+    }
+
     fn values(&self) -> [u64; 7] {
         [
             self.memory_bytes,

@@ -267,6 +267,56 @@ fn a_declared_limit_out_of_range_is_a_malformed_entry() {
 }
 
 #[test]
+fn replacing_an_entry_with_a_higher_limit_needs_consent_and_a_lower_one_does_not() {
+    let env = Env::new();
+    fixture(&env, "p", "process", &["--preset", "strict"]);
+    let replace = |extra: &[&str]| {
+        let mut args = vec!["--replace"];
+        args.extend_from_slice(extra);
+        let mut c = tool("dot-register");
+        c.args(["dev", "--root"])
+            .arg(&env.root)
+            .args(["--name", "p", "--exe"])
+            .arg(workspace_bin("fixture-plugin"))
+            .args(["--containment", "process"]);
+        for i in FIXTURE_INPUTS {
+            c.args(["--input", &format!("{i}:string:optional")]);
+        }
+        c.args(&args).output().unwrap()
+    };
+    let out = replace(&["--preset", "strict", "--max-tasks", "9"]);
+    let e = assert_refused(&out, 1, Kind::ChangesNeedConsent);
+    let changes = e.changes.expect("the difference");
+    assert_eq!(
+        changes.limits_raised,
+        vec![proto::trust::RaisedLimit {
+            limit: "tasks".into(),
+            from: 8,
+            to: 9
+        }]
+    );
+    assert_eq!(entry(&env, "p").run_limits(), Limits::STRICT, "unchanged");
+    let token = e.value.expect("token");
+    common::ok(
+        replace(&[
+            "--preset",
+            "strict",
+            "--max-tasks",
+            "9",
+            "--accept-changes",
+            &token,
+        ]),
+        "accepted",
+    );
+    assert_eq!(entry(&env, "p").run_limits().tasks, 9);
+    common::ok(
+        replace(&["--preset", "strict", "--max-tasks", "4"]),
+        "lowering needs no consent",
+    );
+    assert_eq!(entry(&env, "p").run_limits().tasks, 4);
+}
+
+#[test]
 fn entry_new_prints_the_declared_limits_to_sign() {
     let out = tool("dot-register")
         .args(["entry", "new", "--name", "small", "--exe"])

@@ -24,6 +24,18 @@ pub struct Changes {
     /// The protocol range changed and is not provably narrower or equal: `[old, new]`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protocol: Option<[String; 2]>,
+    /// Limits the new entry raises above the old one's (docs/protocol.md "Limits").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub limits_raised: Vec<RaisedLimit>,
+}
+
+/// One limit raised by a replacement: its entry field, the old value and the new.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RaisedLimit {
+    pub limit: String,
+    pub from: u64,
+    pub to: u64,
 }
 
 impl Changes {
@@ -40,7 +52,23 @@ impl Changes {
             .collect();
         let protocol = (!protocol_not_wider(&old.protocol, &new.protocol))
             .then(|| [old.protocol.clone(), new.protocol.clone()]);
-        if containment.is_none() && inputs_added.is_empty() && protocol.is_none() {
+        let limits_raised: Vec<RaisedLimit> = old
+            .run_limits()
+            .each()
+            .into_iter()
+            .zip(new.run_limits().each())
+            .filter(|((_, from), (_, to))| to > from)
+            .map(|((limit, from), (_, to))| RaisedLimit {
+                limit: limit.field.to_owned(),
+                from,
+                to,
+            })
+            .collect();
+        if containment.is_none()
+            && inputs_added.is_empty()
+            && protocol.is_none()
+            && limits_raised.is_empty()
+        {
             return None;
         }
         Some(Changes {
@@ -50,6 +78,7 @@ impl Changes {
             containment,
             inputs_added,
             protocol,
+            limits_raised,
         })
     }
 
@@ -75,6 +104,9 @@ impl Changes {
         }
         if let Some([a, b]) = &self.protocol {
             parts.push(format!("protocol {a:?} -> {b:?}"));
+        }
+        for r in &self.limits_raised {
+            parts.push(format!("limit {} {} -> {}", r.limit, r.from, r.to));
         }
         parts.join("; ")
     }
@@ -189,5 +221,49 @@ mod tests {
         assert!(!protocol_not_wider(">1.0.0, <2", ">=1.0.0, <2"));
         // Caret and tilde are not interpreted: treated as wider.
         assert!(!protocol_not_wider(">=1.0, <2", "^1.0"));
+    }
+
+    fn entry(limits: Option<&str>) -> Entry {
+        let limits = limits
+            .map(|l| format!(r#","limits":{l}"#))
+            .unwrap_or_default();
+        let json = format!(
+            r#"{{"schema":1,"name":"hello","version":"1.0.0","trust":"local","sha256":"{}",
+            "size":1,"protocol":">=1.0, <2","inputs":[],"containment":"process"{limits}}}"#,
+            "ab".repeat(32)
+        );
+        Entry::parse(json.as_bytes()).expect("valid")
+    }
+
+    #[test]
+    fn raising_a_limit_is_a_widening_and_lowering_is_not() {
+        let standard = entry(None);
+        let strict = entry(Some(r#"{"preset":"strict"}"#));
+        assert_eq!(
+            Changes::between(&standard, &strict),
+            None,
+            "every limit lower"
+        );
+        assert_eq!(
+            Changes::between(&standard, &entry(Some(r#"{"preset":"standard"}"#))),
+            None,
+            "the same limits, written out"
+        );
+        let c = Changes::between(&strict, &entry(Some(r#"{"preset":"strict","tasks":9}"#)))
+            .expect("raised");
+        assert_eq!(
+            c.limits_raised,
+            vec![RaisedLimit {
+                limit: "tasks".into(),
+                from: 8,
+                to: 9
+            }]
+        );
+        assert_eq!(c.describe(), "limit tasks 8 -> 9");
+        // A longer deadline raises the CPU budget it makes, too.
+        let c =
+            Changes::between(&standard, &entry(Some(r#"{"deadline_ms":31000}"#))).expect("raised");
+        let raised: Vec<&str> = c.limits_raised.iter().map(|r| r.limit.as_str()).collect();
+        assert_eq!(raised, ["cpu_seconds", "deadline_ms"]);
     }
 }

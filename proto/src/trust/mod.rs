@@ -13,7 +13,7 @@ mod policy;
 mod transition;
 
 pub use audit::{AuditAction, AuditOutcome, AuditRecord, AUDIT_VERSION};
-pub use changes::{protocol_not_wider, Changes};
+pub use changes::{protocol_not_wider, Changes, RaisedLimit};
 pub use deny::{Denied, DenyList};
 pub use grant::{Dependencies, Grant};
 pub use high_water::HighWater;
