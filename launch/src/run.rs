@@ -35,8 +35,9 @@ pub fn launch(opts: &Options) -> Result<RunResult, LaunchError> {
         .map_err(|e| LaunchError::io("making dot-launch non-dumpable", "prctl", e.into()))?;
     let root = &opts.root;
     let name = Name::new(&opts.name)?;
-    // The state first: one apart from the registry is made on first use, and nothing is
-    // decided (or recorded in its audit log) in a state that is not ours alone.
+    // The registry's layout, then the state: one apart from the registry is made on first use,
+    // and nothing is decided (or recorded in its audit log) in a state that is not ours alone.
+    verify::root::check_root(root)?;
     verify::root::ensure_state(root, false)?;
     let decision = decide(root, &name, opts);
     let mut audit = record_decision(root, &name, &decision)?;
