@@ -193,8 +193,7 @@ fn check_limits(entry: &Entry, opts: &Options) -> Result<proto::limits::Limits, 
             vec![Opt::with(above.limit.option, above.entry.to_string())],
             vec![],
             Next::cmd("dot-launch")
-                .arg("--root")
-                .arg(&opts.root)
+                .root(&opts.root)
                 .arg(entry.name.as_str())
                 .arg(above.limit.option)
                 .arg(above.entry.to_string()),
