@@ -120,6 +120,9 @@ pub struct EntryReport {
     pub expires: Option<u64>,
     /// `pinned` (static ELF) or `unpinned` (granted `--allow-dynamic`).
     pub dependencies: proto::trust::Dependencies,
+    /// The limits a launch of it gets (its declared limits over their preset, or the standard
+    /// preset), before the invoker lowers any.
+    pub limits: proto::limits::Limits,
 }
 
 impl From<&entry::Verified> for EntryReport {
@@ -137,6 +140,7 @@ impl From<&entry::Verified> for EntryReport {
             inputs: e.inputs.clone(),
             expires: e.expires,
             dependencies: v.dependencies,
+            limits: e.run_limits(),
         }
     }
 }

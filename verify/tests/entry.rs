@@ -80,6 +80,31 @@ fn edited(entry: &proto::Entry, edit: impl FnOnce(&mut serde_json::Value)) -> Ve
 // ---- accepted ----------------------------------------------------------------------------------
 
 #[test]
+fn prints_the_limits_a_launch_gets() {
+    use proto::limits::{DeclaredLimits, Limits, Preset};
+    let fx = root(false);
+    let plain = signed_entry(Containment::Audit, EXE);
+    fx.install_signed(&plain.to_bytes(), EXE, true);
+    let report: EntryReport = testkit::assert_ok(&fx.verify("hello"));
+    assert_eq!(report.limits, Limits::STANDARD);
+    let mut strict = plain.clone();
+    strict.limits = Some(DeclaredLimits {
+        preset: Some(Preset::Strict),
+        deadline_ms: Some(60_000),
+        ..DeclaredLimits::default()
+    });
+    fx.install_signed(&strict.to_bytes(), EXE, true);
+    let report: EntryReport = testkit::assert_ok(&fx.verify("hello"));
+    assert_eq!(
+        report.limits,
+        Limits {
+            deadline_ms: 60_000,
+            ..Limits::STRICT
+        }
+    );
+}
+
+#[test]
 fn accepts_signed_audit_entry_and_prints_it() {
     let fx = root(false);
     let entry = signed_entry(Containment::Audit, EXE);
@@ -400,6 +425,30 @@ fn refuses_containment_weakened_after_signing() {
 #[test]
 fn refuses_containment_weakened_after_legacy_signing() {
     refuses_changed_after_signing(|e| e.containment = Containment::Audit, false);
+}
+
+#[test]
+fn refuses_limits_raised_or_added_after_signing() {
+    use proto::limits::{DeclaredLimits, Preset};
+    // An entry without limits runs under the standard preset: adding a member changes the bytes.
+    refuses_changed_after_signing(
+        |e| {
+            e.limits = Some(DeclaredLimits {
+                cpu_seconds: Some(3600),
+                ..DeclaredLimits::default()
+            })
+        },
+        true,
+    );
+    refuses_changed_after_signing(
+        |e| {
+            e.limits = Some(DeclaredLimits {
+                preset: Some(Preset::Standard),
+                ..DeclaredLimits::default()
+            })
+        },
+        false,
+    );
 }
 
 #[test]
