@@ -77,6 +77,8 @@ pub const STAGE_INODES: u64 = 8192;
 pub const MAX_STDOUT_LIMIT: usize = 1 << 30;
 
 pub fn run(args: Args) -> Result<Output, LaunchError> {
+    // Before any thread and any run directory: SIGTERM, SIGINT and SIGHUP cancel the run cleanly.
+    crate::cancel::arm()?;
     if args.name == "recover" {
         let root = proto::layout::Root::new(&args.root);
         let report = crate::recover::recover(&root, args.txid.as_deref())?;
