@@ -30,6 +30,7 @@ pub mod commit;
 mod decide;
 pub mod error;
 pub mod exec;
+pub mod explain;
 pub mod hooks;
 pub mod inputs;
 pub mod judge;
