@@ -68,6 +68,8 @@ pub fn explain(opts: &Options) -> Result<Explanation, LaunchError> {
         ),
     };
     let process = entry.containment == Containment::Process;
+    // A signal received while deciding cancels the explanation as it would the launch.
+    crate::cancel::check(crate::cancel::During::Decision)?;
     Ok(Explanation {
         schema: EXPLAIN_SCHEMA,
         decision: "allowed".into(),

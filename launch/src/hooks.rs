@@ -7,8 +7,9 @@
 //! `PATH.ready`, waits for `PATH.go`), a pretend Landlock ABI (`DOT_PRETEND_LANDLOCK_ABI=N`: the
 //! launcher decides as on a kernel with ABI min(N, real) and passes `--landlock-abi N` to
 //! `dot-sandbox`, which builds its ruleset so), a pause at a point of the commit
-//! (`DOT_PAUSE_AT=after-temp:PATH` or `after-prepared:PATH`, the same handshake), a pretended lease break time
-//! (`DOT_LEASE_BREAK_MS=N`), a pause just before the spawn (`DOT_SLEEP_BEFORE_SPAWN_MS=N`), and a
+//! (`DOT_PAUSE_AT=after-temp:PATH`, `after-prepared:PATH`, or `recover-next:PATH` before each run
+//! `recover` takes; the same handshake), a pretended lease break time
+//! (`DOT_LEASE_BREAK_MS=N`), a pause just before the spawn (`DOT_SLEEP_BEFORE_SPAWN_MS=N`, ended early by a cancelling signal), and a
 //! report of the launcher's own open descriptors and peak memory just before it exits
 //! (`DOT_REPORT_FDS=PATH`, one JSON line appended per run), for the soak tests.
 //!
@@ -36,7 +37,7 @@ pub fn pause_after_verify() {
 #[inline(always)]
 pub fn pause_after_verify() {}
 
-/// Waits at the point `name` (`after-temp`, `after-prepared`) when `DOT_PAUSE_AT` is `NAME:PATH`:
+/// Waits at the point `name` (`after-temp`, `after-prepared`, `recover-next`) when `DOT_PAUSE_AT` is `NAME:PATH`:
 /// creates `PATH.ready`, waits for `PATH.go` (at most 30 s).
 #[cfg(feature = "test-hooks")]
 pub fn pause_at(name: &str) {
