@@ -10,6 +10,9 @@
 //! removed or once PREPARED is durable, so a second signal never leaves a half-removed run or
 //! half a target: it waits, blocked, until the process ends. `recover` looks between runs.
 //!
+//! `main` disarms it before the process ends ([`disarm`]: the descriptor closed, the signals still
+//! blocked, so one arriving then is not acted on).
+//!
 //! A library caller that did not arm it gets none of this: [`check`] never fails and the
 //! supervisor polls no extra descriptor; its signals are its own.
 
@@ -17,12 +20,13 @@ use crate::LaunchError;
 use nix::sys::signal::Signal;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Mutex, MutexGuard};
 
 /// The signals that cancel a launch.
 pub const SIGNALS: [Signal; 3] = [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP];
 
-static RECEIVER: OnceLock<sys::signal::Receiver> = OnceLock::new();
+/// The receiver, while armed.
+static RECEIVER: Mutex<Option<sys::signal::Receiver>> = Mutex::new(None);
 /// The first signal received (its number), 0 until one is.
 static CAUGHT: AtomicI32 = AtomicI32::new(0);
 
@@ -61,26 +65,54 @@ impl std::fmt::Display for During {
     }
 }
 
+fn lock() -> MutexGuard<'static, Option<sys::signal::Receiver>> {
+    RECEIVER.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Blocks the cancelling signals and starts receiving them. Call it before any thread starts;
 /// calling it again changes nothing.
 pub fn arm() -> Result<(), LaunchError> {
-    if RECEIVER.get().is_some() {
-        return Ok(());
+    let mut r = lock();
+    if r.is_none() {
+        *r =
+            Some(sys::signal::Receiver::block(&SIGNALS).map_err(|e| {
+                LaunchError::io("blocking SIGTERM, SIGINT and SIGHUP", "signalfd", e)
+            })?);
     }
-    let r = sys::signal::Receiver::block(&SIGNALS)
-        .map_err(|e| LaunchError::io("blocking SIGTERM, SIGINT and SIGHUP", "signalfd", e))?;
-    let _ = RECEIVER.set(r);
     Ok(())
 }
 
-/// The descriptor to poll for a signal, when armed.
-pub fn fd() -> Option<BorrowedFd<'static>> {
-    RECEIVER.get().map(|r| r.as_fd())
+/// Closes the descriptor, when the launch is over (the process is about to end). The signals
+/// stay blocked: one that comes now is not acted on.
+pub fn disarm() {
+    lock().take();
 }
 
-/// The signal that cancelled this process, if one has been received (reads what is pending).
-pub fn received() -> Option<Signal> {
-    if let Some(r) = RECEIVER.get() {
+/// The receiver held for a while (the supervisor's loop): its descriptor to poll, and what it
+/// received. [`received`] and [`check`] must not be called while it is held.
+#[derive(Debug)]
+pub struct Watch(MutexGuard<'static, Option<sys::signal::Receiver>>);
+
+/// Holds the receiver until the [`Watch`] is dropped.
+pub fn watch() -> Watch {
+    Watch(lock())
+}
+
+impl Watch {
+    /// The descriptor to poll for a signal, when armed.
+    pub fn fd(&self) -> Option<BorrowedFd<'_>> {
+        self.0.as_ref().map(|r| r.as_fd())
+    }
+
+    /// The signal that cancelled this process, if one has been received.
+    pub fn received(&self) -> Option<Signal> {
+        take(self.0.as_ref())
+    }
+}
+
+/// The first cancelling signal, reading what `r` has pending if none was read before.
+fn take(r: Option<&sys::signal::Receiver>) -> Option<Signal> {
+    if let Some(r) = r {
         if CAUGHT.load(Ordering::SeqCst) == 0 {
             if let Ok(Some(s)) = r.take() {
                 CAUGHT.store(s as i32, Ordering::SeqCst);
@@ -88,6 +120,11 @@ pub fn received() -> Option<Signal> {
         }
     }
     Signal::try_from(CAUGHT.load(Ordering::SeqCst)).ok()
+}
+
+/// The signal that cancelled this process, if one has been received (reads what is pending).
+pub fn received() -> Option<Signal> {
+    take(lock().as_ref())
 }
 
 /// `Err(cancelled)` once a cancelling signal has been received.

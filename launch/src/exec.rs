@@ -502,6 +502,7 @@ fn supervise(
         limits.deadline,
         limits.stderr != StderrMode::Pass && crate::progress::Progress::stderr_is_terminal(),
     );
+    let watch = crate::cancel::watch();
     while !leader_exited {
         let now = Instant::now();
         if now >= deadline {
@@ -516,7 +517,7 @@ fn supervise(
         let wait_ms = (deadline - now).as_millis().clamp(1, most) as u16;
         let mut fds = Vec::with_capacity(6);
         fds.push(PollFd::new(pidfd.as_fd(), PollFlags::POLLIN));
-        let cancel_at = crate::cancel::fd().map(|f| {
+        let cancel_at = watch.fd().map(|f| {
             fds.push(PollFd::new(f, PollFlags::POLLIN));
             fds.len() - 1
         });
@@ -543,7 +544,7 @@ fn supervise(
         let signalled = cancel_at.and_then(|i| fds[i].any()).unwrap_or(false);
         drop(fds);
         if signalled {
-            if let Some(signal) = crate::cancel::received() {
+            if let Some(signal) = watch.received() {
                 o.cancelled = Some(signal);
                 break;
             }

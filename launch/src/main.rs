@@ -12,6 +12,7 @@ fn main() -> std::process::ExitCode {
             keep_json: false,
         },
     );
+    launch::cancel::disarm();
     launch::hooks::report_process(fds_at_start);
     // A cancelled run, cleaned up and reported, ends by the signal that cancelled it.
     let cancelled = outcome
