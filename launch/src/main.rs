@@ -22,7 +22,10 @@ fn main() -> std::process::ExitCode {
         .and_then(|s| s.parse::<nix::sys::signal::Signal>().ok());
     let code = outcome.report();
     match cancelled {
-        Some(signal) => sys::signal::die_by(signal),
+        Some(signal) => {
+            sys::signal::die_by(signal);
+            std::process::ExitCode::from(128 + signal as u8)
+        }
         None => code,
     }
 }

@@ -49,14 +49,14 @@ impl AsFd for Receiver {
 /// Ends the process by `signal` with its default disposition (for SIGTERM, SIGINT and SIGHUP:
 /// termination), as a shell expects of a program the signal cancelled: its parent sees the
 /// process killed by that signal (`$?` is 128 + its number), so a shell loop or `make` stops too.
-/// Only `signal` is unblocked; any other blocked signal stays pending. Should the process still
-/// live (it cannot, for those three), it exits with 128 + the signal's number.
-pub fn die_by(signal: Signal) -> ! {
+/// Only `signal` is unblocked; any other blocked signal stays pending. Returns only if the process
+/// still lives (it cannot, for those three): a tool's `main` then exits with 128 + the signal's
+/// number.
+pub fn die_by(signal: Signal) {
     // SAFETY: SIG_DFL installs no handler of ours: no code runs in signal context.
     let _ = unsafe { nix::sys::signal::signal(signal, SigHandler::SigDfl) };
     let _ = nix::sys::signal::raise(signal);
     let mut only = SigSet::empty();
     only.add(signal);
     let _ = nix::sys::signal::sigprocmask(SigmaskHow::SIG_UNBLOCK, Some(&only), None);
-    std::process::exit(128 + signal as i32)
 }

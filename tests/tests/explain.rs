@@ -166,6 +166,67 @@ fn explain_decides_as_the_launch_does_and_creates_nothing() {
     }
 }
 
+/// The inputs are stated as the plugin would get them: the request with each file input's stage
+/// path, and each file given with its size; the file is opened (a missing one refuses as the
+/// launch does) but not copied anywhere.
+#[test]
+fn explain_states_the_inputs_as_they_would_be_passed() {
+    let env = Env::new();
+    env.register_with(
+        "withfile",
+        &testkit::workspace_bin("fixture-plugin"),
+        "audit",
+        &[
+            "--input",
+            "mode:string:optional",
+            "--input",
+            "doc:file:optional",
+        ],
+    );
+    let doc = env.dir.join("doc.txt");
+    std::fs::write(&doc, b"twelve bytes").unwrap();
+    let file_arg = format!("doc={}", doc.display());
+    let before = tree_snapshot(&env.root);
+    let out = env
+        .launch(
+            "withfile",
+            &[
+                "--allow-audit-plugin",
+                "--input",
+                "mode=ok",
+                "--input-file",
+                &file_arg,
+                "--explain",
+            ],
+        )
+        .output()
+        .unwrap();
+    let x: Explanation = testkit::assert_ok(&out);
+    assert_eq!(tree_snapshot(&env.root), before);
+    assert_eq!(
+        x.request.inputs.get("doc").map(String::as_str),
+        Some("in/doc")
+    );
+    assert_eq!(x.request.inputs.get("mode").map(String::as_str), Some("ok"));
+    assert_eq!(x.input_files.len(), 1);
+    assert_eq!(
+        (x.input_files[0].key.as_str(), x.input_files[0].size),
+        ("doc", 12)
+    );
+    assert_eq!(x.input_files[0].path, doc.display().to_string());
+
+    let missing = format!("doc={}", env.dir.join("nope").display());
+    let args = ["--allow-audit-plugin", "--input-file", missing.as_str()];
+    let explained = env
+        .launch("withfile", &[&args[..], &["--explain"]].concat())
+        .output()
+        .unwrap();
+    let launched = env.launch("withfile", &args).output().unwrap();
+    let e = testkit::assert_refused(&explained, 2, Kind::FileMissing);
+    let l = testkit::assert_refused(&launched, 2, Kind::FileMissing);
+    assert_eq!(e.path, l.path);
+}
+
 /// `--explain` with `recover` is a usage error: there is no decision to explain.
 #[test]
 fn explain_does_not_apply_to_recover() {
