@@ -4,10 +4,13 @@
 //!    not group- or world-writable; an existing DEV marker must be a private regular file
 //! 2. `--dev` on an existing root (it has `plugins.d`) without the DEV marker: refuse
 //! 3. only then create what is missing: directories 0700, the DEV marker 0600
+//!
+//! With `--state DIR` the state part (`txn/`) is made in `DIR` (its parent must exist) instead of
+//! in the root, under the same rules.
 
 use crate::error::RegisterError;
 use crate::report::InitReport;
-use proto::layout::{Root, DEV_MARKER, ROOT_DIRS};
+use proto::layout::{Root, DEV_MARKER, REGISTRY_DIRS, STATE_DIRS};
 use std::fs;
 use std::io::ErrorKind;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
@@ -17,12 +20,24 @@ use verify::VerifyError;
 /// Creates the root's missing parts, or checks an existing root.
 pub fn init(root: &Root, dev: bool) -> Result<InitReport, RegisterError> {
     let dir = root.path();
+    // A registry of root's (a system registry) is read by everyone and changed only by root.
+    verify::root::check_not_roots(root)?;
     let mut missing = Vec::new();
     if !inspect_dir(dir, true)? {
         missing.push(dir.to_path_buf());
     }
-    for d in ROOT_DIRS {
+    for d in REGISTRY_DIRS {
         let p = dir.join(d);
+        if !inspect_dir(&p, false)? {
+            missing.push(p);
+        }
+    }
+    let state = root.state();
+    if !root.is_single() && !inspect_dir(state, true)? {
+        missing.push(state.to_path_buf());
+    }
+    for d in STATE_DIRS {
+        let p = state.join(d);
         if !inspect_dir(&p, false)? {
             missing.push(p);
         }
@@ -62,8 +77,10 @@ pub fn init(root: &Root, dev: bool) -> Result<InitReport, RegisterError> {
     }
     // What was made must pass the same check every other tool makes.
     let info = verify::root::check_root(root)?;
+    verify::root::check_state(root)?;
     Ok(InitReport {
         root: dir.display().to_string(),
+        state: root.separate_state().map(|s| s.display().to_string()),
         dev: info.dev,
         created,
     })

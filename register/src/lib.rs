@@ -37,7 +37,10 @@ fn document(bytes: &[u8]) -> Output {
 /// Runs one `dot-register` command.
 pub fn run(args: Args) -> Result<Output, RegisterError> {
     match args.command {
-        Command::Init(a) => Ok(Output::json(&init::init(&Root::new(a.root), a.dev)?)),
+        Command::Init(a) => Ok(Output::json(&init::init(
+            &Root::from_args(a.root, a.state),
+            a.dev,
+        )?)),
         Command::Publisher(p) => match p.command {
             PublisherCommand::Add(a) => {
                 let id = name(&a.id)?;
@@ -46,7 +49,7 @@ pub fn run(args: Args) -> Result<Output, RegisterError> {
                     not_after: a.not_after,
                 };
                 Ok(Output::json(&publisher::add(
-                    &Root::new(a.root),
+                    &Root::single(a.root),
                     &id,
                     &a.pubkey,
                     bounds,
@@ -55,14 +58,14 @@ pub fn run(args: Args) -> Result<Output, RegisterError> {
             PublisherCommand::Rotate(a) => {
                 let id = name(&a.id)?;
                 Ok(Output::json(&publisher::rotate(
-                    &Root::new(&a.root),
+                    &Root::single(&a.root),
                     &id,
                     &a,
                 )?))
             }
             PublisherCommand::Revoke(a) => {
                 let id = name(&a.id)?;
-                let root = Root::new(a.root);
+                let root = Root::single(a.root);
                 Ok(Output::json(&publisher::revoke(
                     &root,
                     &id,
@@ -70,33 +73,37 @@ pub fn run(args: Args) -> Result<Output, RegisterError> {
                     a.key.as_deref(),
                 )?))
             }
-            PublisherCommand::List(a) => Ok(Output::json(&publisher::list(&Root::new(a.root))?)),
+            PublisherCommand::List(a) => Ok(Output::json(&publisher::list(&Root::single(a.root))?)),
             PublisherCommand::Transition(a) => Ok(document(&author::transition(&a)?.to_bytes())),
         },
         Command::Add(a) => Ok(Output::json(&install::add(&a)?)),
         Command::Dev(a) => Ok(Output::json(&install::dev(&a)?)),
         Command::Remove(a) => {
             let n = name(&a.name)?;
-            Ok(Output::json(&install::remove(&Root::new(a.root), &n)?))
+            Ok(Output::json(&install::remove(&Root::single(a.root), &n)?))
         }
-        Command::List(a) => Ok(Output::json(&list::list(&Root::new(a.root))?)),
+        Command::List(a) => Ok(Output::json(&list::list(&Root::single(a.root))?)),
         Command::Deny(d) => match d.command {
             DenyCommand::Add(a) => {
                 let t = deny::Target::from_options(a.sha256.as_deref(), a.key.as_deref())?;
-                Ok(Output::json(&deny::add(&Root::new(a.root), &t, &a.reason)?))
+                Ok(Output::json(&deny::add(
+                    &Root::single(a.root),
+                    &t,
+                    &a.reason,
+                )?))
             }
             DenyCommand::Remove(a) => {
                 let t = deny::Target::from_options(a.sha256.as_deref(), a.key.as_deref())?;
-                Ok(Output::json(&deny::remove(&Root::new(a.root), &t)?))
+                Ok(Output::json(&deny::remove(&Root::single(a.root), &t)?))
             }
-            DenyCommand::List(a) => Ok(Output::json(&deny::list(&Root::new(a.root))?)),
+            DenyCommand::List(a) => Ok(Output::json(&deny::list(&Root::single(a.root))?)),
         },
         Command::Entry(e) => match e.command {
             EntryCommand::New(a) => Ok(document(&author::entry_new(&a)?.to_bytes())),
         },
         Command::Policy(p) => match p.command {
-            PolicyCommand::Set(a) => Ok(Output::json(&policy::set(&Root::new(&a.root), &a)?)),
-            PolicyCommand::Show(a) => Ok(Output::json(&policy::show(&Root::new(a.root))?)),
+            PolicyCommand::Set(a) => Ok(Output::json(&policy::set(&Root::single(&a.root), &a)?)),
+            PolicyCommand::Show(a) => Ok(Output::json(&policy::show(&Root::single(a.root))?)),
         },
     }
 }
@@ -145,8 +152,9 @@ pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> Result<(), RegisterErr
     Ok(())
 }
 
-/// Appends one record to `ROOT/audit.log` (one write, fdatasync; `sys::fs::append_line`).
+/// Appends one record to the registry's change log, `ROOT/audit.log` (one write, fdatasync;
+/// `sys::fs::append_line`).
 pub fn audit(root: &Root, rec: &AuditRecord) -> Result<(), RegisterError> {
-    let path = root.audit_log();
+    let path = root.change_log();
     sys::fs::append_line(&path, &rec.to_line()).map_err(|e| VerifyError::io(&path, e).into())
 }

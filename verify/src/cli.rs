@@ -148,11 +148,11 @@ pub fn run(args: Args) -> Result<Output, VerifyError> {
         Command::Signature(a) => check_signature(&a),
         Command::Entry(a) => {
             let name = Name::new(&a.name).map_err(VerifyError::BadName)?;
-            let v = entry::verify_entry(&Root::new(a.root), &name)?;
+            let v = entry::verify_entry(&Root::single(a.root), &name)?;
             Ok(Output::json(&EntryReport::from(&v)))
         }
         Command::Doctor(a) => {
-            let report = doctor::doctor(&Root::new(a.root), a.warn_days)?;
+            let report = doctor::doctor(&Root::single(a.root), a.warn_days)?;
             let code = match report.ok {
                 true => ExitCode::Success,
                 false => ExitCode::Refused,
