@@ -12,7 +12,6 @@ use proto::explain::{
     ContainmentDecision, Executable, ExplainedLimits, Explanation, InputFile, RunnerPlan,
     EXPLAIN_SCHEMA,
 };
-use proto::layout::Root;
 use proto::runner::{Invocation, LandlockPlan, RUNNER_ARGV0, RUNNER_FD, RUNNER_PATH};
 use proto::{Containment, Name, Sha256};
 use std::os::fd::AsFd;
@@ -21,14 +20,20 @@ use std::os::unix::process::CommandExt;
 /// Explains the launch `opts` describes, or fails exactly as that launch would before anything
 /// is created.
 pub fn explain(opts: &Options) -> Result<Explanation, LaunchError> {
-    let root = Root::new(&opts.root);
+    let root = &opts.root;
     let name = Name::new(&opts.name)?;
+    // The launch's checks of the registry and the state, without making anything: a state apart
+    // from the registry that does not exist yet is left for the launch to make.
+    verify::root::check_root(root)?;
+    if root.separate_state().is_none_or(|d| d.exists()) {
+        verify::root::check_state(root)?;
+    }
     let Decided {
         verified,
         inputs,
         target,
         runner,
-    } = decide(&root, &name, opts)?;
+    } = decide(root, &name, opts)?;
     let entry = &verified.entry;
     let limits = &opts.limits;
     let runner_limits = limits.runner(inputs.totals());
