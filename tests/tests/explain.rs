@@ -227,6 +227,24 @@ fn explain_states_the_inputs_as_they_would_be_passed() {
     assert_eq!(e.path, l.path);
 }
 
+/// A state apart from the registry that does not exist yet is not made by `--explain`; the launch
+/// makes it.
+#[test]
+fn explain_makes_no_state_directory() {
+    let env = Env::new();
+    let state = env.dir.join("state");
+    let state_arg = state.display().to_string();
+    let args = ["--allow-audit-plugin", "--state", state_arg.as_str()];
+    let out = env
+        .launch("fixture", &[&args[..], &["--explain"]].concat())
+        .output()
+        .unwrap();
+    let _: Explanation = testkit::assert_ok(&out);
+    assert!(!state.exists(), "--explain made the state directory");
+    result(&env.launch("fixture", &args).output().unwrap());
+    assert!(state.join("txn").is_dir(), "the launch makes it");
+}
+
 /// `--explain` with `recover` is a usage error: there is no decision to explain.
 #[test]
 fn explain_does_not_apply_to_recover() {
