@@ -81,6 +81,11 @@ pub struct Args {
     /// (default: the entry's, 64 MiB under the standard preset); may only lower the entry's
     #[argh(option)]
     pub max_output_bytes: Option<u64>,
+    /// print the launch decision and the policy the run would get (containment, runner, limits,
+    /// Landlock rules, seccomp policy digest, request, target, executable) as one JSON document,
+    /// and create nothing; a refusal is the launch's own error and exit code
+    #[argh(switch)]
+    pub explain: bool,
     /// the plugin name, or `recover` to roll interrupted runs forward
     #[argh(positional)]
     pub name: String,
@@ -103,6 +108,13 @@ pub const STAGE_INODES: u64 = crate::exec::STAGE_INODES;
 pub const MAX_STDOUT_LIMIT: usize = 1 << 30;
 
 pub fn run(args: Args) -> Result<Output, LaunchError> {
+    // Before any thread and any run directory: SIGTERM, SIGINT and SIGHUP cancel the run cleanly.
+    crate::cancel::arm()?;
+    if args.name == "recover" && args.explain {
+        return Err(LaunchError::Usage(
+            "--explain explains a launch, not recover".into(),
+        ));
+    }
     if args.name == "recover" {
         let root = proto::layout::Root::from_args(args.root, args.state);
         let report = crate::recover::recover(&root, args.txid.as_deref())?;
@@ -148,6 +160,7 @@ pub fn run(args: Args) -> Result<Output, LaunchError> {
         }
         Some(p) => Some(RequestSource::File(p.to_path_buf())),
     };
+    let explain = args.explain;
     let opts = Options {
         root: proto::layout::Root::from_args(args.root, args.state),
         name: args.name,
@@ -168,6 +181,9 @@ pub fn run(args: Args) -> Result<Output, LaunchError> {
         },
         asked,
     };
+    if explain {
+        return crate::explain::explain(&opts).map(|e| Output::json(&e));
+    }
     crate::launch(&opts).map(|r| {
         let code = if r.warnings.is_empty() {
             ExitCode::Success
