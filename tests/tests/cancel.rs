@@ -20,6 +20,9 @@ use testkit::assert_cancelled;
 
 const SIGNALS: [Signal; 3] = [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP];
 
+// The runs below ask `--deadline-ms 30000`: the longest deadline an entry without limits allows
+// (the standard preset's; docs/protocol.md "Limits"), far beyond the signals the tests send.
+
 /// Starts `cmd` with its output captured.
 fn start(mut cmd: impl std::borrow::BorrowMut<Command>) -> Child {
     let cmd = cmd.borrow_mut();
@@ -125,7 +128,7 @@ fn a_signal_while_the_plugin_runs_cancels_the_run_at_either_level() {
             let what = format!("{name} {sig}");
             let child = start(env.launch(
                 name,
-                &[consent, "--input", "mode=sleep", "--deadline-ms", "600000"],
+                &[consent, "--input", "mode=sleep", "--deadline-ms", "30000"],
             ));
             let mut plugin = None;
             wait_for("the plugin to start", || {
@@ -164,7 +167,7 @@ fn a_cancelled_run_leaves_no_descendant_of_the_plugin() {
             ("marker", marker.to_str().unwrap()),
             ("then", "hang"),
         ],
-        &["--deadline-ms", "600000"],
+        &["--deadline-ms", "30000"],
     ));
     wait_for("the plugin's children", || {
         common::processes_under(&env.root).len() > 10
@@ -218,7 +221,7 @@ fn a_signal_before_the_plugin_starts_cancels_cleanly() {
 fn more_signals_during_the_cleanup_change_nothing() {
     let env = Env::new();
     for _ in 0..5 {
-        let child = start(env.fixture_command("sleep", &[], &["--deadline-ms", "600000"]));
+        let child = start(env.fixture_command("sleep", &[], &["--deadline-ms", "30000"]));
         wait_for("the plugin to start", || {
             plugin_of(child.id(), &env.root).is_some()
         });
