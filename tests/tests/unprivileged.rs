@@ -78,7 +78,7 @@ impl System {
         mode(&bin, 0o755);
         for t in TOOLS.iter().chain(&["fixture-plugin"]) {
             let to = bin.join(t);
-            fs::copy(workspace_bin(t), &to).unwrap();
+            testkit::copy_exe(&workspace_bin(t), &to);
             mode(&to, 0o755);
         }
         let registry = dir.join("registry");
