@@ -14,6 +14,7 @@ pub mod digest;
 pub mod entry;
 pub mod error;
 pub mod journal;
+pub mod layers;
 pub mod layout;
 pub mod name;
 pub mod next;
