@@ -89,7 +89,10 @@ fn under(sysroot: Option<&Path>, path: &Path) -> PathBuf {
         None => path.to_path_buf(),
         Some(s) => {
             let mut out = s.to_path_buf();
-            out.extend(path.components().filter(|c| matches!(c, Component::Normal(_))));
+            out.extend(
+                path.components()
+                    .filter(|c| matches!(c, Component::Normal(_))),
+            );
             out
         }
     }
@@ -227,7 +230,12 @@ mod tests {
                     masks: [Some(Vendor), None],
                 },
             ),
-            (h(false, false, true), Masked { masks: [None, None] }),
+            (
+                h(false, false, true),
+                Masked {
+                    masks: [None, None],
+                },
+            ),
             (
                 h(false, true, true),
                 Masked {
