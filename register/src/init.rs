@@ -3,25 +3,45 @@
 //! 1. inspect what exists: the root and every layout directory must be real directories of ours,
 //!    not group- or world-writable; an existing DEV marker must be a private regular file
 //! 2. `--dev` on an existing root (it has `plugins.d`) without the DEV marker: refuse
-//! 3. only then create what is missing: directories 0700, the DEV marker 0600
+//! 3. only then create what is missing: directories 0700, the DEV marker 0600 (`--layer`: the
+//!    registry directories only, 0755)
 
 use crate::error::RegisterError;
 use crate::report::InitReport;
-use proto::layout::{Root, DEV_MARKER, ROOT_DIRS};
+use proto::layout::{Root, DEV_MARKER, ROOT_DIRS, TXN_DIR};
 use std::fs;
 use std::io::ErrorKind;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::Path;
 use verify::VerifyError;
 
-/// Creates the root's missing parts, or checks an existing root.
-pub fn init(root: &Root, dev: bool) -> Result<InitReport, RegisterError> {
+/// Creates the root's missing parts, or checks an existing root. With `layer`, a system layer
+/// (docs/registry.md "System layers"): the registry directories only (no `txn/`), mode 0755 so that
+/// every user can read what it publishes, never a development root.
+pub fn init(root: &Root, dev: bool, layer: bool) -> Result<InitReport, RegisterError> {
+    if layer && dev {
+        return Err(RegisterError::Usage(
+            "--layer and --dev exclude each other: a system layer is never a development root"
+                .into(),
+        ));
+    }
     let dir = root.path();
     let mut missing = Vec::new();
     if !inspect_dir(dir, true)? {
         missing.push(dir.to_path_buf());
+    } else if layer != crate::is_layer(root) {
+        return Err(VerifyError::RootUnsafe {
+            path: dir.to_path_buf(),
+            reason: match layer {
+                true => "it is a private root (not readable by every user), never made a layer",
+                false => "it is a system layer (readable by every user); init it with --layer",
+            }
+            .to_owned(),
+        }
+        .into());
     }
-    for d in ROOT_DIRS {
+    let mode = if layer { 0o755 } else { 0o700 };
+    for d in ROOT_DIRS.iter().filter(|d| !layer || **d != TXN_DIR) {
         let p = dir.join(d);
         if !inspect_dir(&p, false)? {
             missing.push(p);
@@ -52,7 +72,7 @@ pub fn init(root: &Root, dev: bool) -> Result<InitReport, RegisterError> {
 
     let mut created = Vec::new();
     for p in &missing {
-        make_private_dir(p)?;
+        make_dir(p, mode)?;
         created.push(p.display().to_string());
     }
     if dev && !has_marker {
@@ -61,7 +81,7 @@ pub fn init(root: &Root, dev: bool) -> Result<InitReport, RegisterError> {
         created.push(marker.display().to_string());
     }
     // What was made must pass the same check every other tool makes.
-    let info = verify::root::check_root(root)?;
+    let info = crate::check_registry(root)?;
     Ok(InitReport {
         root: dir.display().to_string(),
         dev: info.dev,
@@ -95,10 +115,10 @@ fn inspect_dir(p: &Path, follow: bool) -> Result<bool, RegisterError> {
     }
 }
 
-fn make_private_dir(p: &Path) -> Result<(), RegisterError> {
+fn make_dir(p: &Path, mode: u32) -> Result<(), RegisterError> {
     let io = |e| VerifyError::io(p, e);
-    fs::DirBuilder::new().mode(0o700).create(p).map_err(io)?;
-    fs::set_permissions(p, fs::Permissions::from_mode(0o700)).map_err(io)?;
+    fs::DirBuilder::new().mode(mode).create(p).map_err(io)?;
+    fs::set_permissions(p, fs::Permissions::from_mode(mode)).map_err(io)?;
     let parent = p
         .parent()
         .filter(|d| !d.as_os_str().is_empty())

@@ -13,6 +13,7 @@ pub mod deny;
 pub mod error;
 pub mod init;
 pub mod install;
+pub mod layers;
 pub mod list;
 pub mod policy;
 pub mod publisher;
@@ -37,7 +38,11 @@ fn document(bytes: &[u8]) -> Output {
 /// Runs one `dot-register` command.
 pub fn run(args: Args) -> Result<Output, RegisterError> {
     match args.command {
-        Command::Init(a) => Ok(Output::json(&init::init(&Root::new(a.root), a.dev)?)),
+        Command::Init(a) => Ok(Output::json(&init::init(
+            &Root::new(a.root),
+            a.dev,
+            a.layer,
+        )?)),
         Command::Publisher(p) => match p.command {
             PublisherCommand::Add(a) => {
                 let id = name(&a.id)?;
@@ -79,7 +84,24 @@ pub fn run(args: Args) -> Result<Output, RegisterError> {
             let n = name(&a.name)?;
             Ok(Output::json(&install::remove(&Root::new(a.root), &n)?))
         }
-        Command::List(a) => Ok(Output::json(&list::list(&Root::new(a.root))?)),
+        Command::List(a) => match (a.root, a.sysroot) {
+            (Some(root), None) => Ok(Output::json(&list::list(&Root::new(root))?)),
+            (None, sysroot) => Ok(Output::json(&layers::list(&layers::system(sysroot))?)),
+            (Some(_), Some(_)) => Err(RegisterError::Usage(
+                "--sysroot moves the system layers; it cannot go with --root".into(),
+            )),
+        },
+        Command::Mask(a) => {
+            let n = name(&a.name)?;
+            Ok(Output::json(&layers::mask(&layers::system(a.sysroot), &n)?))
+        }
+        Command::Unmask(a) => {
+            let n = name(&a.name)?;
+            Ok(Output::json(&layers::unmask(
+                &layers::system(a.sysroot),
+                &n,
+            )?))
+        }
         Command::Deny(d) => match d.command {
             DenyCommand::Add(a) => {
                 let t = deny::Target::from_options(a.sha256.as_deref(), a.key.as_deref())?;
@@ -134,19 +156,54 @@ pub fn read_input_limited(path: &Path, limit: u64) -> Result<Vec<u8>, RegisterEr
 
 pub use verify::trust::now;
 
-/// Writes one file of the root (mode 0600) at its `proto::layout` path, atomically
-/// (`sys::fs::atomic_write` in the path's directory).
+/// Writes one file of the root at its `proto::layout` path, atomically (`sys::fs::atomic_write`
+/// in the path's directory): mode 0600, or 0644 in a directory every user may read (a system
+/// layer's, `is_layer`), so that what a layer publishes can be read by every launcher.
 pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> Result<(), RegisterError> {
     let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) else {
         let e = std::io::Error::from(std::io::ErrorKind::InvalidInput);
         return Err(VerifyError::io(path, e).into());
     };
-    sys::fs::atomic_write(dir, name, bytes, 0o600).map_err(|e| VerifyError::io(path, e))?;
+    let meta = std::fs::metadata(dir).map_err(|e| VerifyError::io(dir, e))?;
+    let mode = match readable_by_all(&meta) {
+        true => 0o644,
+        false => 0o600,
+    };
+    sys::fs::atomic_write(dir, name, bytes, mode).map_err(|e| VerifyError::io(path, e))?;
     Ok(())
 }
 
-/// Appends one record to `ROOT/audit.log` (one write, fdatasync; `sys::fs::append_line`).
+fn readable_by_all(meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    meta.mode() & 0o005 == 0o005
+}
+
+/// Whether `root` is a system layer (made by `init --layer`, docs/registry.md "System layers"):
+/// its directory is readable by every user. A layer holds registry files only: no `txn/`, no
+/// `audit.log`.
+pub fn is_layer(root: &Root) -> bool {
+    std::fs::metadata(root.path()).is_ok_and(|m| m.is_dir() && readable_by_all(&m))
+}
+
+/// The check of a root before `dot-register` reads or changes it: a system layer is checked as
+/// one (`verify::layers::check_layer`: registry directories only, never a development root),
+/// anything else as a platform root (`verify::root::check_root`).
+pub fn check_registry(root: &Root) -> Result<verify::root::RootInfo, RegisterError> {
+    if is_layer(root) {
+        if verify::layers::check_layer(root.path())?.is_some() {
+            return Ok(verify::root::RootInfo { dev: false });
+        }
+    }
+    Ok(verify::root::check_root(root)?)
+}
+
+/// Appends one record to `ROOT/audit.log` (one write, fdatasync; `sys::fs::append_line`). A
+/// system layer keeps no log (`is_layer`): it holds what a package or the admin put there and
+/// nothing else.
 pub fn audit(root: &Root, rec: &AuditRecord) -> Result<(), RegisterError> {
+    if is_layer(root) {
+        return Ok(());
+    }
     let path = root.audit_log();
     sys::fs::append_line(&path, &rec.to_line()).map_err(|e| VerifyError::io(&path, e).into())
 }
