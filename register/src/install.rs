@@ -105,7 +105,10 @@ pub fn add(a: &AddArgs) -> Result<AddReport, RegisterError> {
     write_grant(&root, &entry, dynamic, &mut overrides)?;
     write_private(&root.entry_sig(&entry.name), &sig)?;
     write_private(&root.entry(&entry.name), &entry_bytes)?;
-    if high_water.versions.get(&entry.name) != Some(&new_mark) {
+    // A system layer keeps no high-water file: a vendor layer's files are shared by every plugin
+    // package (one file cannot be shipped by two), and its versions are the package manager's to
+    // order. Rollback still counts the entry it replaces (`old`).
+    if high_water.versions.get(&entry.name) != Some(&new_mark) && !crate::is_layer(&root) {
         high_water.versions.insert(entry.name.clone(), new_mark);
         write_private(&root.high_water(), &high_water.to_bytes())?;
     }
