@@ -10,6 +10,7 @@
 #![allow(clippy::unwrap_used)]
 
 pub mod bins;
+pub mod deb;
 pub mod fixtures;
 pub mod journal;
 pub mod keys;

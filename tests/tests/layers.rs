@@ -1,0 +1,332 @@
+//! The system registry's layers (docs/registry.md "System layers"), through the real tools on a
+//! scratch `--sysroot`: the admin entry of a name overrides the vendor's, an admin mask hides it,
+//! a deny list or a revocation in either layer applies to the other's entries, each entry is
+//! verified against its own layer's trust store, and a tampered vendor copy is refused.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::ok;
+use common::system::{Publisher, System};
+use proto::layers::{Layer, Status};
+use proto::Kind;
+use register::report::{MaskReport, SystemList};
+use std::os::unix::fs::PermissionsExt;
+use testkit::{assert_ok, assert_refused, workspace_bin};
+use verify::cli::EntryReport;
+
+/// A sysroot whose vendor layer ships `hello` 1.0.0 (process) signed by `acme`.
+fn vendor_hello() -> (System, Publisher) {
+    let sys = System::new();
+    let acme = Publisher::new("acme", sys.dir.path());
+    System::publish(
+        &sys.layers.vendor,
+        &acme,
+        "hello",
+        &workspace_bin("hello"),
+        "process",
+        "1.0.0",
+    );
+    (sys, acme)
+}
+
+fn list(sys: &System) -> SystemList {
+    assert_ok(&sys.cmd("dot-register", &["list"]).output().unwrap())
+}
+
+#[test]
+fn the_vendor_entry_answers_and_a_layer_is_world_readable_and_stateless() {
+    let (sys, _) = vendor_hello();
+    let r: EntryReport = assert_ok(&sys.verify("hello"));
+    assert_eq!(r.layer, Layer::Vendor);
+    assert_eq!(r.overrides, None);
+    assert_eq!(r.registry, sys.layers.vendor);
+    // What a package ships: registry files only, readable by every user, writable by none.
+    let v = &sys.layers.vendor;
+    for d in ["", "plugins.d", "store/sha256", "trust/publishers"] {
+        let m = std::fs::metadata(v.join(d)).unwrap().permissions().mode();
+        assert_eq!(m & 0o777, 0o755, "{d}");
+    }
+    let m = std::fs::metadata(v.join("plugins.d/hello.json"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(m & 0o777, 0o644);
+    for absent in ["txn", "audit.log", "trust/high-water.json", "DEV"] {
+        assert!(!v.join(absent).exists(), "{absent} in a layer");
+    }
+}
+
+#[test]
+fn the_admin_entry_overrides_the_vendor_entry() {
+    let (sys, _) = vendor_hello();
+    let site = Publisher::new("site", sys.dir.path());
+    System::publish(
+        &sys.layers.admin,
+        &site,
+        "hello",
+        &workspace_bin("hello"),
+        "audit",
+        "2.0.0",
+    );
+    let r: EntryReport = assert_ok(&sys.verify("hello"));
+    assert_eq!(r.layer, Layer::Admin);
+    assert_eq!(r.overrides, Some(Layer::Vendor));
+    assert_eq!(r.version, semver::Version::new(2, 0, 0));
+    assert_eq!(r.publisher.unwrap().as_str(), "site");
+
+    let l = list(&sys);
+    let status: Vec<(Option<Layer>, Option<Status>, bool)> = l
+        .entries
+        .iter()
+        .map(|e| (e.layer, e.status, e.valid))
+        .collect();
+    assert_eq!(
+        status,
+        [
+            (Some(Layer::Vendor), Some(Status::Overridden), true),
+            (Some(Layer::Admin), Some(Status::Active), true),
+        ]
+    );
+    assert!(l.layers.iter().all(|x| x.present));
+}
+
+#[test]
+fn each_entry_is_verified_against_its_own_layers_trust_store() {
+    let (sys, acme) = vendor_hello();
+    // The admin layer has no publisher `acme`: acme's signature is not trusted there, even though
+    // the vendor layer trusts it.
+    System::init_layer(&sys.layers.admin);
+    let work = sys.dir.join("work");
+    std::fs::create_dir(&work).unwrap();
+    let (entry, sig) = acme.sign_entry(&work, "hello", &workspace_bin("hello"), "audit", "3.0.0");
+    let admin = proto::layout::Root::new(&sys.layers.admin);
+    let name = proto::Name::new("hello").unwrap();
+    std::fs::copy(&entry, admin.entry(&name)).unwrap();
+    std::fs::copy(&sig, admin.entry_sig(&name)).unwrap();
+    let e = assert_refused(&sys.verify("hello"), 1, Kind::PublisherUnknown);
+    assert_eq!(
+        e.path.as_deref(),
+        Some(
+            admin
+                .publisher(&proto::Name::new("acme").unwrap())
+                .to_str()
+                .unwrap()
+        )
+    );
+}
+
+#[test]
+fn an_admin_mask_hides_the_vendor_entry_until_unmasked() {
+    let (sys, _) = vendor_hello();
+    let m: MaskReport = assert_ok(
+        &sys.cmd("dot-register", &["mask", "hello"])
+            .output()
+            .unwrap(),
+    );
+    assert!(m.masked && m.changed);
+    assert_eq!(m.hides, [Layer::Vendor]);
+    let mask = sys.layers.admin.join("plugins.d/hello.mask");
+    assert_eq!(m.path, mask.display().to_string());
+    let meta = std::fs::metadata(&mask).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o777, 0o644);
+    assert_eq!(meta.len(), 0);
+
+    let e = assert_refused(&sys.verify("hello"), 1, Kind::EntryMasked);
+    assert_eq!(e.path.as_deref(), Some(mask.to_str().unwrap()));
+    let l = list(&sys);
+    assert_eq!(l.entries[0].status, Some(Status::Masked));
+    assert_eq!(l.masks.len(), 1);
+    assert_eq!(l.masks[0].hides, [Layer::Vendor]);
+
+    // Masking again changes nothing; unmask restores the vendor entry.
+    let again: MaskReport = assert_ok(
+        &sys.cmd("dot-register", &["mask", "hello"])
+            .output()
+            .unwrap(),
+    );
+    assert!(!again.changed);
+    let un: MaskReport = assert_ok(
+        &sys.cmd("dot-register", &["unmask", "hello"])
+            .output()
+            .unwrap(),
+    );
+    assert!(un.changed && !un.masked);
+    assert!(!mask.exists());
+    let r: EntryReport = assert_ok(&sys.verify("hello"));
+    assert_eq!(r.layer, Layer::Vendor);
+}
+
+#[test]
+fn a_mask_before_any_package_is_allowed_and_hides_what_comes_later() {
+    let sys = System::new();
+    let m: MaskReport = assert_ok(
+        &sys.cmd("dot-register", &["mask", "hello"])
+            .output()
+            .unwrap(),
+    );
+    assert!(m.masked && m.hides.is_empty());
+    let e = assert_refused(&sys.verify("hello"), 1, Kind::EntryMasked);
+    assert!(e.message.contains("no layer has an entry"), "{}", e.message);
+    let acme = Publisher::new("acme", sys.dir.path());
+    System::publish(
+        &sys.layers.vendor,
+        &acme,
+        "hello",
+        &workspace_bin("hello"),
+        "process",
+        "1.0.0",
+    );
+    assert_refused(&sys.verify("hello"), 1, Kind::EntryMasked);
+}
+
+#[test]
+fn a_name_in_no_layer_is_missing() {
+    let (sys, _) = vendor_hello();
+    let e = assert_refused(&sys.verify("other"), 1, Kind::EntryMissing);
+    let want = sys.layers.admin.join("plugins.d/other.json");
+    assert_eq!(e.path.as_deref(), Some(want.to_str().unwrap()));
+}
+
+/// `dot-register deny add --root LAYER` with `args`.
+fn deny(layer: &std::path::Path, args: &[&str]) {
+    ok(
+        common::tool("dot-register")
+            .args(["deny", "add", "--root"])
+            .arg(layer)
+            .args(args)
+            .args(["--reason", "withdrawn"])
+            .output()
+            .unwrap(),
+        "deny add",
+    );
+}
+
+#[test]
+fn the_admin_deny_list_applies_to_the_vendor_entry() {
+    let (sys, _) = vendor_hello();
+    System::init_layer(&sys.layers.admin);
+    let sha = proto::Sha256::of(&std::fs::read(workspace_bin("hello")).unwrap()).to_hex();
+    deny(&sys.layers.admin, &["--sha256", &sha]);
+    let e = assert_refused(&sys.verify("hello"), 1, Kind::Denied);
+    let want = sys.layers.admin.join("trust/deny.json");
+    assert_eq!(e.path.as_deref(), Some(want.to_str().unwrap()));
+    assert_eq!(e.value.as_deref(), Some(sha.as_str()));
+}
+
+#[test]
+fn the_vendor_deny_list_applies_to_the_admin_entry() {
+    let (sys, _) = vendor_hello();
+    let site = Publisher::new("site", sys.dir.path());
+    System::publish(
+        &sys.layers.admin,
+        &site,
+        "hello",
+        &workspace_bin("hello"),
+        "audit",
+        "2.0.0",
+    );
+    deny(&sys.layers.vendor, &["--key", &site.key.key_id()]);
+    let e = assert_refused(&sys.verify("hello"), 1, Kind::Denied);
+    let want = sys.layers.vendor.join("trust/deny.json");
+    assert_eq!(e.path.as_deref(), Some(want.to_str().unwrap()));
+}
+
+#[test]
+fn a_key_revoked_in_the_admin_layer_is_revoked_for_the_vendor_entry() {
+    let (sys, acme) = vendor_hello();
+    System::init_layer(&sys.layers.admin);
+    let admin = &sys.layers.admin;
+    for args in [
+        vec!["publisher", "add", "--id", "acme", "--pubkey"],
+        vec![
+            "publisher",
+            "revoke",
+            "--id",
+            "acme",
+            "--reason",
+            "stolen",
+            "--key",
+        ],
+    ] {
+        let mut c = common::tool("dot-register");
+        c.args(&args[..2]).arg("--root").arg(admin).args(&args[2..]);
+        if args[1] == "add" {
+            c.arg(&acme.pubkey);
+        } else {
+            c.arg(acme.key.key_id());
+        }
+        ok(c.output().unwrap(), "publisher");
+    }
+    let e = assert_refused(&sys.verify("hello"), 1, Kind::KeyRevoked);
+    let want = admin.join("trust/publishers/acme.json");
+    assert_eq!(e.path.as_deref(), Some(want.to_str().unwrap()));
+}
+
+#[test]
+fn a_publisher_revoked_in_the_vendor_layer_is_revoked_for_the_admin_entry() {
+    let (sys, acme) = vendor_hello();
+    // The admin trusts acme too and registers its own acme-signed entry of another name.
+    System::publish(
+        &sys.layers.admin,
+        &acme,
+        "greet",
+        &workspace_bin("hello"),
+        "audit",
+        "1.0.0",
+    );
+    assert_ok::<EntryReport>(&sys.verify("greet"));
+    ok(
+        common::tool("dot-register")
+            .args(["publisher", "revoke", "--root"])
+            .arg(&sys.layers.vendor)
+            .args(["--id", "acme", "--reason", "gone"])
+            .output()
+            .unwrap(),
+        "revoke",
+    );
+    let e = assert_refused(&sys.verify("greet"), 1, Kind::PublisherRevoked);
+    let want = sys.layers.vendor.join("trust/publishers/acme.json");
+    assert_eq!(e.path.as_deref(), Some(want.to_str().unwrap()));
+}
+
+#[test]
+fn a_tampered_vendor_copy_is_refused() {
+    let (sys, _) = vendor_hello();
+    let r: EntryReport = assert_ok(&sys.verify("hello"));
+    let store = sys
+        .layers
+        .vendor
+        .join("store/sha256")
+        .join(r.sha256.to_hex());
+    let mut bytes = std::fs::read(&store).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    std::fs::set_permissions(&store, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(&store, &bytes).unwrap();
+    std::fs::set_permissions(&store, std::fs::Permissions::from_mode(0o555)).unwrap();
+    let e = assert_refused(&sys.verify("hello"), 1, Kind::StoreTampered);
+    assert_eq!(e.path.as_deref(), Some(store.to_str().unwrap()));
+}
+
+#[test]
+fn a_layer_that_others_can_write_is_refused() {
+    let (sys, _) = vendor_hello();
+    let p = sys.layers.vendor.join("plugins.d");
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let e = assert_refused(&sys.verify("hello"), 1, Kind::RootUnsafe);
+    assert_eq!(e.path.as_deref(), Some(p.to_str().unwrap()));
+}
+
+#[test]
+fn root_and_sysroot_together_are_a_usage_error() {
+    let (sys, _) = vendor_hello();
+    for tool_name in ["dot-verify", "dot-register"] {
+        let sub = if tool_name == "dot-verify" {
+            vec!["entry", "hello", "--root", "/nonexistent"]
+        } else {
+            vec!["list", "--root", "/nonexistent"]
+        };
+        assert_refused(&sys.cmd(tool_name, &sub).output().unwrap(), 2, Kind::Usage);
+    }
+}
