@@ -189,10 +189,8 @@ pub fn is_layer(root: &Root) -> bool {
 /// one (`verify::layers::check_layer`: registry directories only, never a development root),
 /// anything else as a platform root (`verify::root::check_root`).
 pub fn check_registry(root: &Root) -> Result<verify::root::RootInfo, RegisterError> {
-    if is_layer(root) {
-        if verify::layers::check_layer(root.path())?.is_some() {
-            return Ok(verify::root::RootInfo { dev: false });
-        }
+    if is_layer(root) && verify::layers::check_layer(root.path())?.is_some() {
+        return Ok(verify::root::RootInfo { dev: false });
     }
     Ok(verify::root::check_root(root)?)
 }

@@ -268,17 +268,33 @@ pub fn verify_named(reg: &Registry, name: &Name) -> Result<(Verified, Answer), V
         }
         Registry::System(sys) => {
             let (answer, present) = answer(sys, name)?;
-            let mut ctx = TrustContext::load(&answer.root)?;
-            for (layer, root) in &present {
-                if *layer != answer.layer {
-                    ctx.others.push(other_layer(root)?);
-                }
-            }
-            let info = RootInfo { dev: false };
-            let v = entry::verify_checked(&answer.root, info, &ctx, name)?;
+            let v = verify_in_layer(&present, answer.layer, name)?;
             Ok((v, answer))
         }
     }
+}
+
+/// Verifies `layer`'s own entry of `name` (whichever layer answers for the name) against that
+/// layer's trust store, with every other present layer's deny list and revocations.
+pub fn verify_in_layer(
+    present: &[(Layer, Root)],
+    layer: Layer,
+    name: &Name,
+) -> Result<Verified, VerifyError> {
+    let Some((_, root)) = present.iter().find(|(l, _)| *l == layer) else {
+        return Err(VerifyError::EntryMissing {
+            name: name.to_string(),
+            path: PathBuf::from(name.as_str()),
+            next: Next::cmd("dot-register").arg("list"),
+        });
+    };
+    let mut ctx = TrustContext::load(root)?;
+    for (l, other) in present {
+        if *l != layer {
+            ctx.others.push(other_layer(other)?);
+        }
+    }
+    entry::verify_checked(root, RootInfo { dev: false }, &ctx, name)
 }
 
 #[cfg(test)]
