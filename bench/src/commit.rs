@@ -136,7 +136,7 @@ pub fn bench(
 ) -> Result<CommitResult, BenchError> {
     let root_dir = dir.join("root");
     mkdir(&root_dir.join("txn"))?;
-    let root = Root::new(&root_dir);
+    let root = Root::single(&root_dir);
     let (mut durable, mut floors) = (Vec::new(), Vec::new());
     let warmup = 2;
     for i in 0..runs + warmup {

@@ -157,6 +157,9 @@ pub struct Args {
     /// the platform root
     #[argh(option, from_str_fn(proto::cli::path))]
     pub root: PathBuf,
+    /// the state directory whose txn/ holds the runs (default: the root itself)
+    #[argh(option, from_str_fn(proto::cli::path))]
+    pub state: Option<PathBuf>,
     /// remove nothing; list what would be removed
     #[argh(switch)]
     pub dry_run: bool,
@@ -164,7 +167,7 @@ pub struct Args {
 
 /// `dot-discard`'s entry point.
 pub fn run(args: Args) -> Result<Output, DiscardError> {
-    let report = discard(&Root::new(args.root), args.dry_run)?;
+    let report = discard(&Root::from_args(args.root, args.state), args.dry_run)?;
     let out = Output::json(&report);
     Ok(if report.retained.is_empty() {
         out
@@ -222,8 +225,8 @@ enum Verdict {
 /// The command that takes a run retained in `state` further, where one exists.
 pub fn next_for(root: &Root, txid: &str, state: State) -> Option<Next> {
     match state {
-        State::Prepared | State::Committed => Some(proto::next::recover_run(root.path(), txid)),
-        State::Abandoned => Some(Next::cmd("dot-discard").arg("--root").arg(root.path())),
+        State::Prepared | State::Committed => Some(proto::next::recover_run(root, txid)),
+        State::Abandoned => Some(Next::cmd("dot-discard").root(root)),
         State::Unrecognized | State::Live => None,
     }
 }

@@ -38,6 +38,13 @@ pub fn open_txn(path: &Path, uid: u32) -> Result<OwnedFd, DiscardError> {
                 why: "it is a symbolic link or not a directory".into(),
             })
         }
+        // Another user's private state: not ours to examine, let alone change.
+        Err(Errno::EACCES) => {
+            return Err(DiscardError::UnsafeTxn {
+                path: path.into(),
+                why: "we may not open it (permission denied): it is not ours".into(),
+            })
+        }
         Err(source) => {
             return Err(DiscardError::OpenTxn {
                 path: path.into(),

@@ -24,12 +24,17 @@ pub struct Args {
     /// print JSON lines instead of text: one JSON object per journal (or audit record) per line
     #[argh(switch)]
     pub json: bool,
-    /// print ROOT/audit.log (needs --root) instead of run journals; a malformed line is an error
+    /// print the launch audit log, STATE/audit.log (needs --root or --state), instead of run
+    /// journals; a malformed line is an error
     #[argh(switch)]
     pub audit: bool,
     /// format every run under ROOT/txn/, in txid order
     #[argh(option, from_str_fn(proto::cli::path))]
     pub root: Option<PathBuf>,
+    /// the state directory holding txn/ and audit.log, when it is apart from the root (it
+    /// replaces --root: only the state is read)
+    #[argh(option, from_str_fn(proto::cli::path))]
+    pub state: Option<PathBuf>,
     /// journal files to format (instead of --root); - reads one journal from stdin
     #[argh(positional, from_str_fn(proto::cli::path))]
     pub journals: Vec<PathBuf>,
@@ -285,14 +290,16 @@ fn civil_from_days(days: u64) -> (u64, u64, u64) {
 
 /// `dot-journal-fmt`'s entry point.
 pub fn run(args: Args) -> Result<Output, FmtError> {
+    // Only the state part is read: its directory is the root's unless --state names another.
+    let state = args.state.as_ref().or(args.root.as_ref());
     if args.audit {
-        let (Some(root), true) = (&args.root, args.journals.is_empty()) else {
+        let (Some(root), true) = (state, args.journals.is_empty()) else {
             return Err(FmtError::Usage(
-                "--audit needs --root DIR and no journal files",
+                "--audit needs --root DIR (or --state DIR) and no journal files",
             ));
         };
         let mut out = String::new();
-        for r in audit::read(&Root::new(root))? {
+        for r in audit::read(&Root::single(root))? {
             if args.json {
                 out.push_str(&String::from_utf8_lossy(&r.to_line()));
             } else {
@@ -301,8 +308,8 @@ pub fn run(args: Args) -> Result<Output, FmtError> {
         }
         return Ok(Output::text(out));
     }
-    let formatted = match (&args.root, args.journals.is_empty()) {
-        (Some(root), true) => read_root(&Root::new(root))?,
+    let formatted = match (state, args.journals.is_empty()) {
+        (Some(root), true) => read_root(&Root::single(root))?,
         (None, false) => args
             .journals
             .iter()
@@ -310,10 +317,14 @@ pub fn run(args: Args) -> Result<Output, FmtError> {
             .collect::<Result<_, _>>()?,
         (Some(_), false) => {
             return Err(FmtError::Usage(
-                "give either --root or journal files, not both",
+                "give either --root (or --state) or journal files, not both",
             ))
         }
-        (None, true) => return Err(FmtError::Usage("give --root DIR or journal files")),
+        (None, true) => {
+            return Err(FmtError::Usage(
+                "give --root DIR (or --state DIR) or journal files",
+            ))
+        }
     };
     let mut out = String::new();
     for (i, f) in formatted.iter().enumerate() {

@@ -16,6 +16,10 @@ pub struct Args {
     /// the platform root
     #[argh(option, from_str_fn(proto::cli::path))]
     pub root: PathBuf,
+    /// the state directory: txn/ and the launch audit log (default: the root itself); made 0700
+    /// on first use when missing (its parent must exist)
+    #[argh(option, from_str_fn(proto::cli::path))]
+    pub state: Option<PathBuf>,
     /// consent to run an `audit` entry (no OS boundary)
     #[argh(switch)]
     pub allow_audit_plugin: bool,
@@ -78,7 +82,7 @@ pub const MAX_STDOUT_LIMIT: usize = 1 << 30;
 
 pub fn run(args: Args) -> Result<Output, LaunchError> {
     if args.name == "recover" {
-        let root = proto::layout::Root::new(&args.root);
+        let root = proto::layout::Root::from_args(args.root, args.state);
         let report = crate::recover::recover(&root, args.txid.as_deref())?;
         let code = if report.needs_operator() {
             ExitCode::Retained
@@ -113,7 +117,7 @@ pub fn run(args: Args) -> Result<Output, LaunchError> {
         Some(p) => Some(RequestSource::File(p.to_path_buf())),
     };
     let opts = Options {
-        root: args.root,
+        root: proto::layout::Root::from_args(args.root, args.state),
         name: args.name,
         consent: Consent {
             allow_audit_plugin: args.allow_audit_plugin,

@@ -9,7 +9,7 @@ use proto::next::Opt;
 use proto::protocol::{protocol_version, PROTOCOL_VERSION};
 use proto::{Containment, Entry, Name, Next};
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// The consent flags given on the command line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,7 +31,7 @@ fn check_consent(
     name: &Name,
     containment: Containment,
     given: Consent,
-    root: &Path,
+    root: &Root,
 ) -> Result<(), LaunchError> {
     let flag = consent_flag(containment);
     let other = consent_flag(match containment {
@@ -41,10 +41,7 @@ fn check_consent(
     let next = Next::again(
         vec![Opt::flag(flag)],
         vec![other],
-        Next::cmd("dot-launch")
-            .arg("--root")
-            .arg(root)
-            .arg(name.as_str()),
+        Next::cmd("dot-launch").root(root).arg(name.as_str()),
     );
     let name = name.to_string();
     match (
@@ -197,7 +194,7 @@ mod tests {
     fn consent_must_name_exactly_the_entrys_containment() {
         use Containment::{Audit, Process};
         let name = Name::new("hello").expect("valid");
-        let root = Path::new("/r");
+        let root = Root::single("/r");
         // (containment, --allow-audit-plugin, --require-process-sandbox) → outcome.
         let cases: [(Containment, bool, bool, Expected); 8] = [
             (Audit, false, false, Err((Kind::ConsentMissing, None))),
@@ -234,7 +231,7 @@ mod tests {
                 allow_audit_plugin: audit,
                 require_process_sandbox: process,
             };
-            let got = check_consent(&name, containment, given, root);
+            let got = check_consent(&name, containment, given, &root);
             let what = format!("{containment} with {given:?}");
             match (got, expected) {
                 (Ok(()), Ok(())) => {}

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 /// Everything one launch needs.
 #[derive(Debug)]
 pub struct Options {
-    pub root: PathBuf,
+    pub root: Root,
     pub name: String,
     pub consent: Consent,
     pub inputs: inputs::GivenInputs,
@@ -33,16 +33,19 @@ pub fn launch(opts: &Options) -> Result<RunResult, LaunchError> {
     // descriptors or trace it: only a holder of CAP_SYS_PTRACE can.
     nix::sys::prctl::set_dumpable(false)
         .map_err(|e| LaunchError::io("making dot-launch non-dumpable", "prctl", e.into()))?;
-    let root = Root::new(&opts.root);
+    let root = &opts.root;
     let name = Name::new(&opts.name)?;
-    let decision = decide(&root, &name, opts);
-    let mut audit = record_decision(&root, &name, &decision)?;
+    // The state first: one apart from the registry is made on first use, and nothing is
+    // decided (or recorded in its audit log) in a state that is not ours alone.
+    verify::root::ensure_state(root, false)?;
+    let decision = decide(root, &name, opts);
+    let mut audit = record_decision(root, &name, &decision)?;
     let decided = decision?;
     hooks::pause_after_verify();
 
     sys::process::set_child_subreaper()
         .map_err(|e| LaunchError::io("becoming a child subreaper", "prctl", e))?;
-    let mut run = RunDir::create(&root)?;
+    let mut run = RunDir::create(root)?;
     // The one place the run directory ends.
     match proceed(decided, &mut run, opts, &mut audit) {
         Ok(Done::Committed {

@@ -6,7 +6,7 @@
 use crate::error::LaunchError;
 use nix::fcntl::{openat, OFlag};
 use nix::sys::stat::{fstat, Mode};
-use proto::layout::{Root, ROOT_DIRS};
+use proto::layout::{Root, REGISTRY_DIRS, STATE_DIRS};
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
@@ -44,10 +44,14 @@ fn chain(dir: &Path) -> nix::Result<Vec<Ident>> {
     Err(nix::errno::Errno::ELOOP)
 }
 
-/// The identities of the root and of every directory of its layout that exists.
+/// The identities of the root (registry and state directories) and of every directory of its
+/// layout that exists.
 fn root_dirs(root: &Root) -> Vec<Ident> {
-    std::iter::once(root.path().to_path_buf())
-        .chain(ROOT_DIRS.iter().map(|d| root.path().join(d)))
+    let (reg, state) = (root.path(), root.state());
+    [reg.to_path_buf(), state.to_path_buf()]
+        .into_iter()
+        .chain(REGISTRY_DIRS.iter().map(|d| reg.join(d)))
+        .chain(STATE_DIRS.iter().map(|d| state.join(d)))
         .filter_map(|p| open_path(None, &p).and_then(ident).ok())
         .collect()
 }
@@ -84,15 +88,17 @@ pub fn check(target: &Path, root: &Root) -> Result<PathBuf, LaunchError> {
         ));
     }
     // The root is checked by the verification that ran before, so its chain can be walked.
-    if let Ok(above) = chain(root.path()) {
-        if above.contains(&parents[0]) {
-            return Err(invalid(
-                &abs,
-                format!(
-                    "holds the platform root {}: outputs are committed next to it",
-                    root.path().display()
-                ),
-            ));
+    for dir in std::iter::once(root.path()).chain(root.separate_state()) {
+        if let Ok(above) = chain(dir) {
+            if above.contains(&parents[0]) {
+                return Err(invalid(
+                    &abs,
+                    format!(
+                        "holds the platform root {}: outputs are committed next to it",
+                        dir.display()
+                    ),
+                ));
+            }
         }
     }
     Ok(abs)

@@ -84,6 +84,7 @@ kinds! {
     EntryNameMismatch = "entry-name-mismatch" => Refused,
     RootMissing = "root-missing" => Refused,
     RootUnsafe = "root-unsafe" => Refused,
+    RegistryReadOnly = "registry-read-only" => Refused,
     RootNotDev = "root-not-dev" => Refused,
     SignatureMissing = "signature-missing" => Refused,
     SignatureInvalid = "signature-invalid" => Refused,

@@ -144,6 +144,13 @@ impl Next {
         }
     }
 
+    /// Appends `--root DIR`, and `--state DIR` when the root's state is apart from its registry.
+    pub fn root(self, root: &crate::layout::Root) -> Next {
+        self.arg("--root")
+            .arg(root.path())
+            .opt_if("--state", root.separate_state())
+    }
+
     /// Appends a placeholder or an operator (one of [`RAW_WORDS`]), printed as is; the command
     /// becomes a template.
     pub fn raw(self, text: &'static str) -> Next {
@@ -209,12 +216,10 @@ pub fn init_root(dir: &std::path::Path) -> Next {
     Next::cmd("dot-register").args(["init", "--root"]).arg(dir)
 }
 
-/// `dot-launch recover --root DIR TXID`: what takes a PREPARED or COMMITTED run further.
-pub fn recover_run(dir: &std::path::Path, txid: &str) -> Next {
-    Next::cmd("dot-launch")
-        .args(["recover", "--root"])
-        .arg(dir)
-        .arg(txid)
+/// `dot-launch recover --root DIR [--state DIR] TXID`: what takes a PREPARED or COMMITTED run
+/// further.
+pub fn recover_run(root: &crate::layout::Root, txid: &str) -> Next {
+    Next::cmd("dot-launch").arg("recover").root(root).arg(txid)
 }
 
 /// `dot-register dev` registering `entry` (a local entry) again with everything it declares, in the

@@ -37,6 +37,10 @@ pub struct InitArgs {
     /// the root directory (its parent must exist)
     #[argh(option, from_str_fn(proto::cli::path))]
     pub root: PathBuf,
+    /// the state directory (txn/, the launch audit log), apart from the root; its parent must
+    /// exist (default: the root itself)
+    #[argh(option, from_str_fn(proto::cli::path))]
+    pub state: Option<PathBuf>,
     /// make a development root (writes the DEV marker); an existing non-development root is
     /// refused, never upgraded
     #[argh(switch)]

@@ -79,7 +79,7 @@ fn change(
     reason: Option<&str>,
     apply: impl FnOnce(&mut DenyList) -> bool,
 ) -> Result<DenyList, RegisterError> {
-    crate::check_registry(root)?;
+    crate::check_registry_writable(root)?;
     let _lock = WriterLock::take(root)?;
     let mut deny = TrustContext::load(root)?.deny;
     if !apply(&mut deny) {

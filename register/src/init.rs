@@ -3,29 +3,34 @@
 //! 1. inspect what exists: the root and every layout directory must be real directories of ours,
 //!    not group- or world-writable; an existing DEV marker must be a private regular file
 //! 2. `--dev` on an existing root (it has `plugins.d`) without the DEV marker: refuse
-//! 3. only then create what is missing: directories 0700, the DEV marker 0600 (`--layer`: the
-//!    registry directories only, 0755)
+//! 3. only then create what is missing: directories 0700, the DEV marker 0600
+//!
+//! With `--state DIR` the state part (`txn/`) is made in `DIR` (its parent must exist) instead of
+//! in the root, under the same rules. With `--layer`, a system layer (docs/registry.md "System
+//! layers"): the registry directories only, 0755, no state part, never a development root.
 
 use crate::error::RegisterError;
 use crate::report::InitReport;
-use proto::layout::{Root, DEV_MARKER, ROOT_DIRS, TXN_DIR};
+use proto::layout::{Root, DEV_MARKER, REGISTRY_DIRS, STATE_DIRS};
 use std::fs;
 use std::io::ErrorKind;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::Path;
 use verify::VerifyError;
 
-/// Creates the root's missing parts, or checks an existing root. With `layer`, a system layer
-/// (docs/registry.md "System layers"): the registry directories only (no `txn/`), mode 0755 so that
-/// every user can read what it publishes, never a development root.
+/// Creates the root's missing parts, or checks an existing root. With `layer`, a system layer:
+/// the registry directories only (no state part), mode 0755 so that every user can read what it
+/// publishes, never a development root.
 pub fn init(root: &Root, dev: bool, layer: bool) -> Result<InitReport, RegisterError> {
-    if layer && dev {
+    if layer && (dev || !root.is_single()) {
         return Err(RegisterError::Usage(
-            "--layer and --dev exclude each other: a system layer is never a development root"
+            "--layer goes with neither --dev nor --state: a system layer is never a development root and holds no state"
                 .into(),
         ));
     }
     let dir = root.path();
+    // A registry of root's (a system registry) is read by everyone and changed only by root.
+    verify::root::check_not_roots(root)?;
     let mut missing = Vec::new();
     if !inspect_dir(dir, true)? {
         missing.push(dir.to_path_buf());
@@ -40,9 +45,18 @@ pub fn init(root: &Root, dev: bool, layer: bool) -> Result<InitReport, RegisterE
         }
         .into());
     }
-    let mode = if layer { 0o755 } else { 0o700 };
-    for d in ROOT_DIRS.iter().filter(|d| !layer || **d != TXN_DIR) {
+    for d in REGISTRY_DIRS {
         let p = dir.join(d);
+        if !inspect_dir(&p, false)? {
+            missing.push(p);
+        }
+    }
+    let state = root.state();
+    if !root.is_single() && !inspect_dir(state, true)? {
+        missing.push(state.to_path_buf());
+    }
+    for d in STATE_DIRS.iter().filter(|_| !layer) {
+        let p = state.join(d);
         if !inspect_dir(&p, false)? {
             missing.push(p);
         }
@@ -71,6 +85,7 @@ pub fn init(root: &Root, dev: bool, layer: bool) -> Result<InitReport, RegisterE
     }
 
     let mut created = Vec::new();
+    let mode = if layer { 0o755 } else { 0o700 };
     for p in &missing {
         make_dir(p, mode)?;
         created.push(p.display().to_string());
@@ -82,8 +97,12 @@ pub fn init(root: &Root, dev: bool, layer: bool) -> Result<InitReport, RegisterE
     }
     // What was made must pass the same check every other tool makes.
     let info = crate::check_registry(root)?;
+    if !layer {
+        verify::root::check_state(root)?;
+    }
     Ok(InitReport {
         root: dir.display().to_string(),
+        state: root.separate_state().map(|s| s.display().to_string()),
         dev: info.dev,
         created,
     })

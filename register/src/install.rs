@@ -36,8 +36,8 @@ use verify::VerifyError;
 
 /// Registers a signed plugin (module documentation, steps 1–7).
 pub fn add(a: &AddArgs) -> Result<AddReport, RegisterError> {
-    let root = Root::new(&a.root);
-    crate::check_registry(&root)?;
+    let root = Root::single(&a.root);
+    crate::check_registry_writable(&root)?;
     let ctx = TrustContext::load(&root)?;
     let entry_bytes = read_input_limited(&a.entry, ctx.policy.limit(Limit::Entry))?;
     ctx.check_size(&root, &a.entry, Limit::Entry, entry_bytes.len() as u64)?;
@@ -122,8 +122,8 @@ pub fn add(a: &AddArgs) -> Result<AddReport, RegisterError> {
 /// Registers a local plugin in a development root: the entry is built from the options, the
 /// executable checked and pinned as for `add`. Local entries keep no high-water version.
 pub fn dev(a: &DevArgs) -> Result<AddReport, RegisterError> {
-    let root = Root::new(&a.root);
-    let info = crate::check_registry(&root)?;
+    let root = Root::single(&a.root);
+    let info = crate::check_registry_writable(&root)?;
     if !info.dev {
         return Err(RegisterError::DevNeedsDevRoot {
             path: root.path().to_path_buf(),
@@ -185,7 +185,7 @@ pub fn dev(a: &DevArgs) -> Result<AddReport, RegisterError> {
 /// Removes a plugin's entry, signature and grant. The pinned copy stays (store files are never
 /// rewritten or removed by `dot-register`), and so does the name's high-water version.
 pub fn remove(root: &Root, plugin: &Name) -> Result<RemoveReport, RegisterError> {
-    crate::check_registry(root)?;
+    crate::check_registry_writable(root)?;
     let _lock = WriterLock::take(root)?;
     let entry_path = root.entry(plugin);
     match std::fs::symlink_metadata(&entry_path) {

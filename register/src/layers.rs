@@ -15,11 +15,11 @@ use verify::VerifyError;
 /// writes `plugins.d/NAME.mask` (empty, 0644). Masking a name no layer has is allowed (a package
 /// installed later stays hidden); masking it again changes nothing.
 pub fn mask(sys: &SystemLayers, name: &Name) -> Result<MaskReport, RegisterError> {
-    let admin = Root::new(sys.admin.clone());
+    let admin = Root::single(sys.admin.clone());
     if !admin.path().exists() {
         crate::init::init(&admin, false, true)?;
     }
-    crate::check_registry(&admin)?;
+    crate::check_registry_writable(&admin)?;
     let _lock = WriterLock::take(&admin)?;
     let path = layers::mask_path(admin.path(), name);
     let changed = !verify::layers::has_mask(&admin, name)?;
@@ -39,7 +39,7 @@ pub fn mask(sys: &SystemLayers, name: &Name) -> Result<MaskReport, RegisterError
 
 /// Removes the admin layer's mask of `name`, if there is one.
 pub fn unmask(sys: &SystemLayers, name: &Name) -> Result<MaskReport, RegisterError> {
-    let admin = Root::new(sys.admin.clone());
+    let admin = Root::single(sys.admin.clone());
     let path = layers::mask_path(admin.path(), name);
     let Some(_) = verify::layers::check_layer(admin.path())? else {
         return Ok(MaskReport {

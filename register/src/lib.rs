@@ -39,7 +39,7 @@ fn document(bytes: &[u8]) -> Output {
 pub fn run(args: Args) -> Result<Output, RegisterError> {
     match args.command {
         Command::Init(a) => Ok(Output::json(&init::init(
-            &Root::new(a.root),
+            &Root::from_args(a.root, a.state),
             a.dev,
             a.layer,
         )?)),
@@ -51,7 +51,7 @@ pub fn run(args: Args) -> Result<Output, RegisterError> {
                     not_after: a.not_after,
                 };
                 Ok(Output::json(&publisher::add(
-                    &Root::new(a.root),
+                    &Root::single(a.root),
                     &id,
                     &a.pubkey,
                     bounds,
@@ -60,14 +60,14 @@ pub fn run(args: Args) -> Result<Output, RegisterError> {
             PublisherCommand::Rotate(a) => {
                 let id = name(&a.id)?;
                 Ok(Output::json(&publisher::rotate(
-                    &Root::new(&a.root),
+                    &Root::single(&a.root),
                     &id,
                     &a,
                 )?))
             }
             PublisherCommand::Revoke(a) => {
                 let id = name(&a.id)?;
-                let root = Root::new(a.root);
+                let root = Root::single(a.root);
                 Ok(Output::json(&publisher::revoke(
                     &root,
                     &id,
@@ -75,17 +75,17 @@ pub fn run(args: Args) -> Result<Output, RegisterError> {
                     a.key.as_deref(),
                 )?))
             }
-            PublisherCommand::List(a) => Ok(Output::json(&publisher::list(&Root::new(a.root))?)),
+            PublisherCommand::List(a) => Ok(Output::json(&publisher::list(&Root::single(a.root))?)),
             PublisherCommand::Transition(a) => Ok(document(&author::transition(&a)?.to_bytes())),
         },
         Command::Add(a) => Ok(Output::json(&install::add(&a)?)),
         Command::Dev(a) => Ok(Output::json(&install::dev(&a)?)),
         Command::Remove(a) => {
             let n = name(&a.name)?;
-            Ok(Output::json(&install::remove(&Root::new(a.root), &n)?))
+            Ok(Output::json(&install::remove(&Root::single(a.root), &n)?))
         }
         Command::List(a) => match (a.root, a.sysroot) {
-            (Some(root), None) => Ok(Output::json(&list::list(&Root::new(root))?)),
+            (Some(root), None) => Ok(Output::json(&list::list(&Root::single(root))?)),
             (None, sysroot) => Ok(Output::json(&layers::list(&layers::system(sysroot))?)),
             (Some(_), Some(_)) => Err(RegisterError::Usage(
                 "--sysroot moves the system layers; it cannot go with --root".into(),
@@ -105,20 +105,24 @@ pub fn run(args: Args) -> Result<Output, RegisterError> {
         Command::Deny(d) => match d.command {
             DenyCommand::Add(a) => {
                 let t = deny::Target::from_options(a.sha256.as_deref(), a.key.as_deref())?;
-                Ok(Output::json(&deny::add(&Root::new(a.root), &t, &a.reason)?))
+                Ok(Output::json(&deny::add(
+                    &Root::single(a.root),
+                    &t,
+                    &a.reason,
+                )?))
             }
             DenyCommand::Remove(a) => {
                 let t = deny::Target::from_options(a.sha256.as_deref(), a.key.as_deref())?;
-                Ok(Output::json(&deny::remove(&Root::new(a.root), &t)?))
+                Ok(Output::json(&deny::remove(&Root::single(a.root), &t)?))
             }
-            DenyCommand::List(a) => Ok(Output::json(&deny::list(&Root::new(a.root))?)),
+            DenyCommand::List(a) => Ok(Output::json(&deny::list(&Root::single(a.root))?)),
         },
         Command::Entry(e) => match e.command {
             EntryCommand::New(a) => Ok(document(&author::entry_new(&a)?.to_bytes())),
         },
         Command::Policy(p) => match p.command {
-            PolicyCommand::Set(a) => Ok(Output::json(&policy::set(&Root::new(&a.root), &a)?)),
-            PolicyCommand::Show(a) => Ok(Output::json(&policy::show(&Root::new(a.root))?)),
+            PolicyCommand::Set(a) => Ok(Output::json(&policy::set(&Root::single(&a.root), &a)?)),
+            PolicyCommand::Show(a) => Ok(Output::json(&policy::show(&Root::single(a.root))?)),
         },
     }
 }
@@ -185,23 +189,34 @@ pub fn is_layer(root: &Root) -> bool {
     std::fs::metadata(root.path()).is_ok_and(|m| m.is_dir() && readable_by_all(&m))
 }
 
-/// The check of a root before `dot-register` reads or changes it: a system layer is checked as
-/// one (`verify::layers::check_layer`: registry directories only, never a development root),
-/// anything else as a platform root (`verify::root::check_root`).
+/// The check of a registry before `dot-register` reads it (`verify::root::check_root`); a system
+/// layer is never a development root.
 pub fn check_registry(root: &Root) -> Result<verify::root::RootInfo, RegisterError> {
-    if is_layer(root) && verify::layers::check_layer(root.path())?.is_some() {
-        return Ok(verify::root::RootInfo { dev: false });
-    }
-    Ok(verify::root::check_root(root)?)
+    let info = verify::root::check_root(root)?;
+    Ok(layer_info(root, info))
 }
 
-/// Appends one record to `ROOT/audit.log` (one write, fdatasync; `sys::fs::append_line`). A
-/// system layer keeps no log (`is_layer`): it holds what a package or the admin put there and
-/// nothing else.
+/// The check of a registry before `dot-register` changes it (`verify::root::check_root_writable`:
+/// it must be ours); a system layer is never a development root.
+pub fn check_registry_writable(root: &Root) -> Result<verify::root::RootInfo, RegisterError> {
+    let info = verify::root::check_root_writable(root)?;
+    Ok(layer_info(root, info))
+}
+
+fn layer_info(root: &Root, info: verify::root::RootInfo) -> verify::root::RootInfo {
+    match is_layer(root) {
+        true => verify::root::RootInfo { dev: false },
+        false => info,
+    }
+}
+
+/// Appends one record to the registry's change log, `ROOT/audit.log` (one write, fdatasync;
+/// `sys::fs::append_line`). A system layer keeps no log (`is_layer`): it holds what a package or
+/// the admin put there and nothing else.
 pub fn audit(root: &Root, rec: &AuditRecord) -> Result<(), RegisterError> {
     if is_layer(root) {
         return Ok(());
     }
-    let path = root.audit_log();
+    let path = root.change_log();
     sys::fs::append_line(&path, &rec.to_line()).map_err(|e| VerifyError::io(&path, e).into())
 }

@@ -16,7 +16,7 @@ pub fn show(root: &Root) -> Result<Policy, RegisterError> {
 
 /// Changes the settings `a` names and writes the whole policy.
 pub fn set(root: &Root, a: &PolicySetArgs) -> Result<Policy, RegisterError> {
-    crate::check_registry(root)?;
+    crate::check_registry_writable(root)?;
     let _lock = WriterLock::take(root)?;
     let mut p = TrustContext::load(root)?.policy;
     if let Some(v) = a.max_signature_age_secs {

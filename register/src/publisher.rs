@@ -57,7 +57,7 @@ pub fn add(
     pubkey_file: &Path,
     bounds: Bounds,
 ) -> Result<Publisher, RegisterError> {
-    crate::check_registry(root)?;
+    crate::check_registry_writable(root)?;
     let ctx = TrustContext::load(root)?;
     let new_key = read_key(root, &ctx, pubkey_file, bounds)?;
     let _lock = WriterLock::take(root)?;
@@ -133,7 +133,7 @@ fn add_key(
 /// by a key of the publisher that is valid now (not revoked, inside its bounds, not denied); or,
 /// without a statement, on the owner's `--force-by-owner`, recorded in the audit log.
 pub fn rotate(root: &Root, id: &Name, a: &PublisherRotateArgs) -> Result<Publisher, RegisterError> {
-    crate::check_registry(root)?;
+    crate::check_registry_writable(root)?;
     let ctx = TrustContext::load(root)?;
     let bounds = Bounds {
         not_before: a.not_before,
@@ -268,7 +268,7 @@ pub fn revoke(
     reason: &str,
     key_id: Option<&str>,
 ) -> Result<Publisher, RegisterError> {
-    crate::check_registry(root)?;
+    crate::check_registry_writable(root)?;
     let _lock = WriterLock::take(root)?;
     let (mut p, path) = verify::entry::load_publisher(root, id)?;
     let revocation = Revocation {

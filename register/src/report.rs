@@ -9,6 +9,9 @@ use serde::{Deserialize, Serialize};
 #[serde(deny_unknown_fields)]
 pub struct InitReport {
     pub root: String,
+    /// The state directory, when `--state` put it apart from the root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
     pub dev: bool,
     /// The directories and files this run created (empty when the root was already complete).
     pub created: Vec<String>,

@@ -2,7 +2,7 @@
 #![allow(clippy::unwrap_used)]
 
 use assert_cmd::cargo::cargo_bin_cmd;
-use proto::layout::{Root, ROOT_DIRS};
+use proto::layout::{Root, REGISTRY_DIRS, STATE_DIRS};
 use proto::Kind;
 use register::report::InitReport;
 use std::fs;
@@ -22,12 +22,17 @@ fn init(root: &std::path::Path, dev: bool) -> Output {
 #[test]
 fn creates_the_layout_with_private_modes() {
     let d = TempDir::new();
-    let root = Root::new(d.join("root"));
+    let root = Root::single(d.join("root"));
     let report: InitReport = testkit::assert_ok(&init(root.path(), false));
     assert!(!report.dev);
-    assert_eq!(report.created.len(), 1 + ROOT_DIRS.len());
+    assert_eq!(
+        report.created.len(),
+        1 + REGISTRY_DIRS.len() + STATE_DIRS.len()
+    );
+    assert_eq!(report.state, None);
     for dir in std::iter::once(root.path().to_path_buf())
-        .chain(ROOT_DIRS.iter().map(|x| root.path().join(x)))
+        .chain(REGISTRY_DIRS.iter().map(|x| root.path().join(x)))
+        .chain(STATE_DIRS.iter().map(|x| root.path().join(x)))
     {
         let m = fs::symlink_metadata(&dir).unwrap();
         assert!(m.is_dir(), "{}", dir.display());
@@ -35,6 +40,46 @@ fn creates_the_layout_with_private_modes() {
     }
     assert!(!root.dev_marker().exists());
     assert!(!verify::root::check_root(&root).unwrap().dev);
+}
+
+#[test]
+fn state_makes_the_state_part_apart_from_the_registry() {
+    let d = TempDir::new();
+    let root = Root::split(d.join("reg"), d.join("state"));
+    let out = cargo_bin_cmd!("dot-register")
+        .args(["init", "--root"])
+        .arg(root.path())
+        .arg("--state")
+        .arg(root.state())
+        .output()
+        .unwrap();
+    let report: InitReport = testkit::assert_ok(&out);
+    assert_eq!(report.state, Some(root.state().display().to_string()));
+    assert_eq!(
+        report.created.len(),
+        2 + REGISTRY_DIRS.len() + STATE_DIRS.len()
+    );
+    assert!(!root.path().join("txn").exists(), "no runs in the registry");
+    for dir in [root.state().to_path_buf(), root.txn()] {
+        let m = fs::symlink_metadata(&dir).unwrap();
+        assert_eq!(m.mode() & 0o7777, 0o700, "{}", dir.display());
+    }
+    verify::root::check_root(&root).unwrap();
+    verify::root::check_state(&root).unwrap();
+    // The registry alone passes the registry check; a second init changes nothing.
+    verify::root::check_root(&Root::split(root.path(), d.join("elsewhere"))).unwrap();
+    let before = testkit::tree_snapshot(d.path());
+    let again: InitReport = testkit::assert_ok(
+        &cargo_bin_cmd!("dot-register")
+            .args(["init", "--root"])
+            .arg(root.path())
+            .arg("--state")
+            .arg(root.state())
+            .output()
+            .unwrap(),
+    );
+    assert!(again.created.is_empty());
+    assert_eq!(before, testkit::tree_snapshot(d.path()));
 }
 
 #[test]
@@ -54,7 +99,7 @@ fn is_idempotent_on_a_valid_root() {
 #[test]
 fn dev_writes_the_marker() {
     let d = TempDir::new();
-    let root = Root::new(d.join("root"));
+    let root = Root::single(d.join("root"));
     let report: InitReport = testkit::assert_ok(&init(root.path(), true));
     assert!(report.dev);
     let m = fs::symlink_metadata(root.dev_marker()).unwrap();
@@ -65,7 +110,7 @@ fn dev_writes_the_marker() {
 #[test]
 fn completes_a_root_with_a_missing_layout_directory() {
     let d = TempDir::new();
-    let root = Root::new(d.join("root"));
+    let root = Root::single(d.join("root"));
     testkit::assert_ok::<InitReport>(&init(root.path(), false));
     fs::remove_dir(root.txn()).unwrap();
     let report: InitReport = testkit::assert_ok(&init(root.path(), false));
@@ -96,7 +141,7 @@ fn refuses_group_writable_root() {
 #[test]
 fn refuses_world_writable_layout_directory() {
     let d = TempDir::new();
-    let root = Root::new(d.join("root"));
+    let root = Root::single(d.join("root"));
     testkit::assert_ok::<InitReport>(&init(root.path(), false));
     fs::set_permissions(root.store(), fs::Permissions::from_mode(0o777)).unwrap();
     let before = testkit::tree_snapshot(root.path());

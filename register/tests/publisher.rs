@@ -13,7 +13,7 @@ use testkit::{KeyPair, TempDir};
 
 fn root() -> (TempDir, Root) {
     let d = TempDir::new();
-    let root = Root::new(d.join("root"));
+    let root = Root::single(d.join("root"));
     testkit::make_root(root.path(), false);
     (d, root)
 }

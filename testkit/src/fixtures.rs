@@ -2,7 +2,7 @@
 //! them.
 
 use crate::KeyPair;
-use proto::layout::{Root, ROOT_DIRS};
+use proto::layout::{Root, REGISTRY_DIRS, STATE_DIRS};
 use proto::{Containment, Entry, InputDecl, InputKind, Name, Sha256, Trust};
 use std::fs;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
@@ -87,14 +87,14 @@ pub fn entry_for_bytes(
 /// Creates a platform root at `dir` by hand (what `dot-register init` makes): the layout
 /// directories with mode 0700, and the DEV marker when `dev`.
 pub fn make_root(dir: &Path, dev: bool) -> Root {
-    let root = Root::new(dir);
+    let root = Root::single(dir);
     fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(dir)
         .unwrap();
     fs::set_permissions(dir, fs::Permissions::from_mode(0o700)).unwrap();
-    for d in ROOT_DIRS {
+    for d in REGISTRY_DIRS.iter().chain(&STATE_DIRS) {
         let p = dir.join(d);
         fs::DirBuilder::new()
             .recursive(true)

@@ -200,7 +200,7 @@ fn a_failure_after_prepared_is_run_retained_with_the_recover_command() {
         txid: "0123456789abcdef0123456789abcdef".into(),
         why: "renaming hello.txt: EIO".into(),
         next: proto::next::recover_run(
-            std::path::Path::new("/srv/dot"),
+            &proto::layout::Root::single("/srv/dot"),
             "0123456789abcdef0123456789abcdef",
         ),
     };

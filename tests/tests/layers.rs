@@ -100,7 +100,7 @@ fn each_entry_is_verified_against_its_own_layers_trust_store() {
     let work = sys.dir.join("work");
     std::fs::create_dir(&work).unwrap();
     let (entry, sig) = acme.sign_entry(&work, "hello", &workspace_bin("hello"), "audit", "3.0.0");
-    let admin = proto::layout::Root::new(&sys.layers.admin);
+    let admin = proto::layout::Root::single(&sys.layers.admin);
     let name = proto::Name::new("hello").unwrap();
     std::fs::copy(&entry, admin.entry(&name)).unwrap();
     std::fs::copy(&sig, admin.entry_sig(&name)).unwrap();

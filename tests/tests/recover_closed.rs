@@ -181,7 +181,7 @@ fn txid(n: u32) -> String {
 #[test]
 fn a_forged_prepared_record_cannot_make_recover_touch_anything_but_this_runs_temp_files() {
     let env = Env::new();
-    let root = proto::layout::Root::new(&env.root);
+    let root = proto::layout::Root::single(&env.root);
     let victim = env.dir.join("victim");
     std::fs::create_dir(&victim).unwrap();
     std::fs::write(victim.join("precious"), b"precious bytes").unwrap();
@@ -256,7 +256,7 @@ fn a_forged_prepared_record_cannot_make_recover_touch_anything_but_this_runs_tem
 #[test]
 fn a_committed_runs_stage_holding_what_removal_never_deletes_is_retained_with_the_reason() {
     let env = Env::new();
-    let root = proto::layout::Root::new(&env.root);
+    let root = proto::layout::Root::single(&env.root);
     let records = |n: u32| {
         encode(&[
             begin(&txid(n)),
@@ -307,7 +307,7 @@ fn a_committed_runs_stage_holding_what_removal_never_deletes_is_retained_with_th
 #[test]
 fn a_live_run_is_live_and_an_odd_entry_is_retained_like_discard_retains_it() {
     let env = Env::new();
-    let root = proto::layout::Root::new(&env.root);
+    let root = proto::layout::Root::single(&env.root);
     let live = write_run(&root, &txid(1), &encode(&[begin(&txid(1))]));
     std::fs::create_dir(env.root.join("txn/not-a-txid")).unwrap();
     let lock = std::fs::File::open(&live).unwrap();

@@ -38,7 +38,7 @@ fn os<S: AsRef<OsStr> + ?Sized>(s: &S) -> &OsStr {
 impl Fx {
     fn new() -> Fx {
         let dir = TempDir::new();
-        let root = Root::new(dir.join("root"));
+        let root = Root::single(dir.join("root"));
         let key = KeyPair::generate();
         fs::create_dir(dir.join("in")).unwrap();
         fs::create_dir(dir.join("out")).unwrap();
@@ -658,7 +658,7 @@ fn endless_data() {
 #[test]
 fn extraneous_dependencies() {
     let env = common::Env::new();
-    let root = Root::new(&env.root);
+    let root = Root::single(&env.root);
     let script = testkit::write_exe(env.dir.path(), "script", testkit::SCRIPT, 0o755);
     let before = testkit::tree_snapshot(&env.root);
     for exe in [script.as_path(), Path::new("/bin/true")] {

@@ -176,7 +176,7 @@ pub fn run(args: Args) -> Result<Output, VerifyError> {
             Ok(Output::json(&EntryReport::new(&v, &answer)))
         }
         Command::Doctor(a) => {
-            let report = doctor::doctor(&Root::new(a.root), a.warn_days)?;
+            let report = doctor::doctor(&Root::single(a.root), a.warn_days)?;
             let code = match report.ok {
                 true => ExitCode::Success,
                 false => ExitCode::Refused,

@@ -526,7 +526,7 @@ pub fn read_doc_limited(path: &Path, limit: u64) -> Result<Option<Vec<u8>>, Veri
             })
         }
     };
-    root::check_private(path, &meta)?;
+    root::check_shared(path, &meta)?;
     Ok(Some(bytes))
 }
 

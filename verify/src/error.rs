@@ -49,6 +49,8 @@ pub enum VerifyError {
     },
     #[error("{} is not safe to trust: {reason}", .path.display())]
     RootUnsafe { path: PathBuf, reason: String },
+    #[error("{} is owned by uid {owner}: only its owner changes this registry (we are uid {uid})", .path.display())]
+    RegistryReadOnly { path: PathBuf, owner: u32, uid: u32 },
     #[error("the entry is signed but {} is missing", .path.display())]
     SignatureMissing { path: PathBuf },
     #[error("signature {}: {reason}", Shown(.path, FILE))]
@@ -275,6 +277,7 @@ impl VerifyError {
             | E::EntryNameMismatch { path, .. }
             | E::RootMissing { path, .. }
             | E::RootUnsafe { path, .. }
+            | E::RegistryReadOnly { path, .. }
             | E::SignatureMissing { path }
             | E::SignatureInvalid { path, .. }
             | E::PublisherUnknown { path, .. }
@@ -353,6 +356,7 @@ impl ToErrorObject for VerifyError {
             E::EntryNameMismatch { .. } => Kind::EntryNameMismatch,
             E::RootMissing { .. } => Kind::RootMissing,
             E::RootUnsafe { .. } => Kind::RootUnsafe,
+            E::RegistryReadOnly { .. } => Kind::RegistryReadOnly,
             E::SignatureMissing { .. } => Kind::SignatureMissing,
             E::SignatureInvalid { .. } => Kind::SignatureInvalid,
             E::PublisherUnknown { .. } => Kind::PublisherUnknown,

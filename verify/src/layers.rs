@@ -15,7 +15,7 @@ use crate::error::VerifyError;
 use crate::root::{self, RootInfo};
 use crate::trust::{load_doc, OtherLayer, Revocation, TrustContext};
 use proto::layers::{self, Holdings, Layer, Resolution, SystemLayers};
-use proto::layout::{Root, ROOT_DIRS, TXN_DIR};
+use proto::layout::Root;
 use proto::trust::DenyList;
 use proto::{Name, Next};
 use std::io::ErrorKind;
@@ -36,7 +36,7 @@ impl Registry {
     pub fn from_args(root: Option<PathBuf>, sysroot: Option<PathBuf>) -> Option<Registry> {
         match (root, sysroot) {
             (Some(_), Some(_)) => None,
-            (Some(r), None) => Some(Registry::Root(Root::new(r))),
+            (Some(r), None) => Some(Registry::Root(Root::single(r))),
             (None, s) => Some(Registry::System(SystemLayers::new(s.as_deref()))),
         }
     }
@@ -52,52 +52,32 @@ pub struct Answer {
     pub overrides: Option<Layer>,
 }
 
-/// Checks a system layer directory as a registry: `None` if it does not exist; else it and its
-/// registry directories (`plugins.d`, `store/sha256`, `trust/publishers`) must be real directories
-/// that pass the root check's owner and mode rule. A layer holds no state (`txn/`), and is never a
-/// development root (a `DEV` marker in it is not read: local entries are refused there).
+/// Checks a system layer directory as a registry: `None` if it does not exist; else it is checked
+/// as a root's registry part (`root::check_root`: it and its registry directories real directories
+/// owned by root or by us and writable by no one else). A layer holds no state, and is never a
+/// development root (a `DEV` marker in it is not honoured: local entries are refused there).
 pub fn check_layer(dir: &Path) -> Result<Option<Root>, VerifyError> {
-    let meta = match std::fs::metadata(dir) {
-        Ok(m) => m,
+    match std::fs::metadata(dir) {
+        Ok(_) => {}
         Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(VerifyError::io(dir, e)),
-    };
-    let layer = Root::new(dir);
-    if !meta.is_dir() {
-        return Err(VerifyError::RootUnsafe {
-            path: dir.to_path_buf(),
-            reason: format!(
-                "a system layer must be a directory, not a {}",
-                sys::fs::file_kind(&meta)
-            ),
-        });
     }
-    root::check_private(dir, &meta)?;
-    for d in ROOT_DIRS.iter().filter(|d| **d != TXN_DIR) {
-        let p = dir.join(d);
-        let meta = match std::fs::symlink_metadata(&p) {
-            Ok(m) => m,
-            Err(e) if e.kind() == ErrorKind::NotFound => {
-                return Err(VerifyError::RootMissing {
-                    path: p.clone(),
-                    root: dir.to_path_buf(),
-                    what: format!("the layer's {d}/ is missing"),
-                    next: Next::cmd("dot-register")
-                        .args(["init", "--layer", "--root"])
-                        .arg(dir),
-                })
-            }
-            Err(e) => return Err(VerifyError::io(&p, e)),
-        };
-        if !meta.file_type().is_dir() {
-            return Err(VerifyError::RootUnsafe {
-                path: p,
-                reason: format!("{d} is a {}, not a directory", sys::fs::file_kind(&meta)),
-            });
-        }
-        root::check_private(&p, &meta)?;
+    let layer = Root::single(dir);
+    match root::check_root(&layer) {
+        Ok(_) => Ok(Some(layer)),
+        // What makes a layer complete is `init --layer`, not a root's `init`.
+        Err(VerifyError::RootMissing {
+            path, root, what, ..
+        }) => Err(VerifyError::RootMissing {
+            path,
+            next: Next::cmd("dot-register")
+                .args(["init", "--layer", "--root"])
+                .arg(&root),
+            root,
+            what,
+        }),
+        Err(e) => Err(e),
     }
-    Ok(Some(layer))
 }
 
 /// The system layers that exist, each checked (`check_layer`), vendor first.
@@ -200,7 +180,7 @@ pub fn answer(
     };
     match layers::resolve(h) {
         Resolution::Entry { layer, overrides } => {
-            let root = root_of(layer).unwrap_or_else(|| Root::new(sys.admin.clone()));
+            let root = root_of(layer).unwrap_or_else(|| Root::single(sys.admin.clone()));
             Ok((
                 Answer {
                     layer,
@@ -217,7 +197,7 @@ pub fn answer(
             next: unmask_hint(sys, name),
         }),
         Resolution::Missing => {
-            let admin = Root::new(sys.admin.clone());
+            let admin = Root::single(sys.admin.clone());
             Err(VerifyError::EntryMissing {
                 name: name.to_string(),
                 path: admin.entry(name),
@@ -316,7 +296,7 @@ mod tests {
         );
         assert_eq!(
             Registry::from_args(Some("/r".into()), None),
-            Some(Registry::Root(Root::new("/r")))
+            Some(Registry::Root(Root::single("/r")))
         );
         assert_eq!(
             Registry::from_args(None, None),

@@ -16,7 +16,7 @@ pub fn reg<I: AsRef<OsStr>>(args: impl IntoIterator<Item = I>) -> Output {
 /// `dir/root`, made by `dot-register init`, trusting `key` as publisher `acme` (added by
 /// `dot-register publisher add`, its public key file written into `dir`).
 pub fn root_trusting_acme(dir: &Path, key: &KeyPair) -> Root {
-    let root = Root::new(dir.join("root"));
+    let root = Root::single(dir.join("root"));
     let r = root.path().to_str().unwrap().to_owned();
     testkit::assert_ok::<register::report::InitReport>(&reg(["init", "--root", &r]));
     let pk = key.pk_path(dir);
