@@ -11,19 +11,52 @@ use crate::{hooks, inputs, pinning, stage, LaunchError};
 use proto::journal::{Record, RECORD_VERSION};
 use proto::layout::Root;
 use proto::result::{ExitStatus, OutputFile, RunResult, RunStatus, Warning};
-use proto::{Containment, Name};
+use proto::{Containment, Name, Next};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
+use verify::layers::Registry;
 
 /// Everything one launch needs.
 #[derive(Debug)]
 pub struct Options {
+    /// Where the run's state goes (`txn/`, the audit log), and for `--root`, the registry.
     pub root: Root,
+    /// Where the entry is looked up: the root, or the system layers (`verify::layers`).
+    pub registry: Registry,
+    /// The state directory is the user's default: made with its missing parents on first use.
+    pub default_state: bool,
     pub name: String,
     pub consent: Consent,
     pub inputs: inputs::GivenInputs,
     pub target: PathBuf,
     pub limits: Limits,
+}
+
+impl Options {
+    /// `dot-launch` as given, up to the plugin name: `--root R [--state S]`, or for the system
+    /// layers `[--sysroot S] --state STATE`.
+    pub fn command(&self) -> Next {
+        let cmd = Next::cmd("dot-launch");
+        match &self.registry {
+            Registry::Root(_) => cmd.root(&self.root),
+            Registry::System(sys) => cmd
+                .opt_if("--sysroot", verify::layers::sysroot_of(sys).as_deref())
+                .arg("--state")
+                .arg(self.root.state()),
+        }
+    }
+
+    /// `dot-launch recover` of the run `txid` in this launch's state.
+    pub fn recover_command(&self, txid: &str) -> Next {
+        match &self.registry {
+            Registry::Root(_) => proto::next::recover_run(&self.root, txid),
+            Registry::System(_) => Next::cmd("dot-launch")
+                .arg("recover")
+                .arg("--state")
+                .arg(self.root.state())
+                .arg(txid),
+        }
+    }
 }
 
 /// Runs one plugin to the end. `Ok` is a committed run (with `warnings` when something was left
@@ -37,7 +70,7 @@ pub fn launch(opts: &Options) -> Result<RunResult, LaunchError> {
     let name = Name::new(&opts.name)?;
     // The state first: one apart from the registry is made on first use, and nothing is
     // decided (or recorded in its audit log) in a state that is not ours alone.
-    verify::root::ensure_state(root, false)?;
+    verify::root::ensure_state(root, opts.default_state)?;
     let decision = decide(root, &name, opts);
     let mut audit = record_decision(root, &name, &decision)?;
     let decided = decision?;
@@ -192,7 +225,7 @@ fn commit_outputs(
     let retained = |run: &RunDir, e: LaunchError| LaunchError::Retained {
         txid: run.txid.clone(),
         why: e.to_string(),
-        next: proto::next::recover_run(&opts.root, &run.txid),
+        next: opts.recover_command(&run.txid),
     };
     match commit::commit(run, out_dir, target, names, &opts.limits) {
         Ok(outputs) => Ok(Done::Committed {
