@@ -16,6 +16,7 @@ pub mod journal;
 pub mod keys;
 pub mod kinds;
 pub mod mount;
+pub mod nobody;
 pub mod output;
 pub mod tempdir;
 

@@ -330,3 +330,135 @@ fn root_and_sysroot_together_are_a_usage_error() {
         assert_refused(&sys.cmd(tool_name, &sub).output().unwrap(), 2, Kind::Usage);
     }
 }
+
+/// The tools nobody runs, copied where nobody can reach them.
+const NOBODY_TOOLS: [&str; 4] = ["dot-launch", "dot-sandbox", "dot-canary", "dot-register"];
+
+fn owner_and_mode(p: &std::path::Path) -> (u32, u32) {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::symlink_metadata(p).unwrap();
+    (m.uid(), m.mode() & 0o7777)
+}
+
+#[test]
+fn nobody_launches_from_root_owned_layers_at_both_levels_and_cannot_change_them() {
+    use testkit::nobody::{self, NOBODY};
+    let (sys, _) = vendor_hello();
+    let site = Publisher::new("site", sys.dir.path());
+    System::publish(
+        &sys.layers.admin,
+        &site,
+        "greet",
+        &workspace_bin("hello"),
+        "audit",
+        "1.0.0",
+    );
+    let bin = nobody::copy_tools(sys.dir.path(), &NOBODY_TOOLS);
+    let home = sys.dir.join("home");
+    let target = sys.dir.join("target");
+    for (d, m) in [(&home, 0o700), (&target, 0o755)] {
+        std::fs::create_dir(d).unwrap();
+        std::os::unix::fs::chown(d, Some(NOBODY), Some(NOBODY)).unwrap();
+        std::fs::set_permissions(d, std::fs::Permissions::from_mode(m)).unwrap();
+    }
+    let state = home.join("state");
+    let before = testkit::tree_snapshot(&sys.sysroot);
+    for (name, consent, containment) in [
+        (
+            "hello",
+            "--require-process-sandbox",
+            proto::Containment::Process,
+        ),
+        ("greet", "--allow-audit-plugin", proto::Containment::Audit),
+    ] {
+        let out = nobody::command(&bin.join("dot-launch"))
+            .arg("--sysroot")
+            .arg(&sys.sysroot)
+            .arg("--state")
+            .arg(&state)
+            .args([name, consent, "--input", "name=nobody", "--target"])
+            .arg(&target)
+            .output()
+            .unwrap();
+        let r = common::result(&out);
+        assert_eq!(r.containment, containment, "{name}");
+        let out = target.join("hello.txt");
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), "hello, nobody\n");
+        assert_eq!(owner_and_mode(&out).0, NOBODY);
+    }
+    assert_eq!(owner_and_mode(&state), (NOBODY, 0o700));
+    // Without --state: nobody's default, $HOME/.local/state/dot, made with its parents.
+    let out = nobody::command(&bin.join("dot-launch"))
+        .env("HOME", &home)
+        .arg("--sysroot")
+        .arg(&sys.sysroot)
+        .args(["greet", "--allow-audit-plugin", "--target"])
+        .arg(&target)
+        .output()
+        .unwrap();
+    common::result(&out);
+    let default = home.join(".local/state/dot");
+    assert_eq!(owner_and_mode(&default), (NOBODY, 0o700));
+    assert!(default.join("audit.log").is_file());
+
+    // dot-register, as nobody, changes neither layer.
+    let register = |args: &[&str], root: Option<&std::path::Path>| {
+        let mut c = nobody::command(&bin.join("dot-register"));
+        c.args(args);
+        match root {
+            Some(r) => c.arg("--root").arg(r),
+            None => c.arg("--sysroot").arg(&sys.sysroot),
+        };
+        c.output().unwrap()
+    };
+    let zeros = "0".repeat(64);
+    for (layer, dir) in sys.layers.each() {
+        for args in [
+            vec!["deny", "add", "--sha256", zeros.as_str(), "--reason", "x"],
+            vec!["publisher", "revoke", "--id", "acme", "--reason", "x"],
+            vec!["remove", "--name", "hello"],
+        ] {
+            let e = assert_refused(&register(&args, Some(dir)), 1, Kind::RegistryReadOnly);
+            assert_eq!(e.path.as_deref(), Some(dir.to_str().unwrap()), "{layer}");
+        }
+    }
+    let e = assert_refused(
+        &register(&["mask", "hello"], None),
+        1,
+        Kind::RegistryReadOnly,
+    );
+    assert_eq!(e.path.as_deref(), Some(sys.layers.admin.to_str().unwrap()));
+    // Reading them is fine.
+    let l: SystemList = assert_ok(&register(&["list"], None));
+    assert!(l.entries.iter().all(|e| e.valid), "{l:?}");
+
+    // The files themselves: each attempt fails with its errno.
+    let hello = proto::Name::new("hello").unwrap();
+    let vendor = proto::layout::Root::single(&sys.layers.vendor);
+    let r: EntryReport = assert_ok(&sys.verify("hello"));
+    let copy = vendor.store_file(&r.sha256);
+    let entry = vendor.entry(&hello);
+    let mask = proto::layers::mask_path(&sys.layers.admin, &hello);
+    for (what, errno) in nobody::errnos(
+        &[
+            ("write the vendor copy", "os.open(COPY, os.O_WRONLY)"),
+            (
+                "write the vendor entry",
+                "os.open(ENTRY, os.O_WRONLY | os.O_APPEND)",
+            ),
+            ("unlink the vendor entry", "os.unlink(ENTRY)"),
+            (
+                "mask by hand",
+                "os.open(MASK, os.O_WRONLY | os.O_CREAT, 0o644)",
+            ),
+        ],
+        &[("COPY", &copy), ("ENTRY", &entry), ("MASK", &mask)],
+    ) {
+        assert_eq!(errno, "EACCES", "{what}");
+    }
+    assert_eq!(
+        testkit::tree_snapshot(&sys.sysroot),
+        before,
+        "a layer changed"
+    );
+}

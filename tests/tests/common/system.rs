@@ -4,6 +4,7 @@
 
 use super::{ok, tool};
 use proto::layers::SystemLayers;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use testkit::{KeyPair, TempDir};
@@ -64,6 +65,8 @@ impl System {
     /// An empty sysroot: the layers' parent directories exist, the layers do not.
     pub fn new() -> System {
         let dir = TempDir::new();
+        // Traversable by every user: the suites run tools as nobody from here.
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
         let sysroot = dir.join("sysroot");
         let layers = SystemLayers::new(Some(&sysroot));
         for d in [&layers.vendor, &layers.admin] {
