@@ -2,19 +2,21 @@
 //! demo plugin's vendor-layer files with `dot-register init --layer` / `publisher add` / `add`
 //! under a staging directory, `dpkg-deb --root-owner-group --build` makes the package, dpkg
 //! installs it into a scratch tree (`dpkg --root`), and the tools find it there through
-//! `--sysroot`; an admin override and a mask work over it; removing the package removes the
-//! plugin and leaves the admin layer byte for byte as it was.
+//! `--sysroot`, and nobody launches it from there; an admin override and a mask work over it;
+//! removing the package removes the plugin and leaves the admin layer byte for byte as it was.
 #![allow(clippy::unwrap_used)]
 
 mod common;
 
 use common::system::{Publisher, System};
-use common::{ok, require_program};
+use common::{ok, require_program, result};
 use proto::layers::{Layer, SystemLayers};
-use proto::Kind;
+use proto::{Containment, Kind};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use testkit::deb::{dpkg, installed_files, run, scratch_root};
+use testkit::nobody::{self, NOBODY};
 use testkit::{assert_ok, assert_refused, tree_snapshot, workspace_bin, TempDir};
 use verify::cli::EntryReport;
 
@@ -67,6 +69,8 @@ fn a_plugin_package_installs_into_the_vendor_layer_and_removes_cleanly() {
         require_program(program, package);
     }
     let tmp = TempDir::new();
+    // Traversable by nobody, who launches from the installed tree.
+    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let acme = Publisher::new("acme", tmp.path());
     let deb = build_plugin_deb(&tmp.join("build"), &acme);
 
@@ -100,6 +104,31 @@ fn a_plugin_package_installs_into_the_vendor_layer_and_removes_cleanly() {
     };
     let r: EntryReport = assert_ok(&sys.verify("hello"));
     assert_eq!(r.layer, Layer::Vendor);
+
+    // nobody launches the installed plugin, process-contained, with a state of its own.
+    let bin = nobody::copy_tools(tmp.path(), &["dot-launch", "dot-sandbox", "dot-canary"]);
+    let (state, target) = (tmp.join("nobody-state"), tmp.join("nobody-target"));
+    for d in [&state, &target] {
+        std::fs::create_dir(d).unwrap();
+        std::os::unix::fs::chown(d, Some(NOBODY), Some(NOBODY)).unwrap();
+    }
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let out = nobody::command(&bin.join("dot-launch"))
+        .arg("--sysroot")
+        .arg(&sysroot)
+        .arg("--state")
+        .arg(&state)
+        .args(["hello", "--require-process-sandbox", "--input", "name=deb"])
+        .arg("--target")
+        .arg(&target)
+        .output()
+        .unwrap();
+    let run = result(&out);
+    assert_eq!(run.containment, Containment::Process);
+    assert_eq!(
+        std::fs::read_to_string(target.join("hello.txt")).unwrap(),
+        "hello, deb\n"
+    );
 
     // The admin overrides the packaged entry with its own, then masks the name.
     let site = Publisher::new("site", tmp.path());
