@@ -230,6 +230,33 @@ fn nobody_cannot_change_the_registry() {
         ("dev of a new name", dev("mine", &[])),
         ("remove", sys.register(&["remove", "--name", "fx"])),
         (
+            "add",
+            sys.register(&[
+                "add",
+                "--entry",
+                "/nonexistent/e.json",
+                "--signature",
+                "/nonexistent/e.json.minisig",
+                "--exe",
+                exe,
+            ]),
+        ),
+        (
+            "publisher add",
+            sys.register(&[
+                "publisher",
+                "add",
+                "--id",
+                "acme",
+                "--pubkey",
+                "/nonexistent/k.pub",
+            ]),
+        ),
+        (
+            "publisher revoke",
+            sys.register(&["publisher", "revoke", "--id", "acme", "--reason", "x"]),
+        ),
+        (
             "deny add",
             sys.register(&["deny", "add", "--sha256", &"0".repeat(64), "--reason", "x"]),
         ),
