@@ -82,6 +82,9 @@ pub struct PublisherAddArgs {
     /// the public key file, as `minisign -G` writes it
     #[argh(option, from_str_fn(proto::cli::path))]
     pub pubkey: PathBuf,
+    /// staging a package's vendor layer under DESTDIR: registry files only, no audit.log line
+    #[argh(switch)]
+    pub staging: bool,
     /// signatures timestamped earlier are not accepted from this key (Unix seconds or ISO 8601,
     /// e.g. 2027-01-01 or 2027-01-01T12:00:00Z)
     #[argh(option, from_str_fn(proto::time::instant))]
@@ -186,6 +189,10 @@ pub struct AddArgs {
     /// with --replace: consent to the exact widening named by sha256:HEX (printed by the refusal)
     #[argh(option)]
     pub accept_changes: Option<String>,
+    /// staging a package's vendor layer under DESTDIR: registry files only, no audit.log line
+    /// and no trust/high-water.json
+    #[argh(switch)]
+    pub staging: bool,
 }
 
 /// Register a local plugin in a development root (trust "local", no signature): pins the

@@ -105,17 +105,18 @@ pub fn add(a: &AddArgs) -> Result<AddReport, RegisterError> {
     write_grant(&root, &entry, dynamic, &mut overrides)?;
     write_private(&root.entry_sig(&entry.name), &sig)?;
     write_private(&root.entry(&entry.name), &entry_bytes)?;
-    // A system layer keeps no high-water file: a vendor layer's files are shared by every plugin
+    // Staged for a package, no high-water file: a vendor layer's files are shared by every plugin
     // package (one file cannot be shipped by two), and its versions are the package manager's to
     // order. Rollback still counts the entry it replaces (`old`).
-    if high_water.versions.get(&entry.name) != Some(&new_mark) && !crate::is_layer(&root) {
+    let staging = crate::Staging::from_switch(a.staging);
+    if high_water.versions.get(&entry.name) != Some(&new_mark) && staging == crate::Staging::No {
         high_water.versions.insert(entry.name.clone(), new_mark);
         write_private(&root.high_water(), &high_water.to_bytes())?;
     }
     let replaced = old.is_some();
     let mut rec = entry_record(&entry, replaced, overrides);
     rec.key_id = Some(signed.info.key_id.clone());
-    audit(&root, &rec)?;
+    crate::audit_staged(&root, &rec, staging)?;
     Ok(report(&entry, Some(signed.info.key_id), store, replaced))
 }
 
@@ -511,7 +512,8 @@ fn add_command(a: &AddArgs) -> Next {
         .flag_if(a.replace, "--replace")
         .flag_if(a.allow_downgrade, "--allow-downgrade")
         .flag_if(a.reset_high_water, "--reset-high-water")
-        .flag_if(a.allow_dynamic, "--allow-dynamic");
+        .flag_if(a.allow_dynamic, "--allow-dynamic")
+        .flag_if(a.staging, "--staging");
     cmd.opt_if("--accept-changes", a.accept_changes.as_ref())
 }
 

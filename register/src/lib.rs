@@ -55,6 +55,7 @@ pub fn run(args: Args) -> Result<Output, RegisterError> {
                     &id,
                     &a.pubkey,
                     bounds,
+                    crate::Staging::from_switch(a.staging),
                 )?))
             }
             PublisherCommand::Rotate(a) => {
@@ -182,41 +183,54 @@ fn readable_by_all(meta: &std::fs::Metadata) -> bool {
     meta.mode() & 0o005 == 0o005
 }
 
-/// Whether `root` is a system layer (made by `init --layer`, docs/registry.md "System layers"):
-/// its directory is readable by every user. A layer holds registry files only: no `txn/`, no
-/// `audit.log`.
+/// Whether every user may read `root`'s registry directory (a system layer, made by
+/// `init --layer`; docs/registry.md "System layers"): the documents written there are 0644.
 pub fn is_layer(root: &Root) -> bool {
     std::fs::metadata(root.path()).is_ok_and(|m| m.is_dir() && readable_by_all(&m))
 }
 
-/// The check of a registry before `dot-register` reads it (`verify::root::check_root`); a system
-/// layer is never a development root.
+/// The check of a registry before `dot-register` reads it (`verify::root::check_root`).
 pub fn check_registry(root: &Root) -> Result<verify::root::RootInfo, RegisterError> {
-    let info = verify::root::check_root(root)?;
-    Ok(layer_info(root, info))
+    Ok(verify::root::check_root(root)?)
 }
 
 /// The check of a registry before `dot-register` changes it (`verify::root::check_root_writable`:
-/// it must be ours); a system layer is never a development root.
+/// it must be ours).
 pub fn check_registry_writable(root: &Root) -> Result<verify::root::RootInfo, RegisterError> {
-    let info = verify::root::check_root_writable(root)?;
-    Ok(layer_info(root, info))
+    Ok(verify::root::check_root_writable(root)?)
 }
 
-fn layer_info(root: &Root, info: verify::root::RootInfo) -> verify::root::RootInfo {
-    match is_layer(root) {
-        true => verify::root::RootInfo { dev: false },
-        false => info,
+/// Whether a change is written for a package (`--staging`) or kept by the registry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Staging {
+    /// A registry of the operator's: its change log and high-water versions are kept.
+    No,
+    /// A vendor layer staged under DESTDIR for a package: registry files only, no change log
+    /// (`audit.log`) and no `trust/high-water.json` (one file cannot belong to two packages).
+    Package,
+}
+
+impl Staging {
+    pub fn from_switch(staging: bool) -> Staging {
+        match staging {
+            true => Staging::Package,
+            false => Staging::No,
+        }
     }
 }
 
 /// Appends one record to the registry's change log, `ROOT/audit.log` (one write, fdatasync;
-/// `sys::fs::append_line`). A system layer keeps no log (`is_layer`): it holds what a package or
-/// the admin put there and nothing else.
-pub fn audit(root: &Root, rec: &AuditRecord) -> Result<(), RegisterError> {
-    if is_layer(root) {
-        return Ok(());
+/// `sys::fs::append_line`); nothing when staging for a package.
+pub fn audit_staged(root: &Root, rec: &AuditRecord, staging: Staging) -> Result<(), RegisterError> {
+    match staging {
+        Staging::Package => Ok(()),
+        Staging::No => audit(root, rec),
     }
+}
+
+/// Appends one record to the registry's change log, `ROOT/audit.log` (one write, fdatasync;
+/// `sys::fs::append_line`).
+pub fn audit(root: &Root, rec: &AuditRecord) -> Result<(), RegisterError> {
     let path = root.change_log();
     sys::fs::append_line(&path, &rec.to_line()).map_err(|e| VerifyError::io(&path, e).into())
 }

@@ -56,6 +56,7 @@ pub fn add(
     id: &Name,
     pubkey_file: &Path,
     bounds: Bounds,
+    staging: crate::Staging,
 ) -> Result<Publisher, RegisterError> {
     crate::check_registry_writable(root)?;
     let ctx = TrustContext::load(root)?;
@@ -82,9 +83,10 @@ pub fn add(
         Err(e) => return Err(e.into()),
     };
     write(root, &record)?;
-    audit(
+    crate::audit_staged(
         root,
         &key_record(AuditAction::PublisherAdd, id, &new_key, None),
+        staging,
     )?;
     Ok(record)
 }

@@ -20,6 +20,7 @@ fn vendor_hello() -> (System, Publisher) {
     let sys = System::new();
     let acme = Publisher::new("acme", sys.dir.path());
     System::publish(
+        true,
         &sys.layers.vendor,
         &acme,
         "hello",
@@ -62,6 +63,7 @@ fn the_admin_entry_overrides_the_vendor_entry() {
     let (sys, _) = vendor_hello();
     let site = Publisher::new("site", sys.dir.path());
     System::publish(
+        false,
         &sys.layers.admin,
         &site,
         "hello",
@@ -89,6 +91,17 @@ fn the_admin_entry_overrides_the_vendor_entry() {
         ]
     );
     assert!(l.layers.iter().all(|x| x.present));
+    // The admin's layer keeps its change log and high-water versions (only a package's staging
+    // leaves them out); the log is root's alone.
+    assert_eq!(
+        std::fs::metadata(sys.layers.admin.join("audit.log"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777,
+        0o600
+    );
+    assert!(sys.layers.admin.join("trust/high-water.json").is_file());
 }
 
 #[test]
@@ -170,6 +183,7 @@ fn a_mask_before_any_package_is_allowed_and_hides_what_comes_later() {
     assert!(e.message.contains("no layer has an entry"), "{}", e.message);
     let acme = Publisher::new("acme", sys.dir.path());
     System::publish(
+        true,
         &sys.layers.vendor,
         &acme,
         "hello",
@@ -219,6 +233,7 @@ fn the_vendor_deny_list_applies_to_the_admin_entry() {
     let (sys, _) = vendor_hello();
     let site = Publisher::new("site", sys.dir.path());
     System::publish(
+        false,
         &sys.layers.admin,
         &site,
         "hello",
@@ -268,6 +283,7 @@ fn a_publisher_revoked_in_the_vendor_layer_is_revoked_for_the_admin_entry() {
     let (sys, acme) = vendor_hello();
     // The admin trusts acme too and registers its own acme-signed entry of another name.
     System::publish(
+        false,
         &sys.layers.admin,
         &acme,
         "greet",
@@ -346,6 +362,7 @@ fn nobody_launches_from_root_owned_layers_at_both_levels_and_cannot_change_them(
     let (sys, _) = vendor_hello();
     let site = Publisher::new("site", sys.dir.path());
     System::publish(
+        false,
         &sys.layers.admin,
         &site,
         "greet",

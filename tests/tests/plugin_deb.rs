@@ -29,6 +29,7 @@ fn build_plugin_deb(dir: &Path, acme: &Publisher) -> PathBuf {
     let layer = SystemLayers::new(Some(&stage)).vendor;
     std::fs::create_dir_all(layer.parent().unwrap()).unwrap();
     System::publish(
+        true,
         &layer,
         acme,
         "hello",
@@ -133,6 +134,7 @@ fn a_plugin_package_installs_into_the_vendor_layer_and_removes_cleanly() {
     // The admin overrides the packaged entry with its own, then masks the name.
     let site = Publisher::new("site", tmp.path());
     System::publish(
+        false,
         &layers.admin,
         &site,
         "hello",

@@ -92,8 +92,10 @@ impl System {
     }
 
     /// Trusts `p` in the layer `dir` and registers `exe` as `name` signed by it (the layer made
-    /// first when missing).
+    /// first when missing); `staging` as a package stages its vendor layer (`--staging`), or as
+    /// the admin writes theirs.
     pub fn publish(
+        staging: bool,
         layer: &Path,
         p: &Publisher,
         name: &str,
@@ -112,6 +114,7 @@ impl System {
                 .arg(layer)
                 .args(["--id", &p.id, "--pubkey"])
                 .arg(&p.pubkey)
+                .args(staging.then_some("--staging"))
                 .output()
                 .unwrap(),
             "dot-register publisher add",
@@ -127,6 +130,7 @@ impl System {
                 .arg(&sig)
                 .arg("--exe")
                 .arg(exe)
+                .args(staging.then_some("--staging"))
                 .output()
                 .unwrap(),
             "dot-register add",
