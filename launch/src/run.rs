@@ -68,8 +68,19 @@ pub fn launch(opts: &Options) -> Result<RunResult, LaunchError> {
         .map_err(|e| LaunchError::io("making dot-launch non-dumpable", "prctl", e.into()))?;
     let root = &opts.root;
     let name = Name::new(&opts.name)?;
-    // The state first: one apart from the registry is made on first use, and nothing is
-    // decided (or recorded in its audit log) in a state that is not ours alone.
+    // The registry's layout, then the state: one apart from the registry is made on first use,
+    // and nothing is decided (or recorded in its audit log) in a state that is not ours alone.
+    // The system layers: those present are checked; with none, nothing is made.
+    match &opts.registry {
+        Registry::Root(_) => {
+            verify::root::check_root(root)?;
+        }
+        Registry::System(sys) => {
+            if verify::layers::present_layers(sys)?.is_empty() {
+                verify::layers::answer(sys, &name)?;
+            }
+        }
+    }
     verify::root::ensure_state(root, opts.default_state)?;
     let decision = decide(root, &name, opts);
     let mut audit = record_decision(root, &name, &decision)?;

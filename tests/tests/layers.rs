@@ -479,3 +479,17 @@ fn nobody_launches_from_root_owned_layers_at_both_levels_and_cannot_change_them(
         "a layer changed"
     );
 }
+
+#[test]
+fn a_launch_with_no_layer_present_makes_no_state() {
+    let sys = System::new();
+    let state = sys.dir.join("state");
+    let out = sys
+        .cmd("dot-launch", &["hello", "--allow-audit-plugin"])
+        .arg("--state")
+        .arg(&state)
+        .output()
+        .unwrap();
+    assert_refused(&out, 1, Kind::EntryMissing);
+    assert!(!state.exists(), "a state was made for no registry");
+}

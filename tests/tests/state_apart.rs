@@ -264,3 +264,18 @@ fn the_target_may_not_be_inside_the_state() {
         e.message
     );
 }
+
+#[test]
+fn nothing_is_made_in_the_state_for_a_registry_that_is_not_there() {
+    let env = Env::new();
+    let state = env.dir.join("state");
+    let mut c = common::launch_into(
+        &env.dir.join("no-registry"),
+        "fixture",
+        &env.target,
+        &["--allow-audit-plugin"],
+    );
+    let out = c.arg("--state").arg(&state).output().unwrap();
+    testkit::assert_refused(&out, 1, Kind::RootMissing);
+    assert!(!state.exists(), "the state was made for a missing registry");
+}

@@ -125,11 +125,9 @@ pub fn check_state(root: &Root) -> Result<(), VerifyError> {
 /// the state directory (its parent must exist; with `parents`, missing parents are made too, as
 /// for a default state directory) and `txn/`, each 0700. An existing directory is never changed
 /// (its mode is not loosened nor tightened): it must pass [`check_state`]. A single root's state
-/// is its own directory, made by `dot-register init`: it is only checked, after the registry
-/// (so a single root is checked in the order it always was, the root directory first).
+/// is its own directory, made by `dot-register init`: it is only checked.
 pub fn ensure_state(root: &Root, parents: bool) -> Result<(), VerifyError> {
     let Some(dir) = root.separate_state() else {
-        check_root(root)?;
         return check_state(root);
     };
     let made = |p: &Path, r: std::io::Result<()>| match r {
