@@ -152,11 +152,13 @@ pub(crate) struct Decided {
     pub inputs: inputs::Inputs,
     pub target: PathBuf,
     pub runner: Option<Runner>,
+    /// The system layer that answered (`None` for `--root`).
+    pub layer: Option<proto::layers::Layer>,
 }
 
 /// Steps 1–3: verification, consent, kernel support, protocol, inputs, target, runner.
 pub(crate) fn decide(root: &Root, name: &Name, opts: &Options) -> Result<Decided, LaunchError> {
-    let (verified, _answer) = verify::layers::verify_named(&opts.registry, name)?;
+    let (verified, answer) = verify::layers::verify_named(&opts.registry, name)?;
     let entry = &verified.entry;
     check_consent(&entry.name, entry.containment, opts.consent, opts.command())?;
     if entry.containment == Containment::Process {
@@ -180,6 +182,7 @@ pub(crate) fn decide(root: &Root, name: &Name, opts: &Options) -> Result<Decided
         inputs,
         target,
         runner,
+        layer: (answer.layer != proto::layers::Layer::Root).then_some(answer.layer),
     })
 }
 

@@ -141,6 +141,7 @@ fn proceed(
         inputs,
         target,
         runner,
+        layer,
     } = decided;
     let entry = verified.entry.clone();
     let begin = Record::Begin {
@@ -191,6 +192,7 @@ fn proceed(
         stderr_tail: (opts.limits.stderr == exec::StderrMode::Tail)
             .then(|| String::from_utf8_lossy(&observed.stderr_tail).into_owned()),
         warnings: Vec::new(),
+        layer,
     };
     if entry.containment == Containment::Process {
         match judge::confirmed(&observed) {

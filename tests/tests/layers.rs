@@ -380,13 +380,19 @@ fn nobody_launches_from_root_owned_layers_at_both_levels_and_cannot_change_them(
     }
     let state = home.join("state");
     let before = testkit::tree_snapshot(&sys.sysroot);
-    for (name, consent, containment) in [
+    for (name, consent, containment, layer) in [
         (
             "hello",
             "--require-process-sandbox",
             proto::Containment::Process,
+            Layer::Vendor,
         ),
-        ("greet", "--allow-audit-plugin", proto::Containment::Audit),
+        (
+            "greet",
+            "--allow-audit-plugin",
+            proto::Containment::Audit,
+            Layer::Admin,
+        ),
     ] {
         let out = nobody::command(&bin.join("dot-launch"))
             .arg("--sysroot")
@@ -399,6 +405,7 @@ fn nobody_launches_from_root_owned_layers_at_both_levels_and_cannot_change_them(
             .unwrap();
         let r = common::result(&out);
         assert_eq!(r.containment, containment, "{name}");
+        assert_eq!(r.layer, Some(layer), "{name}");
         let out = target.join("hello.txt");
         assert_eq!(std::fs::read_to_string(&out).unwrap(), "hello, nobody\n");
         assert_eq!(owner_and_mode(&out).0, NOBODY);

@@ -126,6 +126,7 @@ fn a_plugin_package_installs_into_the_vendor_layer_and_removes_cleanly() {
         .unwrap();
     let run = result(&out);
     assert_eq!(run.containment, Containment::Process);
+    assert_eq!(run.layer, Some(Layer::Vendor));
     assert_eq!(
         std::fs::read_to_string(target.join("hello.txt")).unwrap(),
         "hello, deb\n"
