@@ -2,6 +2,7 @@
 //! modules, in the order of the crate's step list.
 
 use crate::audit::{record_decision, AuditSync};
+use crate::cancel::{self, During};
 use crate::commit::{self, CommitError};
 use crate::decide::{decide, Consent, Decided};
 use crate::exec::{self, Limits};
@@ -59,6 +60,22 @@ impl Options {
     }
 }
 
+/// The registry's layout, before any state is made or read: the root's, or the system layers
+/// that are present (with none, the name's refusal: nothing is made for no registry).
+pub(crate) fn check_registry(opts: &Options, name: &Name) -> Result<(), LaunchError> {
+    match &opts.registry {
+        Registry::Root(_) => {
+            verify::root::check_root(&opts.root)?;
+        }
+        Registry::System(sys) => {
+            if verify::layers::present_layers(sys)?.is_empty() {
+                verify::layers::answer(sys, name)?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Runs one plugin to the end. `Ok` is a committed run (with `warnings` when something was left
 /// for the operator); every failure is an `Err`.
 pub fn launch(opts: &Options) -> Result<RunResult, LaunchError> {
@@ -70,22 +87,13 @@ pub fn launch(opts: &Options) -> Result<RunResult, LaunchError> {
     let name = Name::new(&opts.name)?;
     // The registry's layout, then the state: one apart from the registry is made on first use,
     // and nothing is decided (or recorded in its audit log) in a state that is not ours alone.
-    // The system layers: those present are checked; with none, nothing is made.
-    match &opts.registry {
-        Registry::Root(_) => {
-            verify::root::check_root(root)?;
-        }
-        Registry::System(sys) => {
-            if verify::layers::present_layers(sys)?.is_empty() {
-                verify::layers::answer(sys, &name)?;
-            }
-        }
-    }
+    check_registry(opts, &name)?;
     verify::root::ensure_state(root, opts.default_state)?;
     let decision = decide(root, &name, opts);
     let mut audit = record_decision(root, &name, &decision)?;
     let decided = decision?;
     hooks::pause_after_verify();
+    cancel::check(During::Decision)?;
 
     sys::process::set_child_subreaper()
         .map_err(|e| LaunchError::io("becoming a child subreaper", "prctl", e))?;
@@ -160,6 +168,7 @@ fn proceed(
     run.append(&begin, false)?;
     hooks::failpoint("after-begin");
     stage::prepare(run, &inputs)?;
+    cancel::check(During::Stage)?;
     let request = serde_json::to_vec(&inputs.request(&entry)).unwrap_or_default();
     let observed =
         pinning::run_pinned(&mut verified, runner.as_ref(), run, &request, opts, &inputs)?;
@@ -167,6 +176,8 @@ fn proceed(
     if let Some(a) = audit.as_mut() {
         a.wait()?;
     }
+    // A signal that came after the plugin ended, before anything was judged.
+    cancel::check(During::Plugin)?;
     let mut result = RunResult {
         schema: proto::result::RESULT_SCHEMA,
         txid: run.txid.clone(),
@@ -222,6 +233,7 @@ fn proceed(
             durable: false,
         });
     }
+    cancel::check(During::Commit)?;
     let out_dir = stage::out_dir(run, &observed)?;
     commit_outputs(run, &out_dir, &target, &names, opts, result)
 }

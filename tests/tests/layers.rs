@@ -500,3 +500,37 @@ fn a_launch_with_no_layer_present_makes_no_state() {
     assert_refused(&out, 1, Kind::EntryMissing);
     assert!(!state.exists(), "a state was made for no registry");
 }
+
+#[test]
+fn explain_resolves_the_layers_as_a_launch_and_makes_no_state() {
+    let (sys, _) = vendor_hello();
+    let state = sys.dir.join("state");
+    let out = sys
+        .cmd(
+            "dot-launch",
+            &["hello", "--require-process-sandbox", "--explain"],
+        )
+        .arg("--state")
+        .arg(&state)
+        .output()
+        .unwrap();
+    let e: proto::explain::Explanation = assert_ok(&out);
+    assert_eq!(e.decision, "allowed");
+    assert!(!state.exists(), "--explain made a state");
+    ok(
+        sys.cmd("dot-register", &["mask", "hello"])
+            .output()
+            .unwrap(),
+        "mask",
+    );
+    let out = sys
+        .cmd(
+            "dot-launch",
+            &["hello", "--require-process-sandbox", "--explain"],
+        )
+        .arg("--state")
+        .arg(&state)
+        .output()
+        .unwrap();
+    assert_refused(&out, 1, Kind::EntryMasked);
+}
