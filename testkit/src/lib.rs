@@ -10,11 +10,13 @@
 #![allow(clippy::unwrap_used)]
 
 pub mod bins;
+pub mod deb;
 pub mod fixtures;
 pub mod journal;
 pub mod keys;
 pub mod kinds;
 pub mod mount;
+pub mod nobody;
 pub mod output;
 pub mod tempdir;
 
