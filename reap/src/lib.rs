@@ -25,7 +25,10 @@
 //! 5. when those samples are spent, the wait goes on only if the kernel shows every member still
 //!    alive already on its way out: each of its threads has `PF_EXITING` in the flags of
 //!    `/proc/PID/task/TID/stat` (a killed process keeps running, in the kernel, while its memory
-//!    is torn down, which for gigabytes takes hundreds of milliseconds: see `man/dot-reap.1`).
+//!    is torn down, which for gigabytes takes hundreds of milliseconds: see `man/dot-reap.1`), or
+//!    has SIGKILL pending in `/proc/PID/task/TID/status` (`SigPnd`/`ShdPnd`: the kill was queued
+//!    but the thread has not run since, as on a loaded machine; it can never run user code
+//!    again, it dies the next time it is scheduled).
 //!    Then it samples every [`Options::exiting_interval`], at most
 //!    [`Options::exiting_samples`] more times, as long as that stays true;
 //! 6. only then wait for the leader (until here its pid, which is the pgid, stays reserved), then
@@ -235,6 +238,23 @@ impl ProcStat {
     pub fn is_exiting(&self) -> bool {
         self.flags & PF_EXITING != 0 || matches!(self.state, b'Z' | b'X' | b'x')
     }
+}
+
+/// Whether a `/proc/PID/status` text shows SIGKILL pending, for the thread (`SigPnd`) or its
+/// whole process (`ShdPnd`). A task with SIGKILL pending never returns to user mode: it exits the
+/// next time it runs. Unreadable or missing fields answer false.
+pub fn sigkill_pending(status: &[u8]) -> bool {
+    // Signal N is bit N - 1 of the mask; SIGKILL is 9 on every Linux architecture.
+    const SIGKILL_BIT: u64 = 1 << (9 - 1);
+    status.split(|&b| b == b'\n').any(|line| {
+        let value = line
+            .strip_prefix(b"SigPnd:")
+            .or_else(|| line.strip_prefix(b"ShdPnd:"));
+        value
+            .and_then(|v| std::str::from_utf8(v).ok())
+            .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+            .is_some_and(|mask| mask & SIGKILL_BIT != 0)
+    })
 }
 
 /// Kills the group `pgid`, confirms every member dead, then waits for `leader` and reaps the dead
@@ -540,6 +560,16 @@ impl ProcFs<'_> {
     }
 
     /// Reads and parses the stat file at `self.path`: `None` if it is gone.
+    /// SIGKILL is pending for the task whose `status` file is at `self.path` (a task that is gone
+    /// counts as on its way out).
+    fn kill_pending(&mut self) -> Result<bool, ReapError> {
+        match std::fs::read(&self.path) {
+            Ok(status) => Ok(sigkill_pending(&status)),
+            Err(e) if gone(&e) => Ok(true),
+            Err(e) => Err(sample_err(&self.path, e)),
+        }
+    }
+
     fn read_stat(
         &mut self,
         pid: i32,
@@ -648,7 +678,12 @@ impl System for ProcFs<'_> {
     fn exiting(&mut self, member: &ProcStat) -> Result<bool, ReapError> {
         use std::fmt::Write as _;
         if member.threads <= 1 {
-            return Ok(member.is_exiting());
+            if member.is_exiting() {
+                return Ok(true);
+            }
+            self.path.clear();
+            let _ = write!(self.path, "{PROC}/{}/status", member.pid);
+            return self.kill_pending();
         }
         // Each thread has its own flags: a zombie leader's other threads may still run.
         let task_dir = format!("{PROC}/{}/task", member.pid);
@@ -671,7 +706,11 @@ impl System for ProcFs<'_> {
             let _ = write!(self.path, "{task_dir}/{tid}/stat");
             if let Some(t) = self.read_stat(tid, &mut buf)? {
                 if !t.is_exiting() {
-                    return Ok(false);
+                    self.path.clear();
+                    let _ = write!(self.path, "{task_dir}/{tid}/status");
+                    if !self.kill_pending()? {
+                        return Ok(false);
+                    }
                 }
             }
         }
@@ -747,6 +786,29 @@ pub fn run(args: Args) -> Result<Output, ReapError> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn sigkill_pending_reads_the_thread_and_the_shared_masks() {
+        let status = |sig: &str, shd: &str| {
+            format!("Name:\tx\nState:\tR (running)\nSigQ:\t1/95\nSigPnd:\t{sig}\nShdPnd:\t{shd}\nSigBlk:\t0000000000000100\n")
+        };
+        for (sig, shd, pending) in [
+            ("0000000000000100", "0000000000000000", true),
+            ("0000000000000000", "0000000000000100", true),
+            ("0000000000000000", "0000000000000000", false),
+            // SIGTERM (15) and SIGSTOP (19) are not SIGKILL; blocked SIGKILL (SigBlk) is no pending one.
+            ("0000000000004000", "0000000000040000", false),
+            ("ffffffffffffffff", "0000000000000000", true),
+            ("garbage", "", false),
+        ] {
+            assert_eq!(
+                super::sigkill_pending(status(sig, shd).as_bytes()),
+                pending,
+                "{sig} {shd}"
+            );
+        }
+        assert!(!super::sigkill_pending(b""));
+    }
+
     use super::*;
 
     fn p(pid: i32, state: u8, ppid: i32, pgrp: i32) -> ProcStat {

@@ -264,13 +264,14 @@ pub fn stat_state_ppid(stat: &str) -> Option<(char, u32)> {
     Some((state, ppid))
 }
 
-/// Live (not zombie) processes whose working directory or executable lies under `dir`: a run's
-/// plugin (cwd = its stage, exe = the pinned copy in the store) and anything it started there.
+/// Live (not zombie) processes other than this one whose working directory, executable or any
+/// open descriptor lies under `dir`: a run's plugin (cwd = its stage, exe = the pinned copy in
+/// the store), anything it started there, and whatever holds a run's lock.
 pub fn processes_under(dir: &Path) -> Vec<String> {
     let mut found = Vec::new();
     for e in std::fs::read_dir("/proc").unwrap().flatten() {
         let pid = e.file_name().to_string_lossy().into_owned();
-        if !pid.bytes().all(|b| b.is_ascii_digit()) {
+        if !pid.bytes().all(|b| b.is_ascii_digit()) || pid == std::process::id().to_string() {
             continue;
         }
         let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
@@ -278,9 +279,15 @@ pub fn processes_under(dir: &Path) -> Vec<String> {
         if zombie {
             continue;
         }
-        let inside = ["cwd", "exe"]
-            .iter()
-            .any(|l| std::fs::read_link(e.path().join(l)).is_ok_and(|t| t.starts_with(dir)));
+        let under = |link: &Path| std::fs::read_link(link).is_ok_and(|t| t.starts_with(dir));
+        // Its working directory, its executable, or any descriptor it holds (a run's lock is an
+        // open descriptor of the run directory).
+        let inside = ["cwd", "exe"].iter().any(|l| under(&e.path().join(l)))
+            || std::fs::read_dir(e.path().join("fd"))
+                .into_iter()
+                .flatten()
+                .flatten()
+                .any(|fd| under(&fd.path()));
         if inside {
             found.push(stat);
         }
