@@ -22,14 +22,20 @@ pub use discard::hooks::{failpoint, inject};
 #[cfg(feature = "test-hooks")]
 pub fn pause_after_verify() {
     if let Ok(p) = std::env::var("DOT_PAUSE_AFTER_VERIFY") {
-        let _ = std::fs::write(format!("{p}.ready"), b"");
-        let go = std::path::PathBuf::from(format!("{p}.go"));
-        for _ in 0..30_000 {
-            if go.exists() {
-                return;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(1));
+        ready_then_wait_for_go(&p);
+    }
+}
+
+/// Creates `PATH.ready`, then waits until `PATH.go` exists (at most 30 s).
+#[cfg(feature = "test-hooks")]
+fn ready_then_wait_for_go(path: &str) {
+    let _ = std::fs::write(format!("{path}.ready"), b"");
+    let go = std::path::PathBuf::from(format!("{path}.go"));
+    for _ in 0..30_000 {
+        if go.exists() {
+            return;
         }
+        std::thread::sleep(std::time::Duration::from_millis(1));
     }
 }
 
@@ -47,16 +53,8 @@ pub fn pause_at(name: &str) {
     let Some((point, path)) = spec.split_once(':') else {
         return;
     };
-    if point != name {
-        return;
-    }
-    let _ = std::fs::write(format!("{path}.ready"), b"");
-    let go = std::path::PathBuf::from(format!("{path}.go"));
-    for _ in 0..30_000 {
-        if go.exists() {
-            return;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(1));
+    if point == name {
+        ready_then_wait_for_go(path);
     }
 }
 

@@ -61,16 +61,7 @@ fn the_vendor_entry_answers_and_a_layer_is_world_readable_and_stateless() {
 #[test]
 fn the_admin_entry_overrides_the_vendor_entry() {
     let (sys, _) = vendor_hello();
-    let site = Publisher::new("site", sys.dir.path());
-    System::publish(
-        false,
-        &sys.layers.admin,
-        &site,
-        "hello",
-        &workspace_bin("hello"),
-        "audit",
-        "2.0.0",
-    );
+    System::admin_hello(&sys.layers.admin, sys.dir.path());
     let r: EntryReport = assert_ok(&sys.verify("hello"));
     assert_eq!(r.layer, Layer::Admin);
     assert_eq!(r.overrides, Some(Layer::Vendor));
@@ -231,16 +222,7 @@ fn the_admin_deny_list_applies_to_the_vendor_entry() {
 #[test]
 fn the_vendor_deny_list_applies_to_the_admin_entry() {
     let (sys, _) = vendor_hello();
-    let site = Publisher::new("site", sys.dir.path());
-    System::publish(
-        false,
-        &sys.layers.admin,
-        &site,
-        "hello",
-        &workspace_bin("hello"),
-        "audit",
-        "2.0.0",
-    );
+    let site = System::admin_hello(&sys.layers.admin, sys.dir.path());
     deny(&sys.layers.vendor, &["--key", &site.key.key_id()]);
     let e = assert_refused(&sys.verify("hello"), 1, Kind::Denied);
     let want = sys.layers.vendor.join("trust/deny.json");

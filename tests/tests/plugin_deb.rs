@@ -133,16 +133,7 @@ fn a_plugin_package_installs_into_the_vendor_layer_and_removes_cleanly() {
     );
 
     // The admin overrides the packaged entry with its own, then masks the name.
-    let site = Publisher::new("site", tmp.path());
-    System::publish(
-        false,
-        &layers.admin,
-        &site,
-        "hello",
-        &workspace_bin("hello"),
-        "audit",
-        "2.0.0",
-    );
+    System::admin_hello(&layers.admin, tmp.path());
     let r: EntryReport = assert_ok(&sys.verify("hello"));
     assert_eq!((r.layer, r.overrides), (Layer::Admin, Some(Layer::Vendor)));
     ok(

@@ -91,6 +91,22 @@ impl System {
         );
     }
 
+    /// The admin's own `hello` 2.0.0 (`audit`, the workspace's hello) in `admin`, signed by a
+    /// publisher `site` whose keys are made in `keys`: what overrides a packaged `hello`.
+    pub fn admin_hello(admin: &Path, keys: &Path) -> Publisher {
+        let site = Publisher::new("site", keys);
+        System::publish(
+            false,
+            admin,
+            &site,
+            "hello",
+            &testkit::workspace_bin("hello"),
+            "audit",
+            "2.0.0",
+        );
+        site
+    }
+
     /// Trusts `p` in the layer `dir` and registers `exe` as `name` signed by it (the layer made
     /// first when missing); `staging` as a package stages its vendor layer (`--staging`), or as
     /// the admin writes theirs.
