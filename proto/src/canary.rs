@@ -128,6 +128,9 @@ probes! {
     ReadEtcPasswd = "read-etc-passwd" => landlock();
     ReadProcSelfStatus = "read-proc-self-status" => landlock();
     ReadParentEnviron = "read-parent-environ" => landlock();
+    // tmpfs outside the stage (memory no stage bound counts), and its own memory through /proc.
+    CreateDevShm = "create-dev-shm" => landlock();
+    WriteProcSelfMem = "write-proc-self-mem" => landlock();
     WriteOutside = "write-outside" => landlock();
     CreateOutside = "create-outside" => landlock();
     RenameOutside = "rename-outside" => landlock();
@@ -168,6 +171,9 @@ probes! {
     ConnectTcpLoopback = "connect-tcp-loopback" => seccomp();
     ConnectAbstractUnix = "connect-abstract-unix" => seccomp();
     SysvShm = "sysv-shm" => seccomp();
+    SysvSem = "sysv-sem" => seccomp();
+    SysvMsg = "sysv-msg" => seccomp();
+    PosixMq = "posix-mq" => seccomp();
     // Namespaces and new processes.
     UnshareUser = "unshare-user" => seccomp();
     UnshareMount = "unshare-mount" => seccomp();
@@ -177,6 +183,9 @@ probes! {
     // The kernel refuses CLONE_NEWUSER with CLONE_THREAD itself (EINVAL); the filter answers first.
     CloneThreadNewuser = "clone-thread-newuser" =>
         p(Layer::Seccomp, EPERM, Some(&["errno:EINVAL"]));
+    // A thread with a descriptor table of its own: RLIMIT_NOFILE bounds each table, so such
+    // threads would multiply the run's descriptors (and the kernel objects behind them) by NPROC.
+    CloneThreadOwnFiles = "clone-thread-own-files" => seccomp();
     CloneProcess = "clone-process" => seccomp();
     Fork = "fork" => seccomp();
     Vfork = "vfork" => seccomp();
@@ -221,6 +230,10 @@ probes! {
     PtraceAttachParent = "ptrace-attach-parent" => seccomp();
     PtraceTraceme = "ptrace-traceme" => seccomp();
     ProcessVmReadvParent = "process-vm-readv-parent" => seccomp();
+    ProcessVmWritevSelf = "process-vm-writev-self" => seccomp();
+    PidfdGetfdParent = "pidfd-getfd-parent" => seccomp();
+    PidfdSendSignalParent = "pidfd-send-signal-parent" => seccomp();
+    KcmpParent = "kcmp-parent" => seccomp();
     PrlimitParent = "prlimit-parent" => seccomp();
     // Mounts and roots.
     Mount = "mount" => seccomp();
@@ -240,6 +253,16 @@ probes! {
     Keyctl = "keyctl" => seccomp();
     PerfEventOpen = "perf-event-open" => seccomp();
     Userfaultfd = "userfaultfd" => seccomp();
+    DevUserfaultfd = "dev-userfaultfd" => landlock();
+    // Legacy AIO: every context counts against one host-wide budget (fs.aio-max-nr).
+    AioSetup = "aio-setup" => seccomp();
+    // An inotify instance counts against its user's budget, up through every user namespace.
+    InotifyInit = "inotify-init" => seccomp();
+    // Other system-call ABIs: the i386 one through `int 0x80`, x32 numbers. The filter kills the
+    // process; unconfined, `int 0x80` works where the kernel has IA-32 emulation (SIGSEGV where
+    // it is off) and x32 where it has x32 (ENOSYS where it has not).
+    Int80 = "int80" => p(Layer::Seccomp, &["signal:SIGSYS"], Some(&["ok", "signal:SIGSEGV"]));
+    X32 = "x32" => p(Layer::Seccomp, &["signal:SIGSYS"], Some(&["ok", "errno:ENOSYS"]));
     PrctlPdeathsig = "prctl-pdeathsig" => seccomp();
     // Terminal injection on standard input (a pty here).
     Tiocsti = "tiocsti" => pty(seccomp());

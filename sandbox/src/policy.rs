@@ -212,6 +212,14 @@ fn always_denied() -> Vec<i64> {
         SYS_io_uring_setup,
         SYS_io_uring_enter,
         SYS_io_uring_register,
+        // Legacy AIO: every context counts against one host-wide budget (fs.aio-max-nr), which
+        // one plugin could take whole, failing every other program's io_setup with EAGAIN.
+        SYS_io_setup,
+        SYS_io_destroy,
+        SYS_io_getevents,
+        333, // io_pgetevents
+        SYS_io_submit,
+        SYS_io_cancel,
         SYS_bpf,
         SYS_keyctl,
         SYS_add_key,
@@ -222,6 +230,11 @@ fn always_denied() -> Vec<i64> {
         SYS_fanotify_mark,
         SYS_name_to_handle_at,
         SYS_open_by_handle_at,
+        // inotify: watches are denied, and an instance without one only spends its user's
+        // budget (max_user_instances, counted up through every user namespace: a plugin run in
+        // one by a user would spend that user's).
+        SYS_inotify_init,
+        SYS_inotify_init1,
         SYS_inotify_add_watch,
         SYS_modify_ldt,
         SYS_syslog,
@@ -302,8 +315,11 @@ fn denied_by_argument(p: Params) -> Result<Vec<(i64, Vec<Deny>)>, BackendError> 
         CLONE_NEWPID,
         CLONE_NEWNET,
     ];
+    // A thread must share the descriptor table (`CLONE_FILES`): `RLIMIT_NOFILE` bounds each
+    // table, so threads with tables of their own would multiply the run's descriptors by NPROC.
     let clone = vec![
         rule(vec![dword(0, Op::MaskedEq(CLONE_THREAD as u64), 0)?])?,
+        rule(vec![dword(0, Op::MaskedEq(CLONE_FILES as u64), 0)?])?,
         Deny::AnyBit {
             arg: 0,
             mask: clone_new.iter().fold(0, |m, f| m | *f as u32),
@@ -438,6 +454,21 @@ mod tests {
             libc::SYS_swapon,
             libc::SYS_clock_settime,
             libc::SYS_shmat,
+            libc::SYS_io_setup,
+            libc::SYS_io_submit,
+            libc::SYS_io_getevents,
+            333, // io_pgetevents
+            libc::SYS_io_destroy,
+            libc::SYS_io_cancel,
+            libc::SYS_inotify_init,
+            libc::SYS_inotify_init1,
+            libc::SYS_semget,
+            libc::SYS_msgget,
+            libc::SYS_mq_open,
+            libc::SYS_pidfd_getfd,
+            libc::SYS_pidfd_send_signal,
+            libc::SYS_process_vm_writev,
+            libc::SYS_kcmp,
         ] {
             assert_eq!(call(nr, [0; 6]), EPERM, "syscall {nr}");
         }
@@ -481,6 +512,8 @@ mod tests {
             call(libc::SYS_clone, [libc::SIGCHLD as u64, 0, 0, 0, 0, 0]),
             EPERM
         );
+        let own_files = go_thread & !(libc::CLONE_FILES as u64);
+        assert_eq!(call(libc::SYS_clone, [own_files, 0, 0, 0, 0, 0]), EPERM);
         let vfork = (libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD) as u64;
         assert_eq!(call(libc::SYS_clone, [vfork, 0, 0, 0, 0, 0]), EPERM);
         for ns in [
