@@ -333,8 +333,15 @@ fn run(probe: Probe, inputs: &BTreeMap<String, String>) -> String {
         Probe::PidfdSendSignalParent => res(pidfd_send_signal_parent()),
         Probe::KcmpParent => res(kcmp_parent()),
         Probe::PrlimitParent => res(prlimit_read(ppid().as_raw())),
+        Probe::SetpriorityParent => res(setpriority_parent()),
+        Probe::IoprioSetParent => res(ioprio_set_parent()),
+        Probe::SchedSetaffinityParent => res(sched_setaffinity_parent()),
         Probe::Mount => mount(),
         Probe::Chroot => nix_res(nix::unistd::chroot(".")),
+        Probe::Fsopen => res(owned(
+            // SAFETY: the name is NUL-terminated and static; the descriptor is owned at once.
+            unsafe { libc::syscall(libc::SYS_fsopen, c"tmpfs".as_ptr(), 1u32) }, // FSOPEN_CLOEXEC
+        )),
         Probe::MmapExec => res(mmap(4096, libc::PROT_READ | libc::PROT_EXEC, 0).map(unmap(4096))),
         Probe::MprotectExec => res(mprotect_exec(false)),
         Probe::PkeyMprotectExec => res(mprotect_exec(true)),
@@ -344,6 +351,18 @@ fn run(probe: Probe, inputs: &BTreeMap<String, String>) -> String {
         Probe::Keyctl => res(keyctl_session()),
         Probe::PerfEventOpen => res(perf_event_open()),
         Probe::Userfaultfd => res(userfaultfd()),
+        Probe::FanotifyInit => res(owned(
+            // SAFETY: integer arguments only (FAN_CLOEXEC | FAN_CLASS_NOTIF, O_RDONLY).
+            unsafe { libc::syscall(libc::SYS_fanotify_init, 1u32, libc::O_RDONLY) },
+        )),
+        Probe::NameToHandleAt => res(stage_file().and_then(|()| name_to_handle())),
+        Probe::ModifyLdt => res(modify_ldt_read()),
+        Probe::Syslog => res(sys_res(
+            // SAFETY: SYSLOG_ACTION_SIZE_BUFFER (10) reads no buffer.
+            unsafe { libc::syscall(libc::SYS_syslog, 10, std::ptr::null_mut::<u8>(), 0) },
+        )),
+        // SAFETY: sync takes no argument.
+        Probe::Sync => res(sys_res(unsafe { libc::syscall(libc::SYS_sync) })),
         Probe::DevUserfaultfd => res(File::open("/dev/userfaultfd")),
         Probe::AioSetup => res(aio_setup()),
         Probe::InotifyInit => res(owned(
@@ -376,6 +395,14 @@ fn run(probe: Probe, inputs: &BTreeMap<String, String>) -> String {
         Probe::TiocstiHighBits => res(tiocsti(libc::TIOCSTI | (1 << 32))),
         Probe::SetrlimitRaiseHard => res(raise_hard_nofile()),
         Probe::Capabilities => capabilities(),
+        Probe::SetuidSelf => res(sys_res(
+            // SAFETY: integer argument only: the uid it already has.
+            unsafe { libc::syscall(libc::SYS_setuid, libc::getuid()) },
+        )),
+        Probe::Setgroups => res(sys_res(
+            // SAFETY: an empty list: the pointer is not read.
+            unsafe { libc::syscall(libc::SYS_setgroups, 0, std::ptr::null::<libc::gid_t>()) },
+        )),
         Probe::InheritedFd => inherited_fd(),
         Probe::Nofile => res(open_many(input_u64(inputs, "nofile"))),
         Probe::Fsize => res(write_past(input_u64(inputs, "fsize"))),
@@ -793,6 +820,68 @@ fn kcmp_parent() -> io::Result<()> {
     let me = nix::unistd::getpid().as_raw();
     // SAFETY: integer arguments only.
     sys_res(unsafe { libc::syscall(libc::SYS_kcmp, me, ppid().as_raw(), 0, 0, 0) }).map(drop)
+}
+
+/// The parent's nice value, set to what it is.
+fn setpriority_parent() -> io::Result<()> {
+    let pid = ppid().as_raw() as libc::id_t;
+    nix::errno::Errno::clear();
+    // SAFETY: integer arguments only.
+    let nice = unsafe { libc::getpriority(libc::PRIO_PROCESS, pid) };
+    if nice == -1 && nix::errno::Errno::last_raw() != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: integer arguments only.
+    sys_res(unsafe { libc::setpriority(libc::PRIO_PROCESS, pid, nice) } as libc::c_long).map(drop)
+}
+
+/// The parent's I/O priority, set to what it is (IOPRIO_WHO_PROCESS = 1).
+fn ioprio_set_parent() -> io::Result<()> {
+    let pid = ppid().as_raw();
+    // SAFETY: integer arguments only.
+    let prio = sys_res(unsafe { libc::syscall(libc::SYS_ioprio_get, 1, pid) }).unwrap_or(0);
+    // SAFETY: integer arguments only.
+    sys_res(unsafe { libc::syscall(libc::SYS_ioprio_set, 1, pid, prio) }).map(drop)
+}
+
+/// The parent's CPU affinity, set to what it is.
+fn sched_setaffinity_parent() -> io::Result<()> {
+    use nix::sched::{sched_getaffinity, sched_setaffinity, CpuSet};
+    let mask = sched_getaffinity(ppid()).unwrap_or_else(|_| {
+        let mut all = CpuSet::new();
+        let _ = all.set(0);
+        all
+    });
+    sched_setaffinity(ppid(), &mask).map_err(io::Error::from)
+}
+
+/// A file handle for the stage file `f`.
+fn name_to_handle() -> io::Result<()> {
+    // struct file_handle: handle_bytes (u32), handle_type (i32), then up to MAX_HANDLE_SZ (128).
+    let mut handle = [0u32; 2 + 32];
+    handle[0] = 128;
+    let mut mount_id: libc::c_int = 0;
+    // SAFETY: the path is NUL-terminated; the kernel writes at most handle[0] bytes after the
+    // 8-byte header of `handle` and one int into `mount_id`, all alive for the call.
+    sys_res(unsafe {
+        libc::syscall(
+            libc::SYS_name_to_handle_at,
+            libc::AT_FDCWD,
+            c"f".as_ptr(),
+            handle.as_mut_ptr(),
+            &mut mount_id as *mut libc::c_int,
+            0,
+        )
+    })
+    .map(drop)
+}
+
+/// Reads its local descriptor table (func 0).
+fn modify_ldt_read() -> io::Result<()> {
+    let mut buf = [0u8; 16];
+    // SAFETY: the kernel writes at most `buf.len()` bytes into `buf`, alive for the call.
+    sys_res(unsafe { libc::syscall(libc::SYS_modify_ldt, 0, buf.as_mut_ptr(), buf.len()) })
+        .map(drop)
 }
 
 fn prlimit_read(pid: i32) -> io::Result<()> {

@@ -235,9 +235,14 @@ probes! {
     PidfdSendSignalParent = "pidfd-send-signal-parent" => seccomp();
     KcmpParent = "kcmp-parent" => seccomp();
     PrlimitParent = "prlimit-parent" => seccomp();
+    // The parent's scheduling, set to what it already is (unconfined, nothing changes).
+    SetpriorityParent = "setpriority-parent" => seccomp();
+    IoprioSetParent = "ioprio-set-parent" => seccomp();
+    SchedSetaffinityParent = "sched-setaffinity-parent" => seccomp();
     // Mounts and roots.
     Mount = "mount" => seccomp();
     Chroot = "chroot" => seccomp();
+    Fsopen = "fsopen" => seccomp();
     // Executable memory.
     MmapExec = "mmap-exec" => seccomp();
     MprotectExec = "mprotect-exec" => seccomp();
@@ -253,6 +258,12 @@ probes! {
     Keyctl = "keyctl" => seccomp();
     PerfEventOpen = "perf-event-open" => seccomp();
     Userfaultfd = "userfaultfd" => seccomp();
+    FanotifyInit = "fanotify-init" => seccomp();
+    NameToHandleAt = "name-to-handle-at" => seccomp();
+    ModifyLdt = "modify-ldt" => seccomp();
+    Syslog = "syslog" => seccomp();
+    // Writeback of every filesystem of the host.
+    Sync = "sync" => seccomp();
     DevUserfaultfd = "dev-userfaultfd" => landlock();
     // Legacy AIO: every context counts against one host-wide budget (fs.aio-max-nr).
     AioSetup = "aio-setup" => seccomp();
@@ -272,6 +283,10 @@ probes! {
     // host); that every capability is gone is what the `capabilities` probe proves both ways.
     SetrlimitRaiseHard = "setrlimit-raise-hard" => p(Layer::Capability, EPERM, None);
     Capabilities = "capabilities" => p(Layer::Capability, &["none"], Some(OK));
+    // Identity calls, to the identity it already has (unconfined, nothing changes but root's
+    // supplementary groups, in the probe process only).
+    SetuidSelf = "setuid-self" => seccomp();
+    Setgroups = "setgroups" => seccomp();
     // Descriptors.
     InheritedFd = "inherited-fd" => p(Layer::Descriptors, &["none"], Some(OK));
     // Resource limits (the canary tries to exceed the limit it is told).

@@ -278,6 +278,8 @@ fn always_denied() -> Vec<i64> {
         SYS_iopl,
         SYS_ioperm,
         SYS_nfsservctl,
+        // Writeback of every filesystem of the host (its own files: fsync, syncfs).
+        SYS_sync,
     ];
     v.sort_unstable();
     v.dedup();
@@ -469,6 +471,14 @@ mod tests {
             libc::SYS_pidfd_send_signal,
             libc::SYS_process_vm_writev,
             libc::SYS_kcmp,
+            libc::SYS_sync,
+            libc::SYS_memfd_secret,
+            libc::SYS_add_key,
+            libc::SYS_request_key,
+            libc::SYS_setpriority,
+            libc::SYS_ioprio_set,
+            libc::SYS_sched_setattr,
+            libc::SYS_setgroups,
         ] {
             assert_eq!(call(nr, [0; 6]), EPERM, "syscall {nr}");
         }
