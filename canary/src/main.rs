@@ -227,6 +227,7 @@ fn run(probe: Probe, inputs: &BTreeMap<String, String>) -> String {
         Probe::ReadParentEnviron => res(fs::read(format!("/proc/{}/environ", ppid()))),
         Probe::CreateDevShm => res(create_dev_shm()),
         Probe::WriteProcSelfMem => res(OpenOptions::new().write(true).open("/proc/self/mem")),
+        Probe::OPathOpenat => res(o_path_openat()),
         Probe::WriteOutside => res(OpenOptions::new().write(true).open(victim(inputs))),
         Probe::CreateOutside => res(OpenOptions::new()
             .write(true)
@@ -371,6 +372,13 @@ fn run(probe: Probe, inputs: &BTreeMap<String, String>) -> String {
         )),
         Probe::Int80 => res(int80_getpid()),
         Probe::X32 => res(x32_getpid()),
+        Probe::MmapHugetlb => res(mmap(
+            2 << 20,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_HUGETLB,
+        )
+        .map(unmap(2 << 20))),
+        Probe::MadviseMergeable => res(madvise_mergeable()),
         Probe::PrctlPdeathsig => res(prctl_pdeathsig_zero()),
         Probe::FsetownParent => res(set_owner(1, ppid().as_raw())),
         Probe::FsetownInit => res(set_owner(1, 1)),
@@ -1009,6 +1017,41 @@ fn int80_getpid() -> io::Result<()> {
 fn x32_getpid() -> io::Result<()> {
     // SAFETY: getpid takes no argument.
     sys_res(unsafe { libc::syscall(0x4000_0000 | libc::SYS_getpid) }).map(drop)
+}
+
+/// `/etc` opened with `O_PATH`, then `passwd` opened beneath it.
+fn o_path_openat() -> io::Result<File> {
+    let dir = owned(
+        // SAFETY: the path is NUL-terminated and static; the descriptor is owned at once.
+        unsafe {
+            libc::open(
+                c"/etc".as_ptr(),
+                libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            )
+        } as libc::c_long,
+    )?;
+    let fd = owned(
+        // SAFETY: `dir` is open; the path is NUL-terminated and static.
+        unsafe {
+            libc::openat(
+                dir.as_raw_fd(),
+                c"passwd".as_ptr(),
+                libc::O_RDONLY | libc::O_CLOEXEC,
+            )
+        } as libc::c_long,
+    )?;
+    Ok(File::from(fd))
+}
+
+/// Offers one anonymous page of its own to KSM.
+fn madvise_mergeable() -> io::Result<()> {
+    let addr = mmap(4096, libc::PROT_READ | libc::PROT_WRITE, 0)?;
+    // SAFETY: the page was just mapped by this function and is unmapped right after.
+    let r = sys_res(unsafe {
+        libc::madvise(addr as *mut libc::c_void, 4096, libc::MADV_MERGEABLE) as libc::c_long
+    });
+    unmap(4096)(addr);
+    r.map(drop)
 }
 
 fn io_uring_setup() -> io::Result<OwnedFd> {

@@ -131,6 +131,8 @@ probes! {
     // tmpfs outside the stage (memory no stage bound counts), and its own memory through /proc.
     CreateDevShm = "create-dev-shm" => landlock();
     WriteProcSelfMem = "write-proc-self-mem" => landlock();
+    // A path opened with O_PATH (which Landlock does not check) as the base of an openat.
+    OPathOpenat = "o-path-openat" => landlock();
     WriteOutside = "write-outside" => landlock();
     CreateOutside = "create-outside" => landlock();
     RenameOutside = "rename-outside" => landlock();
@@ -274,6 +276,11 @@ probes! {
     // it is off) and x32 where it has x32 (ENOSYS where it has not).
     Int80 = "int80" => p(Layer::Seccomp, &["signal:SIGSYS"], Some(&["ok", "signal:SIGSEGV"]));
     X32 = "x32" => p(Layer::Seccomp, &["signal:SIGSYS"], Some(&["ok", "errno:ENOSYS"]));
+    // Host-wide memory mechanisms: the huge page pool (unconfined, ENOMEM where the host
+    // reserved no huge pages) and KSM (EINVAL where the kernel has none).
+    MmapHugetlb = "mmap-hugetlb" => p(Layer::Seccomp, EPERM, Some(&["ok", "errno:ENOMEM"]));
+    MadviseMergeable =
+        "madvise-mergeable" => p(Layer::Seccomp, EPERM, Some(&["ok", "errno:EINVAL"]));
     PrctlPdeathsig = "prctl-pdeathsig" => seccomp();
     // Terminal injection on standard input (a pty here).
     Tiocsti = "tiocsti" => pty(seccomp());

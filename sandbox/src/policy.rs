@@ -360,7 +360,19 @@ fn denied_by_argument(p: Params) -> Result<Vec<(i64, Vec<Deny>)>, BackendError> 
         (SYS_rt_tgsigqueueinfo, vec![not_self(0, p)?]),
         (SYS_prlimit64, pid_other()?),
         (SYS_sched_setaffinity, pid_other()?),
-        (SYS_mmap, vec![exec(2)?]),
+        // MAP_HUGETLB takes pages from the host's huge page pool, which is not the run's: its
+        // size is set aside for whatever the host reserved it for.
+        (SYS_mmap, vec![exec(2)?, flag_set(3, MAP_HUGETLB as u64)?]),
+        // MADV_MERGEABLE offers its pages to KSM, which merges identical pages across
+        // processes: how long a write takes then tells whether another process holds a page
+        // with the same bytes.
+        (
+            SYS_madvise,
+            vec![Deny::OneOf {
+                arg: 2,
+                values: vec![MADV_MERGEABLE as u32],
+            }],
+        ),
         (SYS_mprotect, vec![exec(2)?]),
         (SYS_pkey_mprotect, vec![exec(2)?]),
         (SYS_shmat, vec![flag_set(2, SHM_EXEC as u64)?]),
@@ -577,6 +589,19 @@ mod tests {
             assert_eq!(call(nr, [0, 4096, rw, 0x22, 0, 0]), RET_ALLOW);
             assert_eq!(call(nr, [0, 4096, rx, 0x22, 0, 0]), EPERM);
         }
+        let huge = 0x22 | libc::MAP_HUGETLB as u64;
+        assert_eq!(call(libc::SYS_mmap, [0, 1 << 21, rw, huge, 0, 0]), EPERM);
+        let merge = libc::MADV_MERGEABLE as u64;
+        assert_eq!(call(libc::SYS_madvise, [0, 4096, merge, 0, 0, 0]), EPERM);
+        assert_eq!(
+            call(libc::SYS_madvise, [0, 4096, merge | (1 << 32), 0, 0, 0]),
+            EPERM
+        );
+        let dontneed = libc::MADV_DONTNEED as u64;
+        assert_eq!(
+            call(libc::SYS_madvise, [0, 4096, dontneed, 0, 0, 0]),
+            RET_ALLOW
+        );
         assert_eq!(
             call(libc::SYS_personality, [0xffff_ffff, 0, 0, 0, 0, 0]),
             RET_ALLOW
