@@ -59,6 +59,11 @@ pub struct Args {
     /// process: the most tasks (processes and threads) the plugin may have at once (default 256)
     #[argh(option, default = "MAX_TASKS")]
     pub max_tasks: u64,
+    /// print the launch decision and the policy the run would get (containment, runner, limits,
+    /// Landlock rules, seccomp policy digest, request, target, executable) as one JSON document,
+    /// and create nothing; a refusal is the launch's own error and exit code
+    #[argh(switch)]
+    pub explain: bool,
     /// the plugin name, or `recover` to roll interrupted runs forward
     #[argh(positional)]
     pub name: String,
@@ -81,6 +86,13 @@ pub const STAGE_INODES: u64 = 8192;
 pub const MAX_STDOUT_LIMIT: usize = 1 << 30;
 
 pub fn run(args: Args) -> Result<Output, LaunchError> {
+    // Before any thread and any run directory: SIGTERM, SIGINT and SIGHUP cancel the run cleanly.
+    crate::cancel::arm()?;
+    if args.name == "recover" && args.explain {
+        return Err(LaunchError::Usage(
+            "--explain explains a launch, not recover".into(),
+        ));
+    }
     if args.name == "recover" {
         let root = proto::layout::Root::from_args(args.root, args.state);
         let report = crate::recover::recover(&root, args.txid.as_deref())?;
@@ -116,6 +128,7 @@ pub fn run(args: Args) -> Result<Output, LaunchError> {
         }
         Some(p) => Some(RequestSource::File(p.to_path_buf())),
     };
+    let explain = args.explain;
     let opts = Options {
         root: proto::layout::Root::from_args(args.root, args.state),
         name: args.name,
@@ -143,6 +156,9 @@ pub fn run(args: Args) -> Result<Output, LaunchError> {
             stage_inodes: STAGE_INODES,
         },
     };
+    if explain {
+        return crate::explain::explain(&opts).map(|e| Output::json(&e));
+    }
     crate::launch(&opts).map(|r| {
         let code = if r.warnings.is_empty() {
             ExitCode::Success

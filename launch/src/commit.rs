@@ -2,6 +2,7 @@
 //! make them durable, append a durable PREPARED, rename each into place, make the target directory
 //! durable, append COMMITTED.
 
+use crate::cancel::{self, During};
 use crate::error::LaunchError;
 use crate::exec::Limits;
 use crate::hooks::failpoint;
@@ -234,6 +235,7 @@ pub fn commit(
     let mut temps = Vec::with_capacity(outputs.len());
     let result = (|| {
         for (i, o) in outputs.into_iter().enumerate() {
+            cancel::check(During::Commit).map_err(CommitError::Before)?;
             let old = old_digest(target, &o.name)?;
             let temp = proto::layout::target_temp(&run.txid, i);
             let (file, sha256) =
@@ -249,6 +251,9 @@ pub fn commit(
         }
         sync_temps(&target_dir, &temps, target).map_err(CommitError::Before)?;
         failpoint("after-temp");
+        crate::hooks::pause_at("after-temp");
+        // The last moment a signal cancels the run: from PREPARED on, the commit is finished.
+        cancel::check(During::Commit).map_err(CommitError::Before)?;
         let record = Record::Prepared {
             v: RECORD_VERSION,
             seq: run.seq(),
@@ -264,6 +269,7 @@ pub fn commit(
         return Err(e);
     }
     failpoint("after-prepared");
+    crate::hooks::pause_at("after-prepared");
     rename_all(&target_dir, target, &prepared).map_err(CommitError::After)?;
     failpoint("before-committed");
     let record = Record::Committed {

@@ -97,6 +97,13 @@ pub enum LaunchError {
         retained: NotRemoved,
         cause: Option<Box<LaunchError>>,
     },
+    /// SIGTERM, SIGINT or SIGHUP ended the launch (or `recover`) before PREPARED: everything it
+    /// made is gone (`crate::cancel`).
+    #[error("cancelled by {} {during}", .signal.as_str())]
+    Cancelled {
+        signal: nix::sys::signal::Signal,
+        during: crate::cancel::During,
+    },
     /// `txn/` itself refused (missing, unsafe, unreadable), as `dot-discard` refuses it.
     #[error(transparent)]
     Txn(#[from] discard::DiscardError),
@@ -159,6 +166,7 @@ impl ToErrorObject for LaunchError {
             LaunchError::CleanupRetained { .. } => Kind::CleanupRetained,
             LaunchError::Reap(e) => e.kind(),
             LaunchError::Txn(e) => e.kind(),
+            LaunchError::Cancelled { .. } => Kind::Cancelled,
         }
     }
 
@@ -217,6 +225,10 @@ impl ToErrorObject for LaunchError {
                 }
             }
             LaunchError::Io { path, .. } => base.path(path),
+            LaunchError::Cancelled { signal, .. } => ErrorObject {
+                signal: Some(signal.as_str().to_owned()),
+                ..base
+            },
             LaunchError::Plugin { run, .. } => ErrorObject {
                 run: Some(run.clone()),
                 ..base

@@ -97,6 +97,8 @@ pub struct Observed {
     /// The stream that went over its limit, if one did.
     pub over_limit: Option<crate::judge::Overflow>,
     pub deadline_hit: bool,
+    /// The signal that cancelled the run while the plugin ran (`crate::cancel`).
+    pub cancelled: Option<nix::sys::signal::Signal>,
     /// What `dot-sandbox` wrote on its report descriptor (empty at `audit`).
     pub report: Vec<u8>,
     /// With `--stderr tail`: the last `STDERR_TAIL` bytes of stderr.
@@ -206,6 +208,7 @@ pub fn run(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     crate::hooks::sleep_before_spawn();
+    crate::cancel::check(crate::cancel::During::Stage)?;
     let mut child = match sys::process::spawn_with_fds(&mut cmd, &moves) {
         Err(e) if lease.is_some() && e.raw_os_error() == Some(nix::libc::ETXTBSY) => {
             return Ok(Ran::WriterWaiting)
@@ -235,6 +238,12 @@ pub fn run(
     let reaped = terminate(&mut child);
     let (mut observed, mut streams) = supervised?;
     reaped?;
+    if let Some(signal) = observed.cancelled {
+        return Err(LaunchError::Cancelled {
+            signal,
+            during: crate::cancel::During::Plugin,
+        });
+    }
     if let Some(l) = lease {
         if runner.is_some() && runner_exec_busy(&observed.report) {
             return Ok(Ran::WriterWaiting);
@@ -475,6 +484,7 @@ fn supervise(
         stderr_bytes: 0,
         over_limit: None,
         deadline_hit: false,
+        cancelled: None,
         report: Vec::new(),
         stderr_tail: Vec::new(),
         stderr_passed: 0,
@@ -492,6 +502,7 @@ fn supervise(
         limits.deadline,
         limits.stderr != StderrMode::Pass && crate::progress::Progress::stderr_is_terminal(),
     );
+    let watch = crate::cancel::watch();
     while !leader_exited {
         let now = Instant::now();
         if now >= deadline {
@@ -504,8 +515,12 @@ fn supervise(
             .unwrap_or(Duration::from_secs(1))
             .as_millis();
         let wait_ms = (deadline - now).as_millis().clamp(1, most) as u16;
-        let mut fds = Vec::with_capacity(5);
+        let mut fds = Vec::with_capacity(6);
         fds.push(PollFd::new(pidfd.as_fd(), PollFlags::POLLIN));
+        let cancel_at = watch.fd().map(|f| {
+            fds.push(PollFd::new(f, PollFlags::POLLIN));
+            fds.len() - 1
+        });
         let stdin_at = s.stdin.as_ref().map(|f| {
             fds.push(PollFd::new(f.as_fd(), PollFlags::POLLOUT));
             fds.len() - 1
@@ -526,7 +541,14 @@ fn supervise(
         }
         leader_exited = fds[0].any().unwrap_or(false);
         let stdin_ready = stdin_at.and_then(|i| fds[i].any()).unwrap_or(false);
+        let signalled = cancel_at.and_then(|i| fds[i].any()).unwrap_or(false);
         drop(fds);
+        if signalled {
+            if let Some(signal) = watch.received() {
+                o.cancelled = Some(signal);
+                break;
+            }
+        }
         if stdin_ready {
             if let Some(w) = s.stdin.as_mut() {
                 match w.write(&request[sent..]) {

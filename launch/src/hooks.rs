@@ -6,8 +6,10 @@
 //! see `discard::hooks`), a pause after validation (`DOT_PAUSE_AFTER_VERIFY=PATH`: creates
 //! `PATH.ready`, waits for `PATH.go`), a pretend Landlock ABI (`DOT_PRETEND_LANDLOCK_ABI=N`: the
 //! launcher decides as on a kernel with ABI min(N, real) and passes `--landlock-abi N` to
-//! `dot-sandbox`, which builds its ruleset so), a pretended lease break time
-//! (`DOT_LEASE_BREAK_MS=N`), a pause just before the spawn (`DOT_SLEEP_BEFORE_SPAWN_MS=N`), and a
+//! `dot-sandbox`, which builds its ruleset so), a pause at a point of the commit
+//! (`DOT_PAUSE_AT=after-temp:PATH`, `after-prepared:PATH`, or `recover-next:PATH` before each run
+//! `recover` takes; the same handshake), a pretended lease break time
+//! (`DOT_LEASE_BREAK_MS=N`), a pause just before the spawn (`DOT_SLEEP_BEFORE_SPAWN_MS=N`, ended early by a cancelling signal), and a
 //! report of the launcher's own open descriptors and peak memory just before it exits
 //! (`DOT_REPORT_FDS=PATH`, one JSON line appended per run), for the soak tests.
 //!
@@ -34,6 +36,33 @@ pub fn pause_after_verify() {
 #[cfg(not(feature = "test-hooks"))]
 #[inline(always)]
 pub fn pause_after_verify() {}
+
+/// Waits at the point `name` (`after-temp`, `after-prepared`, `recover-next`) when `DOT_PAUSE_AT` is `NAME:PATH`:
+/// creates `PATH.ready`, waits for `PATH.go` (at most 30 s).
+#[cfg(feature = "test-hooks")]
+pub fn pause_at(name: &str) {
+    let Ok(spec) = std::env::var("DOT_PAUSE_AT") else {
+        return;
+    };
+    let Some((point, path)) = spec.split_once(':') else {
+        return;
+    };
+    if point != name {
+        return;
+    }
+    let _ = std::fs::write(format!("{path}.ready"), b"");
+    let go = std::path::PathBuf::from(format!("{path}.go"));
+    for _ in 0..30_000 {
+        if go.exists() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
+#[cfg(not(feature = "test-hooks"))]
+#[inline(always)]
+pub fn pause_at(_name: &str) {}
 
 /// A Landlock ABI to pretend the kernel has.
 #[cfg(feature = "test-hooks")]
@@ -152,7 +181,11 @@ pub fn sleep_before_spawn() {
         .ok()
         .and_then(|v| v.parse().ok())
     {
-        std::thread::sleep(std::time::Duration::from_millis(ms));
+        // In steps, so a cancelling signal ends the wait (as it would end a real step's work).
+        let until = std::time::Instant::now() + std::time::Duration::from_millis(ms);
+        while std::time::Instant::now() < until && crate::cancel::received().is_none() {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
     }
 }
 

@@ -15,17 +15,22 @@
 //!    COMMITTED) and remove the run directory, the journal last (a failed run's too); a directory
 //!    that cannot be removed is reported (a warning of the result, or `cleanup-retained`), exit 4
 //!
+//! SIGTERM, SIGINT and SIGHUP are blocked before step 1 and read at fixed points up to PREPARED
+//! (`cancel`): a signal there ends the run like a failure, cleaned, with one `cancelled` error.
+//!
 //! The modules follow the steps: `decide` (1–3), `audit` (the decision's record), `rundir` (4 and
 //! the end of the run directory), `stage` (4), `pinning` and `exec` (5–7), `judge`, `commit` (8);
 //! `run` puts them in order.
 #![forbid(unsafe_code)]
 
 mod audit;
+pub mod cancel;
 pub mod cli;
 pub mod commit;
 mod decide;
 pub mod error;
 pub mod exec;
+pub mod explain;
 pub mod hooks;
 pub mod inputs;
 pub mod judge;

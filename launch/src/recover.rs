@@ -88,13 +88,20 @@ pub fn recover(root: &Root, txid: Option<&str>) -> Result<RecoverReport, LaunchE
     };
     let mut report = RecoverReport::default();
     let mut removed = false;
+    let mut cancelled = Ok(());
     for name in names {
+        // A signal stops the pass between two runs, never inside one.
+        crate::hooks::pause_at("recover-next");
+        cancelled = crate::cancel::check(crate::cancel::During::Recover);
+        if cancelled.is_err() {
+            break;
+        }
         removed |= pass.one(&name, &mut report);
     }
     if removed {
         nix::unistd::fsync(&txn).map_err(|source| DiscardError::SyncTxn { path, source })?;
     }
-    Ok(report)
+    cancelled.map(|()| report)
 }
 
 struct Pass<'a> {

@@ -2,6 +2,7 @@
 //! modules, in the order of the crate's step list.
 
 use crate::audit::{record_decision, AuditSync};
+use crate::cancel::{self, During};
 use crate::commit::{self, CommitError};
 use crate::decide::{decide, Consent, Decided};
 use crate::exec::{self, Limits};
@@ -43,6 +44,7 @@ pub fn launch(opts: &Options) -> Result<RunResult, LaunchError> {
     let mut audit = record_decision(root, &name, &decision)?;
     let decided = decision?;
     hooks::pause_after_verify();
+    cancel::check(During::Decision)?;
 
     sys::process::set_child_subreaper()
         .map_err(|e| LaunchError::io("becoming a child subreaper", "prctl", e))?;
@@ -116,6 +118,7 @@ fn proceed(
     run.append(&begin, false)?;
     hooks::failpoint("after-begin");
     stage::prepare(run, &inputs)?;
+    cancel::check(During::Stage)?;
     let request = serde_json::to_vec(&inputs.request(&entry)).unwrap_or_default();
     let observed =
         pinning::run_pinned(&mut verified, runner.as_ref(), run, &request, opts, &inputs)?;
@@ -123,6 +126,8 @@ fn proceed(
     if let Some(a) = audit.as_mut() {
         a.wait()?;
     }
+    // A signal that came after the plugin ended, before anything was judged.
+    cancel::check(During::Plugin)?;
     let mut result = RunResult {
         schema: proto::result::RESULT_SCHEMA,
         txid: run.txid.clone(),
@@ -177,6 +182,7 @@ fn proceed(
             durable: false,
         });
     }
+    cancel::check(During::Commit)?;
     let out_dir = stage::out_dir(run, &observed)?;
     commit_outputs(run, &out_dir, &target, &names, opts, result)
 }

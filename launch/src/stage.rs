@@ -18,6 +18,7 @@ pub(crate) fn prepare(run: &RunDir, inputs: &Inputs) -> Result<(), LaunchError> 
             .map_err(|e| LaunchError::io("creating the stage", &dir, e))?;
     }
     for f in &inputs.files {
+        crate::cancel::check(crate::cancel::During::Stage)?;
         let dest = stage.join("in").join(&f.key);
         let mut out = sys::fs::create_new(&dest, 0o600)
             .map_err(|e| LaunchError::io("copying a file input", &dest, e))?;

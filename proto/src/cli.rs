@@ -99,6 +99,13 @@ pub struct Outcome {
     style: ErrorStyle,
 }
 
+impl Outcome {
+    /// The error object the tool will print, if it failed.
+    pub fn error(&self) -> Option<&ErrorObject> {
+        self.stderr.as_ref()
+    }
+}
+
 impl std::process::Termination for Outcome {
     fn report(self) -> std::process::ExitCode {
         let mut code = self.code;

@@ -22,11 +22,25 @@ pub enum ExitCode {
     Retained = 4,
     /// System error (I/O, kernel).
     System = 5,
+    /// Cancelled by a signal (SIGTERM, SIGINT, SIGHUP): after cleaning up, the tool ends by that
+    /// signal itself, so its parent sees it killed by the signal (a shell's `$?` is 128 + the
+    /// signal's number: 143, 130, 129). 128 is only the base, the status of a tool that could not.
+    Cancelled = 128,
 }
 
 impl ExitCode {
     pub fn code(self) -> u8 {
         self as u8
+    }
+}
+
+/// As docs/errors.md writes it: the number, or `128+N` for [`ExitCode::Cancelled`].
+impl std::fmt::Display for ExitCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ExitCode::Cancelled => f.write_str("128+N"),
+            c => write!(f, "{}", c.code()),
+        }
     }
 }
 
@@ -149,6 +163,7 @@ kinds! {
     RunRetained = "run-retained" => Retained,
     CleanupRetained = "cleanup-retained" => Retained,
     NoSuchRun = "no-such-run" => Usage,
+    Cancelled = "cancelled" => Cancelled,
     // dot-reap (and a launch's reap).
     BadPgid = "bad-pgid" => Usage,
     BadLeader = "bad-leader" => Usage,
@@ -240,6 +255,9 @@ pub struct ErrorObject {
     /// For a plugin failure: the same fields as a successful run's result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run: Option<Box<RunResult>>,
+    /// For `cancelled`: the signal that cancelled the tool, by its name (`SIGTERM`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<String>,
     /// For `next`: the failed command line changed this way, which only the tool's `main` can
     /// resolve (`crate::cli`); never printed.
     #[serde(skip)]
@@ -258,6 +276,7 @@ impl ErrorObject {
             next_argv: None,
             changes: None,
             run: None,
+            signal: None,
             again: None,
         }
     }

@@ -13,6 +13,7 @@ pub mod cli;
 pub mod digest;
 pub mod entry;
 pub mod error;
+pub mod explain;
 pub mod journal;
 pub mod layout;
 pub mod name;

@@ -455,3 +455,115 @@ mod tests {
         }
     }
 }
+
+/// A Landlock filesystem right, as the kernel names it (`LANDLOCK_ACCESS_FS_*`, lowercased).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FsRight {
+    Execute,
+    WriteFile,
+    ReadFile,
+    ReadDir,
+    RemoveDir,
+    RemoveFile,
+    MakeChar,
+    MakeDir,
+    MakeReg,
+    MakeSock,
+    MakeFifo,
+    MakeBlock,
+    MakeSym,
+    Refer,
+    Truncate,
+}
+
+/// Every filesystem right of Landlock ABI 3: the runner handles all of them (a hard requirement),
+/// so each is denied wherever no rule grants it.
+pub const HANDLED_FS: [FsRight; 15] = [
+    FsRight::Execute,
+    FsRight::WriteFile,
+    FsRight::ReadFile,
+    FsRight::ReadDir,
+    FsRight::RemoveDir,
+    FsRight::RemoveFile,
+    FsRight::MakeChar,
+    FsRight::MakeDir,
+    FsRight::MakeReg,
+    FsRight::MakeSock,
+    FsRight::MakeFifo,
+    FsRight::MakeBlock,
+    FsRight::MakeSym,
+    FsRight::Refer,
+    FsRight::Truncate,
+];
+
+/// What the runner grants on the plugin's own executable (when it is a file on a filesystem).
+pub const PLUGIN_RIGHTS: [FsRight; 2] = [FsRight::ReadFile, FsRight::Execute];
+
+/// What the runner grants beneath the stage (its working directory): read and write, never
+/// execute, no special files, no links, no renames across directories.
+pub const STAGE_RIGHTS: [FsRight; 8] = [
+    FsRight::ReadFile,
+    FsRight::ReadDir,
+    FsRight::WriteFile,
+    FsRight::MakeReg,
+    FsRight::MakeDir,
+    FsRight::RemoveFile,
+    FsRight::RemoveDir,
+    FsRight::Truncate,
+];
+
+/// One Landlock rule: the rights granted beneath `path`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LandlockRule {
+    /// What the rule is on, for people: a path, or what stands for one.
+    pub path: String,
+    pub access: Vec<FsRight>,
+}
+
+/// The Landlock ruleset the runner applies on a kernel with Landlock ABI `abi`: the pure
+/// description `dot-sandbox` builds its ruleset from, and `dot-launch --explain` prints.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LandlockPlan {
+    /// The ABI the ruleset is built for (the kernel's, or lower when capped).
+    pub abi: u32,
+    /// The lowest ABI accepted; below it `process` refuses.
+    pub required_abi: u32,
+    /// Filesystem rights handled (denied unless a rule grants them): a hard requirement.
+    pub handled_fs: Vec<FsRight>,
+    /// The rules: what is granted, and where.
+    pub rules: Vec<LandlockRule>,
+    /// Handled when the ABI has them (best effort, ABI 4 and up): TCP bind and connect, denied.
+    pub tcp_denied: bool,
+    /// Scoped when the ABI has them (best effort, ABI 6 and up): abstract unix sockets and
+    /// signals to processes outside the sandbox, denied.
+    pub scopes_denied: bool,
+}
+
+impl LandlockPlan {
+    /// The plan for ABI `abi`, with the plugin's executable at `plugin` (`None`: a sealed
+    /// in-memory copy, which Landlock does not mediate and needs no rule) and the stage at `stage`.
+    pub fn new(abi: u32, plugin: Option<String>, stage: String) -> LandlockPlan {
+        let mut rules = Vec::with_capacity(2);
+        if let Some(path) = plugin {
+            rules.push(LandlockRule {
+                path,
+                access: PLUGIN_RIGHTS.to_vec(),
+            });
+        }
+        rules.push(LandlockRule {
+            path: stage,
+            access: STAGE_RIGHTS.to_vec(),
+        });
+        LandlockPlan {
+            abi,
+            required_abi: crate::probe::REQUIRED_LANDLOCK_ABI,
+            handled_fs: HANDLED_FS.to_vec(),
+            rules,
+            tcp_denied: abi >= 4,
+            scopes_denied: abi >= 6,
+        }
+    }
+}

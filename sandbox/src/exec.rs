@@ -341,14 +341,8 @@ fn apply_landlock(plugin: &File, cap: Option<u32>) -> Result<LandlockApplied, Ex
             step: "opening the working directory",
             source,
         })?;
-    let stage_rights = AccessFs::ReadFile
-        | AccessFs::ReadDir
-        | AccessFs::WriteFile
-        | AccessFs::MakeReg
-        | AccessFs::MakeDir
-        | AccessFs::RemoveFile
-        | AccessFs::RemoveDir
-        | AccessFs::Truncate;
+    // The rights come from `proto::runner` (the description `dot-launch --explain` prints).
+    let stage_rights = fs_rights(&proto::runner::STAGE_RIGHTS);
     let mut ruleset = Ruleset::default()
         .set_compatibility(CompatLevel::HardRequirement)
         .handle_access(AccessFs::from_all(ABI::V3))?
@@ -370,7 +364,7 @@ fn apply_landlock(plugin: &File, cap: Option<u32>) -> Result<LandlockApplied, Ex
     } else {
         ruleset.add_rule(PathBeneath::new(
             plugin,
-            AccessFs::ReadFile | AccessFs::Execute,
+            fs_rights(&proto::runner::PLUGIN_RIGHTS),
         ))?
     };
     let status = ruleset
@@ -402,6 +396,32 @@ fn apply_landlock(plugin: &File, cap: Option<u32>) -> Result<LandlockApplied, Ex
         net: abi >= 4,
         scopes: abi >= 6,
     })
+}
+
+/// The Landlock crate's set of the rights `rights` names.
+fn fs_rights(rights: &[proto::runner::FsRight]) -> landlock::BitFlags<landlock::AccessFs> {
+    use landlock::AccessFs;
+    use proto::runner::FsRight;
+    rights
+        .iter()
+        .map(|r| match r {
+            FsRight::Execute => AccessFs::Execute,
+            FsRight::WriteFile => AccessFs::WriteFile,
+            FsRight::ReadFile => AccessFs::ReadFile,
+            FsRight::ReadDir => AccessFs::ReadDir,
+            FsRight::RemoveDir => AccessFs::RemoveDir,
+            FsRight::RemoveFile => AccessFs::RemoveFile,
+            FsRight::MakeChar => AccessFs::MakeChar,
+            FsRight::MakeDir => AccessFs::MakeDir,
+            FsRight::MakeReg => AccessFs::MakeReg,
+            FsRight::MakeSock => AccessFs::MakeSock,
+            FsRight::MakeFifo => AccessFs::MakeFifo,
+            FsRight::MakeBlock => AccessFs::MakeBlock,
+            FsRight::MakeSym => AccessFs::MakeSym,
+            FsRight::Refer => AccessFs::Refer,
+            FsRight::Truncate => AccessFs::Truncate,
+        })
+        .collect()
 }
 
 fn abi_number(abi: landlock::ABI) -> u32 {
@@ -586,6 +606,22 @@ fn confine_and_exec(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The description `dot-launch --explain` prints is the ruleset's: every ABI 3 right handled,
+    /// and the rules' rights are what the runner grants.
+    #[test]
+    fn the_landlock_rights_are_proto_runners() {
+        use landlock::{Access, AccessFs, ABI};
+        assert_eq!(
+            fs_rights(&proto::runner::HANDLED_FS),
+            AccessFs::from_all(ABI::V3)
+        );
+        assert_eq!(
+            fs_rights(&proto::runner::PLUGIN_RIGHTS),
+            AccessFs::ReadFile | AccessFs::Execute
+        );
+        assert!(!fs_rights(&proto::runner::STAGE_RIGHTS).contains(AccessFs::Execute));
+    }
 
     #[test]
     fn only_the_fd4_path_is_accepted() {

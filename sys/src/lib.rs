@@ -8,3 +8,4 @@
 pub mod confine;
 pub mod fs;
 pub mod process;
+pub mod signal;

@@ -13,8 +13,9 @@ pub fn set_child_subreaper() -> io::Result<()> {
 }
 
 /// Spawns `cmd` so that, in the child, each `(fd, n)` of `moves` sits on descriptor `n` without
-/// close-on-exec, every descriptor above them is closed at exec (whatever we inherited), the
-/// parent-death signal is SIGKILL, and the child exits at once if the parent is already gone.
+/// close-on-exec, every descriptor above them is closed at exec (whatever we inherited), no signal
+/// is blocked, the parent-death signal is SIGKILL, and the child exits at once if the parent is
+/// already gone.
 pub fn spawn_with_fds(cmd: &mut Command, moves: &[(BorrowedFd<'_>, i32)]) -> io::Result<Child> {
     // Lift every source above the targets first, so no dup2 in the child can overwrite a source
     // that a later move still needs.
@@ -33,6 +34,13 @@ pub fn spawn_with_fds(cmd: &mut Command, moves: &[(BorrowedFd<'_>, i32)]) -> io:
     let first_free =
         u32::try_from(first_free).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
     let hook = move || -> io::Result<()> {
+        // The signals the launcher blocks for itself (`signal::Receiver`) are not the child's:
+        // it starts with an empty mask, as std does not make one.
+        nix::sys::signal::pthread_sigmask(
+            nix::sys::signal::SigmaskHow::SIG_SETMASK,
+            Some(&nix::sys::signal::SigSet::empty()),
+            None,
+        )?;
         child_set_pdeathsig(parent)?;
         for &(src, dst) in &plan {
             child_dup2(src, dst)?;
@@ -42,7 +50,7 @@ pub fn spawn_with_fds(cmd: &mut Command, moves: &[(BorrowedFd<'_>, i32)]) -> io:
         crate::confine::cloexec_from(first_free)
     };
     // SAFETY: the hook runs in the forked child before exec and only makes async-signal-safe
-    // syscalls (prctl, getppid, dup2, close_range or fcntl, getrlimit); it allocates nothing (the
+    // syscalls (sigprocmask, prctl, getppid, dup2, close_range or fcntl, getrlimit); it allocates nothing (the
     // plan vector was built before fork).
     unsafe { cmd.pre_exec(hook) };
     let child = cmd.spawn();

@@ -114,6 +114,30 @@ pub fn assert_refused(out: &std::process::Output, code: i32, kind: Kind) -> Erro
     e
 }
 
+/// Asserts a tool was cancelled by `signal` (its name, `SIGTERM`; its number, `signo`): it ended
+/// by that signal itself, printed nothing on stdout and one `cancelled` error object naming the
+/// signal on stderr, which is returned. Records the kind.
+#[track_caller]
+pub fn assert_cancelled(out: &std::process::Output, signal: &str, signo: i32) -> ErrorObject {
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(
+        (out.status.code(), out.status.signal()),
+        (None, Some(signo)),
+        "a cancelled tool ends by its signal; stdout {:?}, stderr {:?}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stdout.is_empty(),
+        "a failure prints nothing on stdout: {:?}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let e = crate::decode_error(&out.stderr);
+    check(&e, Kind::Cancelled, format_args!("error kind:"));
+    assert_eq!(e.signal.as_deref(), Some(signal), "{e:?}");
+    e
+}
+
 /// Asserts a typed error is of `kind` and so is its error object; records the kind and returns
 /// the object.
 #[track_caller]

@@ -24,6 +24,6 @@ pub use fixtures::{
     odd_files, publisher_record, write_exe, SCRIPT,
 };
 pub use keys::KeyPair;
-pub use kinds::{assert_refused, assert_typed};
+pub use kinds::{assert_cancelled, assert_refused, assert_typed};
 pub use output::{assert_failed, assert_ok, decode_error, decode_json, decode_json_lines};
 pub use tempdir::{tree_snapshot, NodeFacts, TempDir};

@@ -62,7 +62,7 @@ fn the_catalogue_has_one_row_per_kind_with_its_exit_code() {
             .unwrap_or_else(|| panic!("docs/errors.md has no row for {kind}"));
         assert_eq!(
             row.exit,
-            kind.exit_code().code().to_string(),
+            kind.exit_code().to_string(),
             "docs/errors.md's exit code for {kind}"
         );
     }

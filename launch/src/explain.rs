@@ -1,0 +1,147 @@
+//! `dot-launch NAME --explain`: the launch decision and the policy the run would get, without the
+//! run. The decision is `decide`'s, the one a launch makes (verification, consent, kernel support,
+//! protocol, inputs, target, the runner opened and validated); then nothing is created: no audit
+//! line, no run directory, no target file, no plugin. A refusal is the launch's own error, with
+//! its exit code. For `process`, the runner's seccomp policy digest is asked of the validated
+//! runner itself (`--version`, executed from its opened descriptor): the only process started.
+
+use crate::decide::{decide, Decided};
+use crate::exec::Runner;
+use crate::{LaunchError, Options};
+use proto::explain::{
+    ContainmentDecision, Executable, ExplainedLimits, Explanation, InputFile, RunnerPlan,
+    EXPLAIN_SCHEMA,
+};
+use proto::runner::{Invocation, LandlockPlan, RUNNER_ARGV0, RUNNER_FD, RUNNER_PATH};
+use proto::{Containment, Name, Sha256};
+use std::os::fd::AsFd;
+use std::os::unix::process::CommandExt;
+
+/// Explains the launch `opts` describes, or fails exactly as that launch would before anything
+/// is created.
+pub fn explain(opts: &Options) -> Result<Explanation, LaunchError> {
+    let root = &opts.root;
+    let name = Name::new(&opts.name)?;
+    // The launch's checks of the registry and the state, without making anything: a state apart
+    // from the registry that does not exist yet is left for the launch to make.
+    verify::root::check_root(root)?;
+    if root.separate_state().is_none_or(|d| d.exists()) {
+        verify::root::check_state(root)?;
+    }
+    let Decided {
+        verified,
+        inputs,
+        target,
+        runner,
+    } = decide(root, &name, opts)?;
+    let entry = &verified.entry;
+    let limits = &opts.limits;
+    let runner_limits = limits.runner(inputs.totals());
+    let (why, plan, landlock) = match (&runner, entry.containment) {
+        (Some(r), Containment::Process) => {
+            let probe = sys::confine::probe().capped(crate::hooks::pretend_landlock_abi());
+            let abi = probe.landlock_abi;
+            let invocation = Invocation {
+                landlock_abi: crate::hooks::pretend_landlock_abi(),
+                ..Invocation::new(runner_limits, entry.name.clone())
+            };
+            let plugin = match verified.pinned {
+                verify::entry::Pinned::Leased { .. } => {
+                    Some(verified.exe_path.display().to_string())
+                }
+                verify::entry::Pinned::Sealed => None,
+            };
+            let plan = RunnerPlan {
+                path: crate::runner_path()?.display().to_string(),
+                argv: invocation.argv(),
+                seccomp_policy_sha256: policy_digest(r),
+            };
+            let why = format!(
+                "the entry requires process and --require-process-sandbox consents to it; this kernel can enforce it (Landlock ABI {abi}, seccomp); dot-sandbox confines the plugin"
+            );
+            let landlock = LandlockPlan::new(
+                abi,
+                plugin,
+                "the stage: a private tmpfs, the plugin's working directory".into(),
+            );
+            (why, Some(plan), Some(landlock))
+        }
+        _ => (
+            "the entry requires audit and --allow-audit-plugin consents to it: no OS boundary (an empty environment, a process group, the deadline and byte limits); the plugin runs as this user".to_owned(),
+            None,
+            None,
+        ),
+    };
+    let process = entry.containment == Containment::Process;
+    // A signal received while deciding cancels the explanation as it would the launch.
+    crate::cancel::check(crate::cancel::During::Decision)?;
+    Ok(Explanation {
+        schema: EXPLAIN_SCHEMA,
+        decision: "allowed".into(),
+        name: entry.name.clone(),
+        version: entry.version.to_string(),
+        trust: entry.trust,
+        publisher: entry.publisher.as_ref().map(|p| p.to_string()),
+        key_id: verified.key_id.clone(),
+        executable: Executable {
+            path: verified.exe_path.display().to_string(),
+            sha256: entry.sha256,
+            size: entry.size,
+            pinned: match verified.pinned {
+                verify::entry::Pinned::Leased { .. } => "leased",
+                verify::entry::Pinned::Sealed => "sealed",
+            }
+            .into(),
+            dependencies: verified.dependencies,
+        },
+        containment: ContainmentDecision {
+            required: entry.containment,
+            used: entry.containment,
+            consent: match entry.containment {
+                Containment::Audit => "--allow-audit-plugin",
+                Containment::Process => "--require-process-sandbox",
+            }
+            .into(),
+            why,
+        },
+        runner: plan,
+        limits: ExplainedLimits {
+            deadline_ms: limits.deadline.as_millis() as u64,
+            max_stdout: limits.max_stdout as u64,
+            max_stderr: limits.max_stderr as u64,
+            max_outputs: limits.max_outputs as u64,
+            max_output_bytes: limits.max_output_bytes,
+            rlimits: process.then(|| runner_limits.rlimits()),
+            stage: process.then(|| runner_limits.stage()),
+        },
+        landlock,
+        request: inputs.request(entry),
+        input_files: inputs
+            .files
+            .iter()
+            .map(|f| InputFile {
+                key: f.key.clone(),
+                path: f.path.display().to_string(),
+                size: f.file.metadata().map(|m| m.len()).unwrap_or(0),
+            })
+            .collect(),
+        target: target.display().to_string(),
+    })
+}
+
+/// The seccomp policy digest the validated runner states (`dot-sandbox --version`, executed from
+/// its opened descriptor with an empty environment), if it states one.
+fn policy_digest(runner: &Runner) -> Option<Sha256> {
+    let mut cmd = std::process::Command::new(RUNNER_PATH);
+    cmd.arg0(RUNNER_ARGV0)
+        .arg("--version")
+        .env_clear()
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    let child = sys::process::spawn_with_fds(&mut cmd, &[(runner.file.as_fd(), RUNNER_FD)]).ok()?;
+    let out = child.wait_with_output().ok()?;
+    let text = String::from_utf8(out.stdout).ok()?;
+    let (_, rest) = text.split_once("sha256:")?;
+    rest.get(..64)?.parse().ok()
+}

@@ -1,0 +1,111 @@
+//! What `dot-launch NAME --explain` prints: the whole launch decision and the policy the run would
+//! get, made by the same code as a launch, with nothing created (docs/protocol.md "Explain").
+
+use crate::digest::Sha256;
+use crate::entry::{Containment, Trust};
+use crate::name::Name;
+use crate::protocol::Request;
+use crate::runner::{LandlockPlan, Rlimits, StageBound};
+use serde::{Deserialize, Serialize};
+
+/// The explanation schema this code writes and reads.
+pub const EXPLAIN_SCHEMA: u32 = 1;
+
+/// An allowed launch, explained. A field that does not apply (the runner, Landlock and the
+/// runner's limits at `audit`) is absent, never `null`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Explanation {
+    /// `EXPLAIN_SCHEMA`.
+    pub schema: u32,
+    /// Always `allowed`: a refusal is the launch's own error, with its exit code.
+    pub decision: String,
+    pub name: Name,
+    pub version: String,
+    pub trust: Trust,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub publisher: Option<String>,
+    /// The key that signed the entry (absent for a local entry).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_id: Option<String>,
+    pub executable: Executable,
+    pub containment: ContainmentDecision,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runner: Option<RunnerPlan>,
+    pub limits: ExplainedLimits,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub landlock: Option<LandlockPlan>,
+    /// The request the plugin would read on stdin.
+    pub request: Request,
+    /// The file inputs, each copied into the stage as `in/KEY`.
+    pub input_files: Vec<InputFile>,
+    /// The target directory the outputs would be committed into (absolute).
+    pub target: String,
+}
+
+/// The executable that would run, as verified.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Executable {
+    /// The pinned copy in the store.
+    pub path: String,
+    pub sha256: Sha256,
+    pub size: u64,
+    /// How the bytes executed are kept the bytes digested: `leased` (the store file under a read
+    /// lease) or `sealed` (a sealed private copy in memory).
+    pub pinned: String,
+    /// `pinned` (static ELF) or `unpinned` (script or dynamic ELF under `--allow-dynamic`).
+    pub dependencies: crate::trust::Dependencies,
+}
+
+/// The containment the entry requires, the one the run would use, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContainmentDecision {
+    pub required: Containment,
+    pub used: Containment,
+    /// The consent flag that allowed it.
+    pub consent: String,
+    pub why: String,
+}
+
+/// The runner that would confine a `process` plugin.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunnerPlan {
+    /// `dot-sandbox` beside `dot-launch`, opened and validated as a launch does.
+    pub path: String,
+    /// Its command line, as it would be given (executed as `/proc/self/fd/3`).
+    pub argv: Vec<String>,
+    /// The digest of the seccomp policy it installs, as that runner itself states it (its
+    /// `--version`); absent when it did not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seccomp_policy_sha256: Option<Sha256>,
+}
+
+/// The limits of the run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExplainedLimits {
+    pub deadline_ms: u64,
+    pub max_stdout: u64,
+    pub max_stderr: u64,
+    pub max_outputs: u64,
+    pub max_output_bytes: u64,
+    /// `process`: the hard resource limits the runner sets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rlimits: Option<Rlimits>,
+    /// `process`: the bounds of the plugin's private stage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage: Option<StageBound>,
+}
+
+/// One file input.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InputFile {
+    pub key: String,
+    /// The file given.
+    pub path: String,
+    pub size: u64,
+}
