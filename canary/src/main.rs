@@ -333,6 +333,7 @@ fn run(probe: Probe, inputs: &BTreeMap<String, String>) -> String {
         Probe::PidfdGetfdParent => res(pidfd_getfd_parent()),
         Probe::PidfdSendSignalParent => res(pidfd_send_signal_parent()),
         Probe::KcmpParent => res(kcmp_parent()),
+        Probe::CpuClockParent => res(cpu_clock_parent()),
         Probe::PrlimitParent => res(prlimit_read(ppid().as_raw())),
         Probe::SetpriorityParent => res(setpriority_parent()),
         Probe::IoprioSetParent => res(ioprio_set_parent()),
@@ -890,6 +891,24 @@ fn modify_ldt_read() -> io::Result<()> {
     // SAFETY: the kernel writes at most `buf.len()` bytes into `buf`, alive for the call.
     sys_res(unsafe { libc::syscall(libc::SYS_modify_ldt, 0, buf.as_mut_ptr(), buf.len()) })
         .map(drop)
+}
+
+/// Reads the parent's process CPU clock (`MAKE_PROCESS_CPUCLOCK(PPID, CPUCLOCK_SCHED)`).
+fn cpu_clock_parent() -> io::Result<()> {
+    let clock = (!ppid().as_raw() << 3) | 2;
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: the kernel writes one timespec into `ts`, alive for the call.
+    sys_res(unsafe {
+        libc::syscall(
+            libc::SYS_clock_gettime,
+            clock,
+            &mut ts as *mut libc::timespec,
+        )
+    })
+    .map(drop)
 }
 
 fn prlimit_read(pid: i32) -> io::Result<()> {

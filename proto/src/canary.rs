@@ -236,6 +236,8 @@ probes! {
     PidfdGetfdParent = "pidfd-getfd-parent" => seccomp();
     PidfdSendSignalParent = "pidfd-send-signal-parent" => seccomp();
     KcmpParent = "kcmp-parent" => seccomp();
+    // The parent's CPU time through its process CPU clock, which the kernel lets anyone read.
+    CpuClockParent = "cpu-clock-parent" => seccomp();
     PrlimitParent = "prlimit-parent" => seccomp();
     // The parent's scheduling, set to what it already is (unconfined, nothing changes).
     SetpriorityParent = "setpriority-parent" => seccomp();

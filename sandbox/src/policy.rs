@@ -346,8 +346,23 @@ fn denied_by_argument(p: Params) -> Result<Vec<(i64, Vec<Deny>)>, BackendError> 
             PR_SET_MM as u32,
         ],
     };
+    // A CPU clock id names a process when it is negative (`~pid << 3`) without the per-thread
+    // bit (4); the kernel lets anyone read any process's CPU time through one, a timing channel
+    // into other processes. Its own are the constants (`CLOCK_PROCESS_CPUTIME_ID`, …) and its
+    // threads' clocks (the per-thread bit set; the kernel refuses other processes' threads).
+    let other_cpu_clock = || -> Result<Vec<Deny>, BackendError> {
+        Ok(vec![rule(vec![dword(
+            0,
+            Op::MaskedEq(0x8000_0004),
+            0x8000_0000,
+        )?])?])
+    };
     Ok(vec![
         (SYS_clone, clone),
+        (SYS_clock_gettime, other_cpu_clock()?),
+        (SYS_clock_getres, other_cpu_clock()?),
+        (SYS_clock_nanosleep, other_cpu_clock()?),
+        (SYS_timer_create, other_cpu_clock()?),
         // Only the runner's own final exec carries the cookie.
         (
             SYS_execve,
@@ -579,6 +594,34 @@ mod tests {
         assert_eq!(call(libc::SYS_prlimit64, [0, 7, 0, 1, 0, 0]), RET_ALLOW);
         assert_eq!(call(libc::SYS_prlimit64, [me, 7, 0, 1, 0, 0]), RET_ALLOW);
         assert_eq!(call(libc::SYS_prlimit64, [1, 7, 0, 1, 0, 0]), EPERM);
+    }
+
+    #[test]
+    fn other_processes_cpu_clocks_are_denied() {
+        let process_clock = |pid: i32| u64::from(((!pid) << 3 | 2) as u32);
+        let thread_clock = |tid: i32| u64::from(((!tid) << 3 | 4 | 2) as u32);
+        for nr in [
+            libc::SYS_clock_gettime,
+            libc::SYS_clock_getres,
+            libc::SYS_clock_nanosleep,
+            libc::SYS_timer_create,
+        ] {
+            for own in [
+                libc::CLOCK_MONOTONIC,
+                libc::CLOCK_REALTIME,
+                libc::CLOCK_PROCESS_CPUTIME_ID,
+                libc::CLOCK_THREAD_CPUTIME_ID,
+            ] {
+                assert_eq!(call(nr, [own as u64, 0, 0, 0, 0, 0]), RET_ALLOW);
+            }
+            assert_eq!(call(nr, [thread_clock(4242), 0, 0, 0, 0, 0]), RET_ALLOW);
+            for pid in [1, 4242, P.pid as i32] {
+                let clock = process_clock(pid);
+                assert_eq!(call(nr, [clock, 0, 0, 0, 0, 0]), EPERM, "{nr} {pid}");
+                let high = clock | 0xffff_ffff_0000_0000;
+                assert_eq!(call(nr, [high, 0, 0, 0, 0, 0]), EPERM, "{nr} {pid}");
+            }
+        }
     }
 
     #[test]
