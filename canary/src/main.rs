@@ -402,6 +402,7 @@ fn run(probe: Probe, inputs: &BTreeMap<String, String>) -> String {
         Probe::WriteExecData => res(write_exec_data()),
         Probe::Tiocsti => res(tiocsti(libc::TIOCSTI)),
         Probe::TiocstiHighBits => res(tiocsti(libc::TIOCSTI | (1 << 32))),
+        Probe::Tiocsetd => res(tiocsetd()),
         Probe::SetrlimitRaiseHard => res(raise_hard_nofile()),
         Probe::Capabilities => capabilities(),
         Probe::SetuidSelf => res(sys_res(
@@ -1134,6 +1135,16 @@ fn tiocsti(request: u64) -> io::Result<()> {
     let c: u8 = b'\n';
     // SAFETY: TIOCSTI reads one byte from `c`, alive for the call.
     sys_res(unsafe { libc::syscall(libc::SYS_ioctl, 0, request, &c as *const u8) }).map(drop)
+}
+
+/// Sets its terminal's line discipline to the one it has (`TIOCGETD`, then `TIOCSETD`).
+fn tiocsetd() -> io::Result<()> {
+    let mut ldisc: libc::c_int = 0;
+    // SAFETY: TIOCGETD writes one int into `ldisc`, alive for the call.
+    sys_res(unsafe { libc::syscall(libc::SYS_ioctl, 0, libc::TIOCGETD, &mut ldisc as *mut i32) })?;
+    // SAFETY: TIOCSETD reads one int from `ldisc`, alive for the call.
+    sys_res(unsafe { libc::syscall(libc::SYS_ioctl, 0, libc::TIOCSETD, &ldisc as *const i32) })
+        .map(drop)
 }
 
 /// `fcntl` commands and `ioctl` requests the libc crate does not name (uapi fcntl.h, sockios.h,

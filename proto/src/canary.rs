@@ -287,6 +287,8 @@ probes! {
     // Terminal injection on standard input (a pty here).
     Tiocsti = "tiocsti" => pty(seccomp());
     TiocstiHighBits = "tiocsti-high-bits" => pty(seccomp());
+    // A line discipline is kernel code chosen per terminal (n_gsm, n_hdlc, …).
+    Tiocsetd = "tiocsetd" => pty(seccomp());
     // Privilege.
     // Raising a hard limit needs CAP_SYS_RESOURCE, which root need not hold (it does not on every
     // host); that every capability is gone is what the `capabilities` probe proves both ways.

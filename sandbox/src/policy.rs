@@ -59,15 +59,17 @@ pub fn denied_fcntl_commands() -> [u32; 5] {
 }
 
 /// The `ioctl` requests denied, matched on the low 32 bits (the kernel ignores the rest):
-/// terminal input injection (`TIOCSTI`, `TIOCLINUX`); terminal job control, which signals process
+/// terminal input injection (`TIOCSTI`, `TIOCLINUX`); the choice of a terminal's line discipline,
+/// kernel code such as n_gsm or n_hdlc (`TIOCSETD`); terminal job control, which signals process
 /// groups (`TIOCSCTTY`, `TIOCSPGRP`, `TIOCNOTTY`, `TIOCSIG`); signal-driven I/O (`FIOASYNC`, the
 /// ioctl form of `O_ASYNC`, and the socket owner calls `FIOSETOWN`, `SIOCSPGRP`); inode attribute
 /// changes, like `file_setattr` (`FS_IOC_SETFLAGS`, `FS_IOC_FSSETXATTR`, `FS_IOC_SETVERSION`, and
 /// the 32-bit forms of the first and last, which have numbers of their own).
-pub fn denied_ioctl_requests() -> [u32; 14] {
+pub fn denied_ioctl_requests() -> [u32; 15] {
     [
         libc::TIOCSTI as u32,
         libc::TIOCLINUX as u32,
+        libc::TIOCSETD as u32,
         libc::TIOCSCTTY as u32,
         libc::TIOCSPGRP as u32,
         libc::TIOCNOTTY as u32,
