@@ -13,6 +13,7 @@ CARGO_T := RUSTFLAGS='$(RUSTFLAGS_STATIC)' $(CARGO)
 # PROFILE picks the build that is installed (release: built first by `make build`; the install test
 # passes PROFILE=debug and BUILT=<its binaries> so it installs what `make test` already built).
 PREFIX  ?= /usr/local
+SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
 BINDIR  ?= $(PREFIX)/bin
 MANDIR  ?= $(PREFIX)/share/man
 DOCDIR  ?= $(PREFIX)/share/doc/dot
@@ -20,6 +21,12 @@ DESTDIR ?=
 PROFILE ?= release
 BUILT   ?= target/$(TARGET)/$(PROFILE)
 INSTALL ?= install
+
+# The system registry's layers (docs/registry.md "System layers"), compiled into every tool: the
+# vendor layer $(PREFIX)/lib/dot (written only by packages) and the admin layer $(SYSCONFDIR)/dot
+# (PREFIX=/usr: /usr/lib/dot and /etc/dot). Fixed at build time, never looked up at run time.
+export DOT_VENDOR_DIR := $(PREFIX)/lib/dot
+export DOT_ADMIN_DIR  := $(SYSCONFDIR)/dot
 
 REL     := target/$(TARGET)/release
 DBG     := target/$(TARGET)/debug
@@ -129,7 +136,9 @@ DEB_ARCH    ?= $(shell dpkg --print-architecture 2>/dev/null || echo amd64)
 DEB_DIR     ?= target/deb
 DEB_STAGE   := $(DEB_DIR)/stage
 DEB         := $(DEB_DIR)/dot_$(DEB_VERSION)_$(DEB_ARCH).deb
-deb: $(if $(filter release,$(PROFILE)),build)
+# The release build is made with PREFIX=/usr, so the layers it reads are /usr/lib/dot and /etc/dot.
+deb:
+	$(if $(filter release,$(PROFILE)),$(MAKE) --no-print-directory build PREFIX=/usr)
 	rm -rf $(DEB_STAGE) $(DEB)
 	$(MAKE) --no-print-directory install PREFIX=/usr DESTDIR=$(abspath $(DEB_STAGE)) PROFILE=$(PROFILE) BUILT=$(BUILT)
 	packaging/deb.sh $(DEB_STAGE) $(DEB) $(DEB_VERSION) $(DEB_ARCH)

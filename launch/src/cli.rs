@@ -5,17 +5,25 @@ use crate::inputs::{GivenInputs, RequestSource};
 use crate::{Consent, LaunchError, Options};
 use argh::FromArgs;
 use proto::cli::Output;
+use proto::layers::SystemLayers;
+use proto::layout::Root;
 use proto::ExitCode;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use verify::layers::Registry;
 
 /// Run a registered plugin with explicit consent, or recover interrupted runs.
 #[derive(FromArgs, Debug)]
 pub struct Args {
-    /// the platform root
+    /// the platform root (default: the system layers, admin over vendor, with the state in
+    /// --state or the user's default state directory)
     #[argh(option, from_str_fn(proto::cli::path))]
-    pub root: PathBuf,
+    pub root: Option<PathBuf>,
+    /// without --root: the directory the system layers are under (as dpkg --root), for a tree
+    /// installed elsewhere
+    #[argh(option, from_str_fn(proto::cli::path))]
+    pub sysroot: Option<PathBuf>,
     /// the state directory: txn/ and the launch audit log (default: the root itself); made 0700
     /// on first use when missing (its parent must exist)
     #[argh(option, from_str_fn(proto::cli::path))]
@@ -85,6 +93,46 @@ pub const STAGE_INODES: u64 = 8192;
 /// The largest `--max-stdout`: the plugin's stdout is held in memory until it is parsed.
 pub const MAX_STDOUT_LIMIT: usize = 1 << 30;
 
+/// Where a launch reads its entry and keeps its state: `--root R [--state S]` as always; without
+/// `--root`, the system layers (under `--sysroot`) and the state in `--state`, else the user's
+/// default (`proto::layout::default_state`: /var/lib/dot for root, else `$XDG_STATE_HOME/dot`,
+/// else `$HOME/.local/state/dot`). The `bool`: the state is that default.
+fn locate(
+    root: Option<PathBuf>,
+    sysroot: Option<PathBuf>,
+    state: Option<PathBuf>,
+) -> Result<(Root, Registry, bool), LaunchError> {
+    match (root, sysroot) {
+        (Some(_), Some(_)) => Err(LaunchError::Usage(
+            "--sysroot moves the system layers; it cannot go with --root".into(),
+        )),
+        (Some(r), None) => {
+            let root = Root::from_args(r, state);
+            Ok((root.clone(), Registry::Root(root), false))
+        }
+        (None, sysroot) => {
+            let sys = SystemLayers::new(sysroot.as_deref());
+            let default = state.is_none();
+            let state = match state {
+                Some(s) => s,
+                None => proto::layout::default_state(
+                    verify::root::euid(),
+                    std::env::var_os("XDG_STATE_HOME").as_deref(),
+                    std::env::var_os("HOME").as_deref(),
+                )
+                .ok_or_else(|| {
+                    LaunchError::Usage(
+                        "no state directory: give --state DIR (neither an absolute $XDG_STATE_HOME nor an absolute $HOME names a default)"
+                            .into(),
+                    )
+                })?,
+            };
+            let root = Root::split(sys.admin.clone(), state);
+            Ok((root, Registry::System(sys), default))
+        }
+    }
+}
+
 pub fn run(args: Args) -> Result<Output, LaunchError> {
     // Before any thread and any run directory: SIGTERM, SIGINT and SIGHUP cancel the run cleanly.
     crate::cancel::arm()?;
@@ -93,8 +141,8 @@ pub fn run(args: Args) -> Result<Output, LaunchError> {
             "--explain explains a launch, not recover".into(),
         ));
     }
+    let (root, registry, default_state) = locate(args.root, args.sysroot, args.state)?;
     if args.name == "recover" {
-        let root = proto::layout::Root::from_args(args.root, args.state);
         let report = crate::recover::recover(&root, args.txid.as_deref())?;
         let code = if report.needs_operator() {
             ExitCode::Retained
@@ -130,7 +178,9 @@ pub fn run(args: Args) -> Result<Output, LaunchError> {
     };
     let explain = args.explain;
     let opts = Options {
-        root: proto::layout::Root::from_args(args.root, args.state),
+        root,
+        registry,
+        default_state,
         name: args.name,
         consent: Consent {
             allow_audit_plugin: args.allow_audit_plugin,

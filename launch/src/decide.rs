@@ -31,18 +31,14 @@ fn check_consent(
     name: &Name,
     containment: Containment,
     given: Consent,
-    root: &Root,
+    base: Next,
 ) -> Result<(), LaunchError> {
     let flag = consent_flag(containment);
     let other = consent_flag(match containment {
         Containment::Audit => Containment::Process,
         Containment::Process => Containment::Audit,
     });
-    let next = Next::again(
-        vec![Opt::flag(flag)],
-        vec![other],
-        Next::cmd("dot-launch").root(root).arg(name.as_str()),
-    );
+    let next = Next::again(vec![Opt::flag(flag)], vec![other], base.arg(name.as_str()));
     let name = name.to_string();
     match (
         containment,
@@ -156,19 +152,27 @@ pub(crate) struct Decided {
     pub inputs: inputs::Inputs,
     pub target: PathBuf,
     pub runner: Option<Runner>,
+    /// The system layer that answered (`None` for `--root`).
+    pub layer: Option<proto::layers::Layer>,
 }
 
 /// Steps 1–3: verification, consent, kernel support, protocol, inputs, target, runner.
 pub(crate) fn decide(root: &Root, name: &Name, opts: &Options) -> Result<Decided, LaunchError> {
-    let verified = verify::entry::verify_entry(root, name)?;
+    let (verified, answer) = verify::layers::verify_named(&opts.registry, name)?;
     let entry = &verified.entry;
-    check_consent(&entry.name, entry.containment, opts.consent, &opts.root)?;
+    check_consent(&entry.name, entry.containment, opts.consent, opts.command())?;
     if entry.containment == Containment::Process {
         check_process_support()?;
     }
     check_protocol(entry)?;
     let inputs = inputs::check(&opts.inputs, entry)?;
     let target = target::check(&opts.target, root)?;
+    // Outputs never land in a system layer either.
+    if let verify::layers::Registry::System(sys) = &opts.registry {
+        for (_, dir) in sys.each() {
+            target::check(&opts.target, &Root::split(dir, root.state()))?;
+        }
+    }
     let runner = match entry.containment {
         Containment::Process => Some(open_runner()?),
         Containment::Audit => None,
@@ -178,6 +182,7 @@ pub(crate) fn decide(root: &Root, name: &Name, opts: &Options) -> Result<Decided
         inputs,
         target,
         runner,
+        layer: (answer.layer != proto::layers::Layer::Root).then_some(answer.layer),
     })
 }
 
@@ -231,7 +236,12 @@ mod tests {
                 allow_audit_plugin: audit,
                 require_process_sandbox: process,
             };
-            let got = check_consent(&name, containment, given, &root);
+            let got = check_consent(
+                &name,
+                containment,
+                given,
+                Next::cmd("dot-launch").root(&root),
+            );
             let what = format!("{containment} with {given:?}");
             match (got, expected) {
                 (Ok(()), Ok(())) => {}

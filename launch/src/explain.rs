@@ -24,7 +24,7 @@ pub fn explain(opts: &Options) -> Result<Explanation, LaunchError> {
     let name = Name::new(&opts.name)?;
     // The launch's checks of the registry and the state, without making anything: a state apart
     // from the registry that does not exist yet is left for the launch to make.
-    verify::root::check_root(root)?;
+    crate::run::check_registry(opts, &name)?;
     if root.separate_state().is_none_or(|d| d.exists()) {
         verify::root::check_state(root)?;
     }
@@ -33,6 +33,7 @@ pub fn explain(opts: &Options) -> Result<Explanation, LaunchError> {
         inputs,
         target,
         runner,
+        ..
     } = decide(root, &name, opts)?;
     let entry = &verified.entry;
     let limits = &opts.limits;

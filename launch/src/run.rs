@@ -12,19 +12,68 @@ use crate::{hooks, inputs, pinning, stage, LaunchError};
 use proto::journal::{Record, RECORD_VERSION};
 use proto::layout::Root;
 use proto::result::{ExitStatus, OutputFile, RunResult, RunStatus, Warning};
-use proto::{Containment, Name};
+use proto::{Containment, Name, Next};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
+use verify::layers::Registry;
 
 /// Everything one launch needs.
 #[derive(Debug)]
 pub struct Options {
+    /// Where the run's state goes (`txn/`, the audit log), and for `--root`, the registry.
     pub root: Root,
+    /// Where the entry is looked up: the root, or the system layers (`verify::layers`).
+    pub registry: Registry,
+    /// The state directory is the user's default: made with its missing parents on first use.
+    pub default_state: bool,
     pub name: String,
     pub consent: Consent,
     pub inputs: inputs::GivenInputs,
     pub target: PathBuf,
     pub limits: Limits,
+}
+
+impl Options {
+    /// `dot-launch` as given, up to the plugin name: `--root R [--state S]`, or for the system
+    /// layers `[--sysroot S] --state STATE`.
+    pub fn command(&self) -> Next {
+        let cmd = Next::cmd("dot-launch");
+        match &self.registry {
+            Registry::Root(_) => cmd.root(&self.root),
+            Registry::System(sys) => cmd
+                .opt_if("--sysroot", verify::layers::sysroot_of(sys).as_deref())
+                .arg("--state")
+                .arg(self.root.state()),
+        }
+    }
+
+    /// `dot-launch recover` of the run `txid` in this launch's state.
+    pub fn recover_command(&self, txid: &str) -> Next {
+        match &self.registry {
+            Registry::Root(_) => proto::next::recover_run(&self.root, txid),
+            Registry::System(_) => Next::cmd("dot-launch")
+                .arg("recover")
+                .arg("--state")
+                .arg(self.root.state())
+                .arg(txid),
+        }
+    }
+}
+
+/// The registry's layout, before any state is made or read: the root's, or the system layers
+/// that are present (with none, the name's refusal: nothing is made for no registry).
+pub(crate) fn check_registry(opts: &Options, name: &Name) -> Result<(), LaunchError> {
+    match &opts.registry {
+        Registry::Root(_) => {
+            verify::root::check_root(&opts.root)?;
+        }
+        Registry::System(sys) => {
+            if verify::layers::present_layers(sys)?.is_empty() {
+                verify::layers::answer(sys, name)?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Runs one plugin to the end. `Ok` is a committed run (with `warnings` when something was left
@@ -38,8 +87,8 @@ pub fn launch(opts: &Options) -> Result<RunResult, LaunchError> {
     let name = Name::new(&opts.name)?;
     // The registry's layout, then the state: one apart from the registry is made on first use,
     // and nothing is decided (or recorded in its audit log) in a state that is not ours alone.
-    verify::root::check_root(root)?;
-    verify::root::ensure_state(root, false)?;
+    check_registry(opts, &name)?;
+    verify::root::ensure_state(root, opts.default_state)?;
     let decision = decide(root, &name, opts);
     let mut audit = record_decision(root, &name, &decision)?;
     let decided = decision?;
@@ -100,6 +149,7 @@ fn proceed(
         inputs,
         target,
         runner,
+        layer,
     } = decided;
     let entry = verified.entry.clone();
     let begin = Record::Begin {
@@ -153,6 +203,7 @@ fn proceed(
         stderr_tail: (opts.limits.stderr == exec::StderrMode::Tail)
             .then(|| String::from_utf8_lossy(&observed.stderr_tail).into_owned()),
         warnings: Vec::new(),
+        layer,
     };
     if entry.containment == Containment::Process {
         match judge::confirmed(&observed) {
@@ -199,7 +250,7 @@ fn commit_outputs(
     let retained = |run: &RunDir, e: LaunchError| LaunchError::Retained {
         txid: run.txid.clone(),
         why: e.to_string(),
-        next: proto::next::recover_run(&opts.root, &run.txid),
+        next: opts.recover_command(&run.txid),
     };
     match commit::commit(run, out_dir, target, names, &opts.limits) {
         Ok(outputs) => Ok(Done::Committed {

@@ -84,9 +84,9 @@ impl Fixture {
         let bin = self.dir.join("bin");
         std::fs::create_dir(&bin).unwrap();
         let launch = bin.join("dot-launch");
-        std::fs::copy(cargo_bin!("dot-launch"), &launch).unwrap();
+        testkit::copy_exe(cargo_bin!("dot-launch"), &launch);
         if let Some(runner) = runner {
-            std::fs::copy(runner, bin.join("dot-sandbox")).unwrap();
+            testkit::copy_exe(runner, &bin.join("dot-sandbox"));
             std::fs::set_permissions(bin.join("dot-sandbox"), PermissionsExt::from_mode(0o755))
                 .unwrap();
         }

@@ -93,6 +93,7 @@ kinds! {
     // checks, reported alike by dot-verify, dot-register and dot-launch.
     BadName = "bad-name" => Usage,
     EntryMissing = "entry-missing" => Refused,
+    EntryMasked = "entry-masked" => Refused,
     EntryMalformed = "entry-malformed" => Usage,
     EntryNameMismatch = "entry-name-mismatch" => Refused,
     RootMissing = "root-missing" => Refused,

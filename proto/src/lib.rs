@@ -15,6 +15,7 @@ pub mod entry;
 pub mod error;
 pub mod explain;
 pub mod journal;
+pub mod layers;
 pub mod layout;
 pub mod name;
 pub mod next;

@@ -52,6 +52,9 @@ pub struct RunResult {
     /// a result with warnings exits 4.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<Warning>,
+    /// Without `--root`: the system layer whose entry ran (`vendor` or `admin`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layer: Option<crate::layers::Layer>,
 }
 
 /// One warning of a result: an error kind of the catalogue (docs/errors.md), what happened, the

@@ -26,6 +26,8 @@ pub enum Command {
     Deny(DenyArgs),
     Policy(PolicyArgs),
     Entry(EntryArgs),
+    Mask(MaskArgs),
+    Unmask(UnmaskArgs),
 }
 
 /// Create a platform root (directories mode 0700), or check an existing one (idempotent).
@@ -43,6 +45,10 @@ pub struct InitArgs {
     /// refused, never upgraded
     #[argh(switch)]
     pub dev: bool,
+    /// make a system layer (a vendor layer staged under DESTDIR for a package, or the admin
+    /// layer): registry directories only, mode 0755, files written 0644, no txn/ and no audit.log
+    #[argh(switch)]
+    pub layer: bool,
 }
 
 /// Manage the trust store: the publishers whose signatures are accepted.
@@ -76,6 +82,9 @@ pub struct PublisherAddArgs {
     /// the public key file, as `minisign -G` writes it
     #[argh(option, from_str_fn(proto::cli::path))]
     pub pubkey: PathBuf,
+    /// staging a package's vendor layer under DESTDIR: registry files only, no audit.log line
+    #[argh(switch)]
+    pub staging: bool,
     /// signatures timestamped earlier are not accepted from this key (Unix seconds or ISO 8601,
     /// e.g. 2027-01-01 or 2027-01-01T12:00:00Z)
     #[argh(option, from_str_fn(proto::time::instant))]
@@ -180,6 +189,10 @@ pub struct AddArgs {
     /// with --replace: consent to the exact widening named by sha256:HEX (printed by the refusal)
     #[argh(option)]
     pub accept_changes: Option<String>,
+    /// staging a package's vendor layer under DESTDIR: registry files only, no audit.log line
+    /// and no trust/high-water.json
+    #[argh(switch)]
+    pub staging: bool,
 }
 
 /// Register a local plugin in a development root (trust "local", no signature): pins the
@@ -233,13 +246,43 @@ pub struct RemoveArgs {
 }
 
 /// List the registered plugins, each verified as dot-verify entry does (JSON array with `valid`
-/// and, when not valid, the `problem` error object).
+/// and, when not valid, the `problem` error object). Without --root: every system layer, each
+/// entry with its `layer` and `status` (active, overridden, masked), and the admin's masks.
 #[derive(FromArgs, Debug)]
 #[argh(subcommand, name = "list")]
 pub struct ListArgs {
-    /// the platform root
+    /// the platform root (default: the system layers)
     #[argh(option, from_str_fn(proto::cli::path))]
-    pub root: PathBuf,
+    pub root: Option<PathBuf>,
+    /// without --root: the directory the system layers are under (as dpkg --root)
+    #[argh(option, from_str_fn(proto::cli::path))]
+    pub sysroot: Option<PathBuf>,
+}
+
+/// Mask NAME in the admin layer (plugins.d/NAME.mask): no layer's entry of NAME is accepted until
+/// `unmask`. A name no layer has may be masked (a package installed later stays hidden). Makes the
+/// admin layer when it does not exist.
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "mask")]
+pub struct MaskArgs {
+    /// the plugin name
+    #[argh(positional)]
+    pub name: String,
+    /// the directory the system layers are under (as dpkg --root; default /)
+    #[argh(option, from_str_fn(proto::cli::path))]
+    pub sysroot: Option<PathBuf>,
+}
+
+/// Remove the admin layer's mask of NAME, if there is one.
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "unmask")]
+pub struct UnmaskArgs {
+    /// the plugin name
+    #[argh(positional)]
+    pub name: String,
+    /// the directory the system layers are under (as dpkg --root; default /)
+    #[argh(option, from_str_fn(proto::cli::path))]
+    pub sysroot: Option<PathBuf>,
 }
 
 /// The deny list (trust/deny.json): executable or entry digests and key ids refused everywhere,

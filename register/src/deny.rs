@@ -68,7 +68,7 @@ pub fn remove(root: &Root, target: &Target) -> Result<DenyList, RegisterError> {
 
 /// The deny list (empty when `trust/deny.json` is absent).
 pub fn list(root: &Root) -> Result<DenyList, RegisterError> {
-    verify::root::check_root(root)?;
+    crate::check_registry(root)?;
     Ok(TrustContext::load(root)?.deny)
 }
 
@@ -79,7 +79,7 @@ fn change(
     reason: Option<&str>,
     apply: impl FnOnce(&mut DenyList) -> bool,
 ) -> Result<DenyList, RegisterError> {
-    verify::root::check_root_writable(root)?;
+    crate::check_registry_writable(root)?;
     let _lock = WriterLock::take(root)?;
     let mut deny = TrustContext::load(root)?.deny;
     if !apply(&mut deny) {

@@ -6,7 +6,8 @@
 //! 3. only then create what is missing: directories 0700, the DEV marker 0600
 //!
 //! With `--state DIR` the state part (`txn/`) is made in `DIR` (its parent must exist) instead of
-//! in the root, under the same rules.
+//! in the root, under the same rules. With `--layer`, a system layer (docs/registry.md "System
+//! layers"): the registry directories only, 0755, no state part, never a development root.
 
 use crate::error::RegisterError;
 use crate::report::InitReport;
@@ -17,14 +18,32 @@ use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::Path;
 use verify::VerifyError;
 
-/// Creates the root's missing parts, or checks an existing root.
-pub fn init(root: &Root, dev: bool) -> Result<InitReport, RegisterError> {
+/// Creates the root's missing parts, or checks an existing root. With `layer`, a system layer:
+/// the registry directories only (no state part), mode 0755 so that every user can read what it
+/// publishes, never a development root.
+pub fn init(root: &Root, dev: bool, layer: bool) -> Result<InitReport, RegisterError> {
+    if layer && (dev || !root.is_single()) {
+        return Err(RegisterError::Usage(
+            "--layer goes with neither --dev nor --state: a system layer is never a development root and holds no state"
+                .into(),
+        ));
+    }
     let dir = root.path();
     // A registry of root's (a system registry) is read by everyone and changed only by root.
     verify::root::check_not_roots(root)?;
     let mut missing = Vec::new();
     if !inspect_dir(dir, true)? {
         missing.push(dir.to_path_buf());
+    } else if layer != crate::is_layer(root) {
+        return Err(VerifyError::RootUnsafe {
+            path: dir.to_path_buf(),
+            reason: match layer {
+                true => "it is a private root (not readable by every user), never made a layer",
+                false => "it is a system layer (readable by every user); init it with --layer",
+            }
+            .to_owned(),
+        }
+        .into());
     }
     for d in REGISTRY_DIRS {
         let p = dir.join(d);
@@ -36,7 +55,7 @@ pub fn init(root: &Root, dev: bool) -> Result<InitReport, RegisterError> {
     if !root.is_single() && !inspect_dir(state, true)? {
         missing.push(state.to_path_buf());
     }
-    for d in STATE_DIRS {
+    for d in STATE_DIRS.iter().filter(|_| !layer) {
         let p = state.join(d);
         if !inspect_dir(&p, false)? {
             missing.push(p);
@@ -66,8 +85,9 @@ pub fn init(root: &Root, dev: bool) -> Result<InitReport, RegisterError> {
     }
 
     let mut created = Vec::new();
+    let mode = if layer { 0o755 } else { 0o700 };
     for p in &missing {
-        make_private_dir(p)?;
+        make_dir(p, mode)?;
         created.push(p.display().to_string());
     }
     if dev && !has_marker {
@@ -76,8 +96,10 @@ pub fn init(root: &Root, dev: bool) -> Result<InitReport, RegisterError> {
         created.push(marker.display().to_string());
     }
     // What was made must pass the same check every other tool makes.
-    let info = verify::root::check_root(root)?;
-    verify::root::check_state(root)?;
+    let info = crate::check_registry(root)?;
+    if !layer {
+        verify::root::check_state(root)?;
+    }
     Ok(InitReport {
         root: dir.display().to_string(),
         state: root.separate_state().map(|s| s.display().to_string()),
@@ -112,10 +134,10 @@ fn inspect_dir(p: &Path, follow: bool) -> Result<bool, RegisterError> {
     }
 }
 
-fn make_private_dir(p: &Path) -> Result<(), RegisterError> {
+fn make_dir(p: &Path, mode: u32) -> Result<(), RegisterError> {
     let io = |e| VerifyError::io(p, e);
-    fs::DirBuilder::new().mode(0o700).create(p).map_err(io)?;
-    fs::set_permissions(p, fs::Permissions::from_mode(0o700)).map_err(io)?;
+    fs::DirBuilder::new().mode(mode).create(p).map_err(io)?;
+    fs::set_permissions(p, fs::Permissions::from_mode(mode)).map_err(io)?;
     let parent = p
         .parent()
         .filter(|d| !d.as_os_str().is_empty())

@@ -37,7 +37,7 @@ use verify::VerifyError;
 /// Registers a signed plugin (module documentation, steps 1–7).
 pub fn add(a: &AddArgs) -> Result<AddReport, RegisterError> {
     let root = Root::single(&a.root);
-    verify::root::check_root_writable(&root)?;
+    crate::check_registry_writable(&root)?;
     let ctx = TrustContext::load(&root)?;
     let entry_bytes = read_input_limited(&a.entry, ctx.policy.limit(Limit::Entry))?;
     ctx.check_size(&root, &a.entry, Limit::Entry, entry_bytes.len() as u64)?;
@@ -105,14 +105,18 @@ pub fn add(a: &AddArgs) -> Result<AddReport, RegisterError> {
     write_grant(&root, &entry, dynamic, &mut overrides)?;
     write_private(&root.entry_sig(&entry.name), &sig)?;
     write_private(&root.entry(&entry.name), &entry_bytes)?;
-    if high_water.versions.get(&entry.name) != Some(&new_mark) {
+    // Staged for a package, no high-water file: a vendor layer's files are shared by every plugin
+    // package (one file cannot be shipped by two), and its versions are the package manager's to
+    // order. Rollback still counts the entry it replaces (`old`).
+    let staging = crate::Staging::from_switch(a.staging);
+    if high_water.versions.get(&entry.name) != Some(&new_mark) && staging == crate::Staging::No {
         high_water.versions.insert(entry.name.clone(), new_mark);
         write_private(&root.high_water(), &high_water.to_bytes())?;
     }
     let replaced = old.is_some();
     let mut rec = entry_record(&entry, replaced, overrides);
     rec.key_id = Some(signed.info.key_id.clone());
-    audit(&root, &rec)?;
+    crate::audit_staged(&root, &rec, staging)?;
     Ok(report(&entry, Some(signed.info.key_id), store, replaced))
 }
 
@@ -120,7 +124,7 @@ pub fn add(a: &AddArgs) -> Result<AddReport, RegisterError> {
 /// executable checked and pinned as for `add`. Local entries keep no high-water version.
 pub fn dev(a: &DevArgs) -> Result<AddReport, RegisterError> {
     let root = Root::single(&a.root);
-    let info = verify::root::check_root_writable(&root)?;
+    let info = crate::check_registry_writable(&root)?;
     if !info.dev {
         return Err(RegisterError::DevNeedsDevRoot {
             path: root.path().to_path_buf(),
@@ -182,7 +186,7 @@ pub fn dev(a: &DevArgs) -> Result<AddReport, RegisterError> {
 /// Removes a plugin's entry, signature and grant. The pinned copy stays (store files are never
 /// rewritten or removed by `dot-register`), and so does the name's high-water version.
 pub fn remove(root: &Root, plugin: &Name) -> Result<RemoveReport, RegisterError> {
-    verify::root::check_root_writable(root)?;
+    crate::check_registry_writable(root)?;
     let _lock = WriterLock::take(root)?;
     let entry_path = root.entry(plugin);
     match std::fs::symlink_metadata(&entry_path) {
@@ -508,7 +512,8 @@ fn add_command(a: &AddArgs) -> Next {
         .flag_if(a.replace, "--replace")
         .flag_if(a.allow_downgrade, "--allow-downgrade")
         .flag_if(a.reset_high_water, "--reset-high-water")
-        .flag_if(a.allow_dynamic, "--allow-dynamic");
+        .flag_if(a.allow_dynamic, "--allow-dynamic")
+        .flag_if(a.staging, "--staging");
     cmd.opt_if("--accept-changes", a.accept_changes.as_ref())
 }
 

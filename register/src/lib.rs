@@ -13,6 +13,7 @@ pub mod deny;
 pub mod error;
 pub mod init;
 pub mod install;
+pub mod layers;
 pub mod list;
 pub mod policy;
 pub mod publisher;
@@ -40,6 +41,7 @@ pub fn run(args: Args) -> Result<Output, RegisterError> {
         Command::Init(a) => Ok(Output::json(&init::init(
             &Root::from_args(a.root, a.state),
             a.dev,
+            a.layer,
         )?)),
         Command::Publisher(p) => match p.command {
             PublisherCommand::Add(a) => {
@@ -53,6 +55,7 @@ pub fn run(args: Args) -> Result<Output, RegisterError> {
                     &id,
                     &a.pubkey,
                     bounds,
+                    crate::Staging::from_switch(a.staging),
                 )?))
             }
             PublisherCommand::Rotate(a) => {
@@ -82,7 +85,24 @@ pub fn run(args: Args) -> Result<Output, RegisterError> {
             let n = name(&a.name)?;
             Ok(Output::json(&install::remove(&Root::single(a.root), &n)?))
         }
-        Command::List(a) => Ok(Output::json(&list::list(&Root::single(a.root))?)),
+        Command::List(a) => match (a.root, a.sysroot) {
+            (Some(root), None) => Ok(Output::json(&list::list(&Root::single(root))?)),
+            (None, sysroot) => Ok(Output::json(&layers::list(&layers::system(sysroot))?)),
+            (Some(_), Some(_)) => Err(RegisterError::Usage(
+                "--sysroot moves the system layers; it cannot go with --root".into(),
+            )),
+        },
+        Command::Mask(a) => {
+            let n = name(&a.name)?;
+            Ok(Output::json(&layers::mask(&layers::system(a.sysroot), &n)?))
+        }
+        Command::Unmask(a) => {
+            let n = name(&a.name)?;
+            Ok(Output::json(&layers::unmask(
+                &layers::system(a.sysroot),
+                &n,
+            )?))
+        }
         Command::Deny(d) => match d.command {
             DenyCommand::Add(a) => {
                 let t = deny::Target::from_options(a.sha256.as_deref(), a.key.as_deref())?;
@@ -141,15 +161,71 @@ pub fn read_input_limited(path: &Path, limit: u64) -> Result<Vec<u8>, RegisterEr
 
 pub use verify::trust::now;
 
-/// Writes one file of the root (mode 0600) at its `proto::layout` path, atomically
-/// (`sys::fs::atomic_write` in the path's directory).
+/// Writes one file of the root at its `proto::layout` path, atomically (`sys::fs::atomic_write`
+/// in the path's directory): mode 0600, or 0644 in a directory every user may read (a system
+/// layer's, `is_layer`), so that what a layer publishes can be read by every launcher.
 pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> Result<(), RegisterError> {
     let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) else {
         let e = std::io::Error::from(std::io::ErrorKind::InvalidInput);
         return Err(VerifyError::io(path, e).into());
     };
-    sys::fs::atomic_write(dir, name, bytes, 0o600).map_err(|e| VerifyError::io(path, e))?;
+    let meta = std::fs::metadata(dir).map_err(|e| VerifyError::io(dir, e))?;
+    let mode = match readable_by_all(&meta) {
+        true => 0o644,
+        false => 0o600,
+    };
+    sys::fs::atomic_write(dir, name, bytes, mode).map_err(|e| VerifyError::io(path, e))?;
     Ok(())
+}
+
+fn readable_by_all(meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    meta.mode() & 0o005 == 0o005
+}
+
+/// Whether every user may read `root`'s registry directory (a system layer, made by
+/// `init --layer`; docs/registry.md "System layers"): the documents written there are 0644.
+pub fn is_layer(root: &Root) -> bool {
+    std::fs::metadata(root.path()).is_ok_and(|m| m.is_dir() && readable_by_all(&m))
+}
+
+/// The check of a registry before `dot-register` reads it (`verify::root::check_root`).
+pub fn check_registry(root: &Root) -> Result<verify::root::RootInfo, RegisterError> {
+    Ok(verify::root::check_root(root)?)
+}
+
+/// The check of a registry before `dot-register` changes it (`verify::root::check_root_writable`:
+/// it must be ours).
+pub fn check_registry_writable(root: &Root) -> Result<verify::root::RootInfo, RegisterError> {
+    Ok(verify::root::check_root_writable(root)?)
+}
+
+/// Whether a change is written for a package (`--staging`) or kept by the registry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Staging {
+    /// A registry of the operator's: its change log and high-water versions are kept.
+    No,
+    /// A vendor layer staged under DESTDIR for a package: registry files only, no change log
+    /// (`audit.log`) and no `trust/high-water.json` (one file cannot belong to two packages).
+    Package,
+}
+
+impl Staging {
+    pub fn from_switch(staging: bool) -> Staging {
+        match staging {
+            true => Staging::Package,
+            false => Staging::No,
+        }
+    }
+}
+
+/// Appends one record to the registry's change log, `ROOT/audit.log` (one write, fdatasync;
+/// `sys::fs::append_line`); nothing when staging for a package.
+pub fn audit_staged(root: &Root, rec: &AuditRecord, staging: Staging) -> Result<(), RegisterError> {
+    match staging {
+        Staging::Package => Ok(()),
+        Staging::No => audit(root, rec),
+    }
 }
 
 /// Appends one record to the registry's change log, `ROOT/audit.log` (one write, fdatasync;

@@ -9,14 +9,28 @@ use verify::VerifyError;
 
 /// The registered entries, sorted by name, with `valid` and `problem` from the full verification.
 pub fn list(root: &Root) -> Result<Vec<ListItem>, RegisterError> {
-    verify::root::check_root(root)?;
-    // A malformed policy or deny list is every entry's `problem` (verify_entry reads them too).
-    let ctx = TrustContext::load(root).ok();
+    crate::check_registry(root)?;
     let stems = verify::root::json_stems(&root.plugins())?;
-    Ok(stems.iter().map(|s| item(root, ctx.as_ref(), s)).collect())
+    Ok(stems
+        .iter()
+        .map(|s| {
+            let verified = Name::new(s)
+                .map_err(VerifyError::BadName)
+                .and_then(|n| verify::entry::verify_entry(root, &n));
+            item(root, s, verified)
+        })
+        .collect())
 }
 
-fn item(root: &Root, ctx: Option<&TrustContext>, stem: &str) -> ListItem {
+/// The list item of the entry file `stem` of `root`, whose verification gave `verified`.
+pub(crate) fn item(
+    root: &Root,
+    stem: &str,
+    verified: Result<verify::entry::Verified, VerifyError>,
+) -> ListItem {
+    // A malformed policy or deny list is every entry's `problem` (verify_entry reads them too).
+    let ctx = TrustContext::load(root).ok();
+    let ctx = ctx.as_ref();
     let mut item = ListItem {
         name: stem.to_owned(),
         version: None,
@@ -29,6 +43,8 @@ fn item(root: &Root, ctx: Option<&TrustContext>, stem: &str) -> ListItem {
         expires: None,
         warning: None,
         dependencies: None,
+        layer: None,
+        status: None,
     };
     let name = match Name::new(stem) {
         Ok(n) => n,
@@ -47,7 +63,7 @@ fn item(root: &Root, ctx: Option<&TrustContext>, stem: &str) -> ListItem {
             item.expires = e.expires;
         }
     }
-    match verify::entry::verify_entry(root, &name) {
+    match verified {
         Ok(v) => {
             item.valid = true;
             item.dependencies = Some(v.dependencies);

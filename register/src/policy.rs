@@ -10,13 +10,13 @@ use verify::trust::TrustContext;
 
 /// The effective policy.
 pub fn show(root: &Root) -> Result<Policy, RegisterError> {
-    verify::root::check_root(root)?;
+    crate::check_registry(root)?;
     Ok(TrustContext::load(root)?.policy)
 }
 
 /// Changes the settings `a` names and writes the whole policy.
 pub fn set(root: &Root, a: &PolicySetArgs) -> Result<Policy, RegisterError> {
-    verify::root::check_root_writable(root)?;
+    crate::check_registry_writable(root)?;
     let _lock = WriterLock::take(root)?;
     let mut p = TrustContext::load(root)?.policy;
     if let Some(v) = a.max_signature_age_secs {

@@ -56,8 +56,9 @@ pub fn add(
     id: &Name,
     pubkey_file: &Path,
     bounds: Bounds,
+    staging: crate::Staging,
 ) -> Result<Publisher, RegisterError> {
-    verify::root::check_root_writable(root)?;
+    crate::check_registry_writable(root)?;
     let ctx = TrustContext::load(root)?;
     let new_key = read_key(root, &ctx, pubkey_file, bounds)?;
     let _lock = WriterLock::take(root)?;
@@ -82,9 +83,10 @@ pub fn add(
         Err(e) => return Err(e.into()),
     };
     write(root, &record)?;
-    audit(
+    crate::audit_staged(
         root,
         &key_record(AuditAction::PublisherAdd, id, &new_key, None),
+        staging,
     )?;
     Ok(record)
 }
@@ -133,7 +135,7 @@ fn add_key(
 /// by a key of the publisher that is valid now (not revoked, inside its bounds, not denied); or,
 /// without a statement, on the owner's `--force-by-owner`, recorded in the audit log.
 pub fn rotate(root: &Root, id: &Name, a: &PublisherRotateArgs) -> Result<Publisher, RegisterError> {
-    verify::root::check_root_writable(root)?;
+    crate::check_registry_writable(root)?;
     let ctx = TrustContext::load(root)?;
     let bounds = Bounds {
         not_before: a.not_before,
@@ -268,7 +270,7 @@ pub fn revoke(
     reason: &str,
     key_id: Option<&str>,
 ) -> Result<Publisher, RegisterError> {
-    verify::root::check_root_writable(root)?;
+    crate::check_registry_writable(root)?;
     let _lock = WriterLock::take(root)?;
     let (mut p, path) = verify::entry::load_publisher(root, id)?;
     let revocation = Revocation {
@@ -307,7 +309,7 @@ pub fn revoke(
 
 /// Every publisher record of the trust store, by id.
 pub fn list(root: &Root) -> Result<Vec<Publisher>, RegisterError> {
-    verify::root::check_root(root)?;
+    crate::check_registry(root)?;
     let ids: Vec<Name> = verify::root::json_stems(&root.publishers())?
         .iter()
         .filter_map(|stem| Name::new(stem).ok())

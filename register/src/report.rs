@@ -1,5 +1,6 @@
 //! What `dot-register` prints on success: typed, strictly parsed JSON.
 
+use proto::layers::{Layer, Status};
 use proto::{Containment, ErrorObject, Name, Sha256, Trust};
 use serde::{Deserialize, Serialize};
 
@@ -69,4 +70,55 @@ pub struct ListItem {
     /// For a valid entry: whether everything it executes is pinned.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dependencies: Option<proto::trust::Dependencies>,
+    /// Without `--root`: the system layer the entry is in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layer: Option<Layer>,
+    /// Without `--root`: whether this entry answers for its name (`active`), a higher layer's
+    /// does (`overridden`), or an admin mask hides it (`masked`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<Status>,
+}
+
+/// `list` without `--root`: every system layer, every entry of each, every admin mask.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SystemList {
+    pub layers: Vec<LayerReport>,
+    pub entries: Vec<ListItem>,
+    pub masks: Vec<MaskItem>,
+}
+
+/// One system layer of `list`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LayerReport {
+    pub layer: Layer,
+    pub dir: String,
+    /// The directory exists (a layer that does not holds nothing).
+    pub present: bool,
+}
+
+/// One admin mask of `list`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MaskItem {
+    pub name: Name,
+    pub path: String,
+    /// The layers whose entries of the name it hides (empty: none has one).
+    pub hides: Vec<Layer>,
+}
+
+/// `mask` and `unmask`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MaskReport {
+    pub name: Name,
+    /// The mask file, `ADMIN/plugins.d/NAME.mask`.
+    pub path: String,
+    /// The name is masked now.
+    pub masked: bool,
+    /// This command changed something (false: it was already so).
+    pub changed: bool,
+    /// The layers whose entries of the name the mask hides.
+    pub hides: Vec<Layer>,
 }

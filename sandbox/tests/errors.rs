@@ -77,7 +77,7 @@ fn no_plugin_on_descriptor_4_is_bad_plugin_fd_exit_1() {
 fn prove_without_a_canary_beside_the_runner_is_canary_missing() {
     let dir = sandbox::Scratch::new("lonely").expect("scratch");
     let lonely = dir.dir.join("dot-sandbox");
-    std::fs::copy(common::runner_path(), &lonely).unwrap();
+    testkit::copy_exe(&common::runner_path(), &lonely);
     let out = Command::new(&lonely)
         .args(["probe", "--prove"])
         .output()

@@ -59,3 +59,22 @@ pub fn require_program(name: &str, package: &str) {
         "{name} is not installed: `.ci/run` installs it (apt-get install {package})"
     );
 }
+
+/// Copies an executable that a test will run, without this process ever holding the copy open
+/// for writing: `cp` writes it. The tests of one binary run on several threads; a child that
+/// another thread forks while this process has the copy open for writing keeps that descriptor
+/// until it execs, and executing the copy in that window fails with `ETXTBSY`.
+pub fn copy_exe(from: &Path, to: &Path) {
+    let status = std::process::Command::new("cp")
+        .arg("--")
+        .arg(from)
+        .arg(to)
+        .status()
+        .expect("run cp");
+    assert!(
+        status.success(),
+        "cp {} {}: {status}",
+        from.display(),
+        to.display()
+    );
+}

@@ -10,15 +10,17 @@
 #![allow(clippy::unwrap_used)]
 
 pub mod bins;
+pub mod deb;
 pub mod fixtures;
 pub mod journal;
 pub mod keys;
 pub mod kinds;
 pub mod mount;
+pub mod nobody;
 pub mod output;
 pub mod tempdir;
 
-pub use bins::{require_program, static_fixture, workspace_bin};
+pub use bins::{copy_exe, require_program, static_fixture, workspace_bin};
 pub use fixtures::{
     entry_for, entry_for_bytes, install_entry, install_grant, install_publisher, make_root,
     odd_files, publisher_record, write_exe, SCRIPT,

@@ -96,7 +96,7 @@ impl Odd {
         std::fs::create_dir(&base).unwrap();
         let root = odd(&base, "root");
         let exe = odd(&base, "hello");
-        std::fs::copy(testkit::workspace_bin("hello"), &exe).unwrap();
+        testkit::copy_exe(&testkit::workspace_bin("hello"), &exe);
         let target = dir.join("target");
         std::fs::create_dir(&target).unwrap();
         ok("dot-register", args!["init", "--dev", "--root", root]);

@@ -9,19 +9,8 @@ use common::{bin_dir, repo_root, require_program, result};
 use proto::Containment;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use testkit::deb::{dpkg, installed_files, run, scratch_root};
 use testkit::TempDir;
-
-fn run(cmd: &mut Command, what: &str) -> String {
-    let out = cmd.output().unwrap_or_else(|e| panic!("{what}: {e}"));
-    assert!(
-        out.status.success(),
-        "{what} failed ({:?}):\n{}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 /// `make deb` from the binaries this test run built, into `dir`; the package's path.
 fn make_deb(dir: &Path) -> PathBuf {
@@ -42,49 +31,6 @@ fn make_deb(dir: &Path) -> PathBuf {
         .find(|l| l.ends_with(".deb"))
         .expect("make deb prints the package");
     PathBuf::from(deb)
-}
-
-/// A file system root dpkg can install into (`dpkg --root`): its database and nothing else.
-fn scratch_root(dir: &Path) -> PathBuf {
-    let root = dir.join("sysroot");
-    for d in ["info", "updates", "triggers"] {
-        std::fs::create_dir_all(root.join("var/lib/dpkg").join(d)).unwrap();
-    }
-    std::fs::write(root.join("var/lib/dpkg/status"), b"").unwrap();
-    root
-}
-
-fn dpkg(root: &Path, args: &[&str], pkg: Option<&Path>) -> String {
-    let mut c = Command::new("dpkg");
-    c.arg(format!("--root={}", root.display()))
-        .arg("--log=/dev/null")
-        .args(args);
-    if let Some(p) = pkg {
-        c.arg(p);
-    }
-    run(&mut c, "dpkg")
-}
-
-/// Every file under `dir` but dpkg's own database.
-fn installed_files(dir: &Path) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let path = e.unwrap().path();
-            let rel = path.strip_prefix(dir).unwrap().to_path_buf();
-            if rel.starts_with("var/lib/dpkg") {
-                continue;
-            }
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                found.push(rel);
-            }
-        }
-    }
-    found.sort();
-    found
 }
 
 #[test]

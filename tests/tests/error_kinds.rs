@@ -151,8 +151,8 @@ fn a_malformed_publisher_record_is_publisher_malformed_with_the_field() {
 fn launch_with_runner(env: &Env, runner: &Path) -> std::process::Output {
     let dir = env.dir.join("bin");
     std::fs::create_dir(&dir).unwrap();
-    std::fs::copy(bin_dir().join("dot-launch"), dir.join("dot-launch")).unwrap();
-    std::fs::copy(runner, dir.join("dot-sandbox")).unwrap();
+    testkit::copy_exe(&bin_dir().join("dot-launch"), &dir.join("dot-launch"));
+    testkit::copy_exe(runner, &dir.join("dot-sandbox"));
     for f in ["dot-launch", "dot-sandbox"] {
         std::fs::set_permissions(dir.join(f), std::fs::Permissions::from_mode(0o755)).unwrap();
     }

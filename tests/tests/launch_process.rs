@@ -76,7 +76,7 @@ fn a_kernel_that_cannot_enforce_process_refuses_before_anything_is_created() {
 fn launcher_dir(sandbox: impl FnOnce(&Path)) -> (TempDir, PathBuf) {
     let dir = TempDir::new();
     let launch = dir.join("dot-launch");
-    std::fs::copy(workspace_bin("dot-launch"), &launch).unwrap();
+    testkit::copy_exe(&workspace_bin("dot-launch"), &launch);
     sandbox(&dir.join("dot-sandbox"));
     (dir, launch)
 }
@@ -111,7 +111,7 @@ fn symlinked_sandbox_refuses() {
 #[test]
 fn group_writable_sandbox_refuses() {
     assert_sandbox_unusable(|p| {
-        std::fs::copy(workspace_bin("dot-sandbox"), p).unwrap();
+        testkit::copy_exe(&workspace_bin("dot-sandbox"), p);
         std::fs::set_permissions(p, std::os::unix::fs::PermissionsExt::from_mode(0o775)).unwrap();
     });
 }
@@ -120,7 +120,7 @@ fn group_writable_sandbox_refuses() {
 fn a_copied_launcher_finds_its_own_sibling_sandbox() {
     let env = process_env();
     let (_dir, launch) = launcher_dir(|p| {
-        std::fs::copy(workspace_bin("dot-sandbox"), p).unwrap();
+        testkit::copy_exe(&workspace_bin("dot-sandbox"), p);
     });
     let out = run_with(&launch, &env);
     assert_eq!(result(&out).containment, Containment::Process);
@@ -149,7 +149,7 @@ fn dynamic_or_script_plugins_cannot_be_registered_as_process() {
 fn pathname_replacement_after_validation_changes_nothing() {
     let env = process_env();
     let (dir, launch) = launcher_dir(|p| {
-        std::fs::copy(workspace_bin("dot-sandbox"), p).unwrap();
+        testkit::copy_exe(&workspace_bin("dot-sandbox"), p);
     });
     let pause = dir.join("pause");
     let mut c = std::process::Command::new(&launch);

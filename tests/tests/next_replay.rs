@@ -442,6 +442,34 @@ fn a_missing_entry_is_registered_by_its_next() {
 }
 
 #[test]
+fn a_masked_name_is_unmasked_by_its_next() {
+    let o = Odd::new();
+    let sysroot = o.base.join("sys root");
+    let layers = proto::layers::SystemLayers::new(Some(&sysroot));
+    std::fs::create_dir_all(layers.admin.parent().unwrap()).unwrap();
+    let verify = || {
+        tool("dot-verify")
+            .args(["entry", "hello", "--sysroot"])
+            .arg(&sysroot)
+            .output()
+            .unwrap()
+    };
+    ok(
+        tool("dot-register")
+            .args(["mask", "hello", "--sysroot"])
+            .arg(&sysroot)
+            .output()
+            .unwrap(),
+        "mask",
+    );
+    let e = assert_refused(&verify(), 1, Kind::EntryMasked);
+    let out = replay(&e, &o.base);
+    replayed(&out, Kind::EntryMasked, "unmasked");
+    assert!(!proto::layers::mask_path(&layers.admin, &proto::Name::new("hello").unwrap()).exists());
+    assert_refused(&verify(), 1, Kind::EntryMissing);
+}
+
+#[test]
 fn a_tampered_pinned_copy_is_replaced_by_its_next() {
     let o = Odd::new();
     let hello = workspace_bin("hello");

@@ -192,9 +192,9 @@ fn a_runner_that_cannot_be_executed_is_refused_before_the_launch_is_allowed() {
     env.register("hello-p", &workspace_bin("hello"), "process", &["name"]);
     let dir = TempDir::new();
     let launch = dir.join("dot-launch");
-    std::fs::copy(workspace_bin("dot-launch"), &launch).unwrap();
+    testkit::copy_exe(&workspace_bin("dot-launch"), &launch);
     let runner = dir.join("dot-sandbox");
-    std::fs::copy(workspace_bin("dot-sandbox"), &runner).unwrap();
+    testkit::copy_exe(&workspace_bin("dot-sandbox"), &runner);
     std::fs::set_permissions(&runner, PermissionsExt::from_mode(0o644)).unwrap();
     let out = env
         .launch_via(&launch, "hello-p", &["--require-process-sandbox"])

@@ -43,7 +43,7 @@ impl Fx {
         fs::create_dir(dir.join("in")).unwrap();
         fs::create_dir(dir.join("out")).unwrap();
         let exe = dir.join("in/hello");
-        fs::copy(workspace_bin("hello"), &exe).unwrap();
+        testkit::copy_exe(&workspace_bin("hello"), &exe);
         let fx = Fx {
             dir,
             root,
@@ -252,7 +252,7 @@ fn wrong_software() {
     let bytes = entry.to_bytes();
     let sig = fx.key.sign(&bytes, true);
     let other = fx.dir.join("in/other");
-    fs::copy(workspace_bin("fixture-plugin"), &other).unwrap();
+    testkit::copy_exe(&workspace_bin("fixture-plugin"), &other);
     let before = fx.snap();
     let out = fx.add_raw(&bytes, &sig, &other, &[]);
     let kind = testkit::decode_error(&out.stderr).error;

@@ -20,9 +20,9 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use testkit::{tree_snapshot, workspace_bin, TempDir};
+use testkit::{tree_snapshot, TempDir};
 
-const NOBODY: u32 = 65534;
+use testkit::nobody::NOBODY;
 
 /// The tools `nobody` runs, copied beside each other (dot-launch finds dot-sandbox, and
 /// dot-sandbox finds dot-canary, next to itself).
@@ -73,14 +73,9 @@ impl System {
     fn new() -> System {
         let dir = TempDir::new();
         mode(dir.path(), 0o755);
-        let bin = dir.join("bin");
-        fs::create_dir(&bin).unwrap();
-        mode(&bin, 0o755);
-        for t in TOOLS.iter().chain(&["fixture-plugin"]) {
-            let to = bin.join(t);
-            fs::copy(workspace_bin(t), &to).unwrap();
-            mode(&to, 0o755);
-        }
+        let mut tools = TOOLS.to_vec();
+        tools.push("fixture-plugin");
+        let bin = testkit::nobody::copy_tools(dir.path(), &tools);
         let registry = dir.join("registry");
         let sys = System {
             bin,
@@ -134,19 +129,9 @@ impl System {
         self.nobody_program(&self.bin.join(name))
     }
 
-    /// `program`, run as uid and gid 65534 with no supplementary groups and an empty
-    /// environment.
+    /// `program`, run as nobody (`testkit::nobody::command`).
     fn nobody_program(&self, program: &Path) -> Command {
-        let mut c = Command::new("setpriv");
-        c.env_clear()
-            .args([
-                format!("--reuid={NOBODY}"),
-                format!("--regid={NOBODY}"),
-                "--clear-groups".into(),
-                "--".into(),
-            ])
-            .arg(program);
-        c
+        testkit::nobody::command(program)
     }
 
     /// `dot-launch --root REGISTRY --state STATE NAME --target TARGET` as nobody, with the
@@ -332,37 +317,13 @@ fn nobody_cannot_change_the_registry() {
     assert_eq!(tree_snapshot(&sys.registry), before, "the registry changed");
 }
 
-/// Runs each `(label, python statement)` as nobody (`/usr/bin/python3 -I`, the variables of
-/// `paths` set) and returns each label with the errno name it failed with (`ok` if it did not).
+/// `testkit::nobody::errnos` (the suite's `System` only names the attempts).
 fn as_nobody_errnos(
-    sys: &System,
+    _sys: &System,
     attempts: &[(&str, &str)],
     paths: &[(&str, &Path)],
 ) -> Vec<(String, String)> {
-    let mut script = String::from("import errno, os\n");
-    for (name, path) in paths {
-        script.push_str(&format!("{name} = {:?}\n", path.to_str().unwrap()));
-    }
-    for (label, stmt) in attempts {
-        script.push_str(&format!(
-            "try:\n    {stmt}\n    print({label:?} + '=ok')\nexcept OSError as e:\n    print({label:?} + '=' + errno.errorcode[e.errno])\n"
-        ));
-    }
-    let out = sys
-        .nobody_program(Path::new("/usr/bin/python3"))
-        .args(["-I", "-c", &script])
-        .output()
-        .unwrap();
-    let out = ok(out, "python3 as nobody");
-    let lines: Vec<(String, String)> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| {
-            let (a, b) = l.rsplit_once('=').unwrap();
-            (a.to_owned(), b.to_owned())
-        })
-        .collect();
-    assert_eq!(lines.len(), attempts.len(), "{lines:?}");
-    lines
+    testkit::nobody::errnos(attempts, paths)
 }
 
 #[test]

@@ -3,10 +3,12 @@
 use crate::doctor;
 use crate::entry;
 use crate::error::VerifyError;
+use crate::layers::{self, Answer, Registry};
 use crate::signature;
 use argh::FromArgs;
 use proto::cli::Output;
 use proto::error::ExitCode;
+use proto::layers::Layer;
 use proto::layout::Root;
 use proto::{Containment, InputDecl, Name, Sha256, Trust};
 use serde::{Deserialize, Serialize};
@@ -58,13 +60,19 @@ pub struct SignatureArgs {
 }
 
 /// Verify registry entry NAME of the root exactly as dot-launch does before spawning: schema,
-/// trust, pinned copy's size and digest on the opened file, static ELF for `process`.
+/// trust, pinned copy's size and digest on the opened file, static ELF for `process`. Without
+/// --root, NAME is looked up in the system layers (admin over vendor, an admin mask refusing) and
+/// the report says which layer answered and which entry it overrides.
 #[derive(FromArgs, Debug)]
 #[argh(subcommand, name = "entry")]
 pub struct EntryArgs {
-    /// the platform root
+    /// the platform root (default: the system layers)
     #[argh(option, from_str_fn(proto::cli::path))]
-    pub root: PathBuf,
+    pub root: Option<PathBuf>,
+    /// without --root: the directory the system layers are under (as dpkg --root), for a scratch
+    /// tree
+    #[argh(option, from_str_fn(proto::cli::path))]
+    pub sysroot: Option<PathBuf>,
     /// the plugin name
     #[argh(positional)]
     pub name: String,
@@ -120,10 +128,18 @@ pub struct EntryReport {
     pub expires: Option<u64>,
     /// `pinned` (static ELF) or `unpinned` (granted `--allow-dynamic`).
     pub dependencies: proto::trust::Dependencies,
+    /// The registry that answered: `root` (`--root`), or the system layer `vendor` or `admin`.
+    pub layer: Layer,
+    /// The registry directory the entry was read from.
+    pub registry: PathBuf,
+    /// The lower layer whose entry of the name this one overrides.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overrides: Option<Layer>,
 }
 
-impl From<&entry::Verified> for EntryReport {
-    fn from(v: &entry::Verified) -> Self {
+impl EntryReport {
+    /// The report of `v`, answered by `a`.
+    pub fn new(v: &entry::Verified, a: &Answer) -> Self {
         let e = &v.entry;
         EntryReport {
             name: e.name.clone(),
@@ -137,6 +153,9 @@ impl From<&entry::Verified> for EntryReport {
             inputs: e.inputs.clone(),
             expires: e.expires,
             dependencies: v.dependencies,
+            layer: a.layer,
+            registry: a.root.path().to_path_buf(),
+            overrides: a.overrides,
         }
     }
 }
@@ -148,8 +167,13 @@ pub fn run(args: Args) -> Result<Output, VerifyError> {
         Command::Signature(a) => check_signature(&a),
         Command::Entry(a) => {
             let name = Name::new(&a.name).map_err(VerifyError::BadName)?;
-            let v = entry::verify_entry(&Root::single(a.root), &name)?;
-            Ok(Output::json(&EntryReport::from(&v)))
+            let reg = Registry::from_args(a.root, a.sysroot).ok_or_else(|| {
+                VerifyError::Usage(
+                    "--sysroot moves the system layers; it cannot go with --root".into(),
+                )
+            })?;
+            let (v, answer) = layers::verify_named(&reg, &name)?;
+            Ok(Output::json(&EntryReport::new(&v, &answer)))
         }
         Command::Doctor(a) => {
             let report = doctor::doctor(&Root::single(a.root), a.warn_days)?;

@@ -97,6 +97,17 @@ impl Verified {
 pub fn verify_entry(root: &Root, name: &Name) -> Result<Verified, VerifyError> {
     let info = root::check_root(root)?;
     let ctx = TrustContext::load(root)?;
+    verify_checked(root, info, &ctx, name)
+}
+
+/// `verify_entry` after the root check: `info` is what it found, `ctx` the trust decisions' inputs
+/// (for a system layer, with the other layers' deny lists and revocations: `crate::layers`).
+pub(crate) fn verify_checked(
+    root: &Root,
+    info: root::RootInfo,
+    ctx: &TrustContext,
+    name: &Name,
+) -> Result<Verified, VerifyError> {
     let entry_path = root.entry(name);
     let entry_bytes =
         read_doc_limited(&entry_path, ctx.policy.limit(Limit::Entry))?.ok_or_else(|| {
@@ -136,7 +147,7 @@ pub fn verify_entry(root: &Root, name: &Name) -> Result<Verified, VerifyError> {
     }
     let (key_id, signed_at, key_not_after) = match &sig {
         Some(sig) => {
-            let checked = check_signed(root, &ctx, &entry, &entry_bytes, sig)
+            let checked = check_signed(root, ctx, &entry, &entry_bytes, sig)
                 .map_err(|e| e.with_path(&sig_path))?;
             (
                 Some(checked.info.key_id),
@@ -390,6 +401,7 @@ pub fn check_signed(
     };
     let key_id = signature::signature_key_id(sig)?;
     ctx.check_key(root, &key_id)?;
+    ctx.check_revoked_elsewhere(id, &key_id)?;
     let (publisher, pub_path) = load_publisher(root, id)?;
     let info = check_by_publisher(&publisher, &pub_path, &key_id, sig, entry_bytes)?;
     let key = publisher
@@ -536,7 +548,7 @@ fn register_hint(root: &Root, name: &Name, dev: bool) -> Next {
 }
 
 /// `dot-register add` for the signed entry `name` from `NAME.json`, its signature and `FILE`.
-fn signed_hint(root: &Root, name: &Name) -> Next {
+pub(crate) fn signed_hint(root: &Root, name: &Name) -> Next {
     Next::cmd("dot-register")
         .args(["add", "--root"])
         .arg(root.path())

@@ -14,11 +14,21 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, thiserror::Error)]
 pub enum VerifyError {
     #[error("{0}")]
+    Usage(String),
+    #[error("{0}")]
     BadName(NameError),
     #[error("no registry entry {name:?} in this root")]
     EntryMissing {
         name: String,
         path: PathBuf,
+        next: Next,
+    },
+    #[error("{name:?} is masked by the admin layer ({}){}", .path.display(), masked(.masks))]
+    EntryMasked {
+        name: String,
+        path: PathBuf,
+        /// The layers whose entries of the name the mask hides.
+        masks: Vec<proto::layers::Layer>,
         next: Next,
     },
     #[error("{} is not a valid entry: {source}", Shown(.path, "the entry built from the options"))]
@@ -166,6 +176,17 @@ pub enum VerifyError {
     },
 }
 
+/// The layers a mask hides, for a message.
+fn masked(layers: &[proto::layers::Layer]) -> String {
+    match layers {
+        [] => "; no layer has an entry of that name".to_owned(),
+        ls => {
+            let names: Vec<&str> = ls.iter().map(|l| l.as_str()).collect();
+            format!("; it hides the {} entry", names.join(" and "))
+        }
+    }
+}
+
 /// What an operator can do when executable memfds are refused.
 fn seal_hint(e: &std::io::Error) -> &'static str {
     use nix::errno::Errno;
@@ -246,10 +267,12 @@ impl VerifyError {
         use VerifyError as E;
         let p = match self {
             E::BadName(_)
+            | E::Usage(_)
             | E::SignatureTimeMissing { .. }
             | E::KeyNotValidAt { .. }
             | E::SignatureTooOld { .. } => return None,
             E::EntryMissing { path, .. }
+            | E::EntryMasked { path, .. }
             | E::EntryMalformed { path, .. }
             | E::EntryNameMismatch { path, .. }
             | E::RootMissing { path, .. }
@@ -326,7 +349,9 @@ impl ToErrorObject for VerifyError {
         use VerifyError as E;
         match self {
             E::BadName(_) => Kind::BadName,
+            E::Usage(_) => Kind::Usage,
             E::EntryMissing { .. } => Kind::EntryMissing,
+            E::EntryMasked { .. } => Kind::EntryMasked,
             E::EntryMalformed { .. } => Kind::EntryMalformed,
             E::EntryNameMismatch { .. } => Kind::EntryNameMismatch,
             E::RootMissing { .. } => Kind::RootMissing,
@@ -380,7 +405,10 @@ impl ToErrorObject for VerifyError {
                 };
                 obj.value(value)
             }
-            E::EntryMissing { name, next, .. } => obj.value(name.clone()).next(next),
+            E::Usage(_) => obj.next(&Next::cmd("dot-verify").arg("--help")),
+            E::EntryMissing { name, next, .. } | E::EntryMasked { name, next, .. } => {
+                obj.value(name.clone()).next(next)
+            }
             E::EntryMalformed { source, .. } => {
                 if let Some(f) = source.field() {
                     obj = obj.field(f);

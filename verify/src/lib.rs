@@ -9,6 +9,7 @@ pub mod doctor;
 pub mod elf;
 pub mod entry;
 pub mod error;
+pub mod layers;
 pub mod root;
 pub mod signature;
 pub mod trust;

@@ -25,6 +25,29 @@ pub struct TrustContext {
     pub deny: DenyList,
     pub policy: Policy,
     pub now: u64,
+    /// For an entry of a system layer: the other layers' deny lists and revocations, which apply
+    /// to it too (docs/registry.md "System layers"). Empty for a single root.
+    pub others: Vec<OtherLayer>,
+}
+
+/// What another system layer contributes to the trust decisions about an entry: its deny list and
+/// the revocations in its trust store.
+#[derive(Clone, Debug)]
+pub struct OtherLayer {
+    pub root: Root,
+    pub deny: DenyList,
+    pub revoked: Vec<Revocation>,
+}
+
+/// A revocation recorded in a publisher record: the whole publisher (`key_id: None`, with all its
+/// keys in `keys`) or one key.
+#[derive(Clone, Debug)]
+pub struct Revocation {
+    pub publisher: Name,
+    pub key_id: Option<String>,
+    pub keys: Vec<String>,
+    pub path: std::path::PathBuf,
+    pub reason: String,
 }
 
 impl TrustContext {
@@ -34,35 +57,77 @@ impl TrustContext {
             deny: load_doc(&root.deny_list(), DenyList::parse)?.unwrap_or_else(DenyList::empty),
             policy: load_doc(&root.policy(), Policy::parse)?.unwrap_or_default(),
             now: now(),
+            others: Vec::new(),
         })
     }
 
-    /// Refuses a denied digest (of an executable or of an entry file).
-    pub fn check_digest(&self, root: &Root, d: &Sha256) -> Result<(), VerifyError> {
-        match self.deny.digest(d) {
-            Some(x) => Err(VerifyError::Denied {
-                path: root.deny_list(),
-                field: "sha256",
-                value: d.to_hex(),
-                reason: x.reason.clone(),
-                root: root.path().to_path_buf(),
-            }),
-            None => Ok(()),
-        }
+    /// The deny lists that apply, each with the root it is in: this root's, then the other
+    /// layers'.
+    fn deny_lists<'a>(&'a self, root: &'a Root) -> impl Iterator<Item = (&'a Root, &'a DenyList)> {
+        std::iter::once((root, &self.deny)).chain(self.others.iter().map(|o| (&o.root, &o.deny)))
     }
 
-    /// Refuses a denied key id.
-    pub fn check_key(&self, root: &Root, key_id: &str) -> Result<(), VerifyError> {
-        match self.deny.key(key_id) {
-            Some(x) => Err(VerifyError::Denied {
-                path: root.deny_list(),
-                field: "key_id",
-                value: key_id.to_owned(),
-                reason: x.reason.clone(),
-                root: root.path().to_path_buf(),
-            }),
-            None => Ok(()),
+    /// Refuses a denied digest (of an executable or of an entry file), on any deny list that
+    /// applies.
+    pub fn check_digest(&self, root: &Root, d: &Sha256) -> Result<(), VerifyError> {
+        for (r, deny) in self.deny_lists(root) {
+            if let Some(x) = deny.digest(d) {
+                return Err(VerifyError::Denied {
+                    path: r.deny_list(),
+                    field: "sha256",
+                    value: d.to_hex(),
+                    reason: x.reason.clone(),
+                    root: r.path().to_path_buf(),
+                });
+            }
         }
+        Ok(())
+    }
+
+    /// Refuses a denied key id, on any deny list that applies.
+    pub fn check_key(&self, root: &Root, key_id: &str) -> Result<(), VerifyError> {
+        for (r, deny) in self.deny_lists(root) {
+            if let Some(x) = deny.key(key_id) {
+                return Err(VerifyError::Denied {
+                    path: r.deny_list(),
+                    field: "key_id",
+                    value: key_id.to_owned(),
+                    reason: x.reason.clone(),
+                    root: r.path().to_path_buf(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Refuses a signature by `key_id` for `publisher` that another layer's trust store revokes:
+    /// the key itself, or a publisher of that id or holding that key.
+    pub fn check_revoked_elsewhere(
+        &self,
+        publisher: &Name,
+        key_id: &str,
+    ) -> Result<(), VerifyError> {
+        for r in self.others.iter().flat_map(|o| &o.revoked) {
+            match &r.key_id {
+                Some(k) if k == key_id => {
+                    return Err(VerifyError::KeyRevoked {
+                        id: r.publisher.to_string(),
+                        key_id: key_id.to_owned(),
+                        path: r.path.clone(),
+                        reason: r.reason.clone(),
+                    })
+                }
+                None if r.publisher == *publisher || r.keys.iter().any(|k| k == key_id) => {
+                    return Err(VerifyError::PublisherRevoked {
+                        id: r.publisher.to_string(),
+                        path: r.path.clone(),
+                        reason: r.reason.clone(),
+                    })
+                }
+                _ => {}
+            }
+        }
+        Ok(())
     }
 
     /// The signature's time rule: with a `timestamp:N` in the authenticated trusted comment, the

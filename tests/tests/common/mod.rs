@@ -6,6 +6,8 @@ use proto::result::RunResult;
 use proto::ErrorObject;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+pub mod system;
+
 use testkit::{workspace_bin, TempDir};
 
 /// Inputs the fixture plugin declares (all optional strings).

@@ -1,0 +1,536 @@
+//! The system registry's layers (docs/registry.md "System layers"), through the real tools on a
+//! scratch `--sysroot`: the admin entry of a name overrides the vendor's, an admin mask hides it,
+//! a deny list or a revocation in either layer applies to the other's entries, each entry is
+//! verified against its own layer's trust store, and a tampered vendor copy is refused.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::ok;
+use common::system::{Publisher, System};
+use proto::layers::{Layer, Status};
+use proto::Kind;
+use register::report::{MaskReport, SystemList};
+use std::os::unix::fs::PermissionsExt;
+use testkit::{assert_ok, assert_refused, workspace_bin};
+use verify::cli::EntryReport;
+
+/// A sysroot whose vendor layer ships `hello` 1.0.0 (process) signed by `acme`.
+fn vendor_hello() -> (System, Publisher) {
+    let sys = System::new();
+    let acme = Publisher::new("acme", sys.dir.path());
+    System::publish(
+        true,
+        &sys.layers.vendor,
+        &acme,
+        "hello",
+        &workspace_bin("hello"),
+        "process",
+        "1.0.0",
+    );
+    (sys, acme)
+}
+
+fn list(sys: &System) -> SystemList {
+    assert_ok(&sys.cmd("dot-register", &["list"]).output().unwrap())
+}
+
+#[test]
+fn the_vendor_entry_answers_and_a_layer_is_world_readable_and_stateless() {
+    let (sys, _) = vendor_hello();
+    let r: EntryReport = assert_ok(&sys.verify("hello"));
+    assert_eq!(r.layer, Layer::Vendor);
+    assert_eq!(r.overrides, None);
+    assert_eq!(r.registry, sys.layers.vendor);
+    // What a package ships: registry files only, readable by every user, writable by none.
+    let v = &sys.layers.vendor;
+    for d in ["", "plugins.d", "store/sha256", "trust/publishers"] {
+        let m = std::fs::metadata(v.join(d)).unwrap().permissions().mode();
+        assert_eq!(m & 0o777, 0o755, "{d}");
+    }
+    let m = std::fs::metadata(v.join("plugins.d/hello.json"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(m & 0o777, 0o644);
+    for absent in ["txn", "audit.log", "trust/high-water.json", "DEV"] {
+        assert!(!v.join(absent).exists(), "{absent} in a layer");
+    }
+}
+
+#[test]
+fn the_admin_entry_overrides_the_vendor_entry() {
+    let (sys, _) = vendor_hello();
+    let site = Publisher::new("site", sys.dir.path());
+    System::publish(
+        false,
+        &sys.layers.admin,
+        &site,
+        "hello",
+        &workspace_bin("hello"),
+        "audit",
+        "2.0.0",
+    );
+    let r: EntryReport = assert_ok(&sys.verify("hello"));
+    assert_eq!(r.layer, Layer::Admin);
+    assert_eq!(r.overrides, Some(Layer::Vendor));
+    assert_eq!(r.version, semver::Version::new(2, 0, 0));
+    assert_eq!(r.publisher.unwrap().as_str(), "site");
+
+    let l = list(&sys);
+    let status: Vec<(Option<Layer>, Option<Status>, bool)> = l
+        .entries
+        .iter()
+        .map(|e| (e.layer, e.status, e.valid))
+        .collect();
+    assert_eq!(
+        status,
+        [
+            (Some(Layer::Vendor), Some(Status::Overridden), true),
+            (Some(Layer::Admin), Some(Status::Active), true),
+        ]
+    );
+    assert!(l.layers.iter().all(|x| x.present));
+    // The admin's layer keeps its change log and high-water versions (only a package's staging
+    // leaves them out); the log is root's alone.
+    assert_eq!(
+        std::fs::metadata(sys.layers.admin.join("audit.log"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777,
+        0o600
+    );
+    assert!(sys.layers.admin.join("trust/high-water.json").is_file());
+}
+
+#[test]
+fn each_entry_is_verified_against_its_own_layers_trust_store() {
+    let (sys, acme) = vendor_hello();
+    // The admin layer has no publisher `acme`: acme's signature is not trusted there, even though
+    // the vendor layer trusts it.
+    System::init_layer(&sys.layers.admin);
+    let work = sys.dir.join("work");
+    std::fs::create_dir(&work).unwrap();
+    let (entry, sig) = acme.sign_entry(&work, "hello", &workspace_bin("hello"), "audit", "3.0.0");
+    let admin = proto::layout::Root::single(&sys.layers.admin);
+    let name = proto::Name::new("hello").unwrap();
+    std::fs::copy(&entry, admin.entry(&name)).unwrap();
+    std::fs::copy(&sig, admin.entry_sig(&name)).unwrap();
+    let e = assert_refused(&sys.verify("hello"), 1, Kind::PublisherUnknown);
+    assert_eq!(
+        e.path.as_deref(),
+        Some(
+            admin
+                .publisher(&proto::Name::new("acme").unwrap())
+                .to_str()
+                .unwrap()
+        )
+    );
+}
+
+#[test]
+fn an_admin_mask_hides_the_vendor_entry_until_unmasked() {
+    let (sys, _) = vendor_hello();
+    let m: MaskReport = assert_ok(
+        &sys.cmd("dot-register", &["mask", "hello"])
+            .output()
+            .unwrap(),
+    );
+    assert!(m.masked && m.changed);
+    assert_eq!(m.hides, [Layer::Vendor]);
+    let mask = sys.layers.admin.join("plugins.d/hello.mask");
+    assert_eq!(m.path, mask.display().to_string());
+    let meta = std::fs::metadata(&mask).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o777, 0o644);
+    assert_eq!(meta.len(), 0);
+
+    let e = assert_refused(&sys.verify("hello"), 1, Kind::EntryMasked);
+    assert_eq!(e.path.as_deref(), Some(mask.to_str().unwrap()));
+    let l = list(&sys);
+    assert_eq!(l.entries[0].status, Some(Status::Masked));
+    assert_eq!(l.masks.len(), 1);
+    assert_eq!(l.masks[0].hides, [Layer::Vendor]);
+
+    // Masking again changes nothing; unmask restores the vendor entry.
+    let again: MaskReport = assert_ok(
+        &sys.cmd("dot-register", &["mask", "hello"])
+            .output()
+            .unwrap(),
+    );
+    assert!(!again.changed);
+    let un: MaskReport = assert_ok(
+        &sys.cmd("dot-register", &["unmask", "hello"])
+            .output()
+            .unwrap(),
+    );
+    assert!(un.changed && !un.masked);
+    assert!(!mask.exists());
+    let r: EntryReport = assert_ok(&sys.verify("hello"));
+    assert_eq!(r.layer, Layer::Vendor);
+}
+
+#[test]
+fn a_mask_before_any_package_is_allowed_and_hides_what_comes_later() {
+    let sys = System::new();
+    let m: MaskReport = assert_ok(
+        &sys.cmd("dot-register", &["mask", "hello"])
+            .output()
+            .unwrap(),
+    );
+    assert!(m.masked && m.hides.is_empty());
+    let e = assert_refused(&sys.verify("hello"), 1, Kind::EntryMasked);
+    assert!(e.message.contains("no layer has an entry"), "{}", e.message);
+    let acme = Publisher::new("acme", sys.dir.path());
+    System::publish(
+        true,
+        &sys.layers.vendor,
+        &acme,
+        "hello",
+        &workspace_bin("hello"),
+        "process",
+        "1.0.0",
+    );
+    assert_refused(&sys.verify("hello"), 1, Kind::EntryMasked);
+}
+
+#[test]
+fn a_name_in_no_layer_is_missing() {
+    let (sys, _) = vendor_hello();
+    let e = assert_refused(&sys.verify("other"), 1, Kind::EntryMissing);
+    let want = sys.layers.admin.join("plugins.d/other.json");
+    assert_eq!(e.path.as_deref(), Some(want.to_str().unwrap()));
+}
+
+/// `dot-register deny add --root LAYER` with `args`.
+fn deny(layer: &std::path::Path, args: &[&str]) {
+    ok(
+        common::tool("dot-register")
+            .args(["deny", "add", "--root"])
+            .arg(layer)
+            .args(args)
+            .args(["--reason", "withdrawn"])
+            .output()
+            .unwrap(),
+        "deny add",
+    );
+}
+
+#[test]
+fn the_admin_deny_list_applies_to_the_vendor_entry() {
+    let (sys, _) = vendor_hello();
+    System::init_layer(&sys.layers.admin);
+    let sha = proto::Sha256::of(&std::fs::read(workspace_bin("hello")).unwrap()).to_hex();
+    deny(&sys.layers.admin, &["--sha256", &sha]);
+    let e = assert_refused(&sys.verify("hello"), 1, Kind::Denied);
+    let want = sys.layers.admin.join("trust/deny.json");
+    assert_eq!(e.path.as_deref(), Some(want.to_str().unwrap()));
+    assert_eq!(e.value.as_deref(), Some(sha.as_str()));
+}
+
+#[test]
+fn the_vendor_deny_list_applies_to_the_admin_entry() {
+    let (sys, _) = vendor_hello();
+    let site = Publisher::new("site", sys.dir.path());
+    System::publish(
+        false,
+        &sys.layers.admin,
+        &site,
+        "hello",
+        &workspace_bin("hello"),
+        "audit",
+        "2.0.0",
+    );
+    deny(&sys.layers.vendor, &["--key", &site.key.key_id()]);
+    let e = assert_refused(&sys.verify("hello"), 1, Kind::Denied);
+    let want = sys.layers.vendor.join("trust/deny.json");
+    assert_eq!(e.path.as_deref(), Some(want.to_str().unwrap()));
+}
+
+#[test]
+fn a_key_revoked_in_the_admin_layer_is_revoked_for_the_vendor_entry() {
+    let (sys, acme) = vendor_hello();
+    System::init_layer(&sys.layers.admin);
+    let admin = &sys.layers.admin;
+    for args in [
+        vec!["publisher", "add", "--id", "acme", "--pubkey"],
+        vec![
+            "publisher",
+            "revoke",
+            "--id",
+            "acme",
+            "--reason",
+            "stolen",
+            "--key",
+        ],
+    ] {
+        let mut c = common::tool("dot-register");
+        c.args(&args[..2]).arg("--root").arg(admin).args(&args[2..]);
+        if args[1] == "add" {
+            c.arg(&acme.pubkey);
+        } else {
+            c.arg(acme.key.key_id());
+        }
+        ok(c.output().unwrap(), "publisher");
+    }
+    let e = assert_refused(&sys.verify("hello"), 1, Kind::KeyRevoked);
+    let want = admin.join("trust/publishers/acme.json");
+    assert_eq!(e.path.as_deref(), Some(want.to_str().unwrap()));
+}
+
+#[test]
+fn a_publisher_revoked_in_the_vendor_layer_is_revoked_for_the_admin_entry() {
+    let (sys, acme) = vendor_hello();
+    // The admin trusts acme too and registers its own acme-signed entry of another name.
+    System::publish(
+        false,
+        &sys.layers.admin,
+        &acme,
+        "greet",
+        &workspace_bin("hello"),
+        "audit",
+        "1.0.0",
+    );
+    assert_ok::<EntryReport>(&sys.verify("greet"));
+    ok(
+        common::tool("dot-register")
+            .args(["publisher", "revoke", "--root"])
+            .arg(&sys.layers.vendor)
+            .args(["--id", "acme", "--reason", "gone"])
+            .output()
+            .unwrap(),
+        "revoke",
+    );
+    let e = assert_refused(&sys.verify("greet"), 1, Kind::PublisherRevoked);
+    let want = sys.layers.vendor.join("trust/publishers/acme.json");
+    assert_eq!(e.path.as_deref(), Some(want.to_str().unwrap()));
+}
+
+#[test]
+fn a_tampered_vendor_copy_is_refused() {
+    let (sys, _) = vendor_hello();
+    let r: EntryReport = assert_ok(&sys.verify("hello"));
+    let store = sys
+        .layers
+        .vendor
+        .join("store/sha256")
+        .join(r.sha256.to_hex());
+    let mut bytes = std::fs::read(&store).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    std::fs::set_permissions(&store, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(&store, &bytes).unwrap();
+    std::fs::set_permissions(&store, std::fs::Permissions::from_mode(0o555)).unwrap();
+    let e = assert_refused(&sys.verify("hello"), 1, Kind::StoreTampered);
+    assert_eq!(e.path.as_deref(), Some(store.to_str().unwrap()));
+}
+
+#[test]
+fn a_layer_that_others_can_write_is_refused() {
+    let (sys, _) = vendor_hello();
+    let p = sys.layers.vendor.join("plugins.d");
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let e = assert_refused(&sys.verify("hello"), 1, Kind::RootUnsafe);
+    assert_eq!(e.path.as_deref(), Some(p.to_str().unwrap()));
+}
+
+#[test]
+fn root_and_sysroot_together_are_a_usage_error() {
+    let (sys, _) = vendor_hello();
+    for tool_name in ["dot-verify", "dot-register"] {
+        let sub = if tool_name == "dot-verify" {
+            vec!["entry", "hello", "--root", "/nonexistent"]
+        } else {
+            vec!["list", "--root", "/nonexistent"]
+        };
+        assert_refused(&sys.cmd(tool_name, &sub).output().unwrap(), 2, Kind::Usage);
+    }
+}
+
+/// The tools nobody runs, copied where nobody can reach them.
+const NOBODY_TOOLS: [&str; 4] = ["dot-launch", "dot-sandbox", "dot-canary", "dot-register"];
+
+fn owner_and_mode(p: &std::path::Path) -> (u32, u32) {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::symlink_metadata(p).unwrap();
+    (m.uid(), m.mode() & 0o7777)
+}
+
+#[test]
+fn nobody_launches_from_root_owned_layers_at_both_levels_and_cannot_change_them() {
+    use testkit::nobody::{self, NOBODY};
+    let (sys, _) = vendor_hello();
+    let site = Publisher::new("site", sys.dir.path());
+    System::publish(
+        false,
+        &sys.layers.admin,
+        &site,
+        "greet",
+        &workspace_bin("hello"),
+        "audit",
+        "1.0.0",
+    );
+    let bin = nobody::copy_tools(sys.dir.path(), &NOBODY_TOOLS);
+    let home = sys.dir.join("home");
+    let target = sys.dir.join("target");
+    for (d, m) in [(&home, 0o700), (&target, 0o755)] {
+        std::fs::create_dir(d).unwrap();
+        std::os::unix::fs::chown(d, Some(NOBODY), Some(NOBODY)).unwrap();
+        std::fs::set_permissions(d, std::fs::Permissions::from_mode(m)).unwrap();
+    }
+    let state = home.join("state");
+    let before = testkit::tree_snapshot(&sys.sysroot);
+    for (name, consent, containment, layer) in [
+        (
+            "hello",
+            "--require-process-sandbox",
+            proto::Containment::Process,
+            Layer::Vendor,
+        ),
+        (
+            "greet",
+            "--allow-audit-plugin",
+            proto::Containment::Audit,
+            Layer::Admin,
+        ),
+    ] {
+        let out = nobody::command(&bin.join("dot-launch"))
+            .arg("--sysroot")
+            .arg(&sys.sysroot)
+            .arg("--state")
+            .arg(&state)
+            .args([name, consent, "--input", "name=nobody", "--target"])
+            .arg(&target)
+            .output()
+            .unwrap();
+        let r = common::result(&out);
+        assert_eq!(r.containment, containment, "{name}");
+        assert_eq!(r.layer, Some(layer), "{name}");
+        let out = target.join("hello.txt");
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), "hello, nobody\n");
+        assert_eq!(owner_and_mode(&out).0, NOBODY);
+    }
+    assert_eq!(owner_and_mode(&state), (NOBODY, 0o700));
+    // Without --state: nobody's default, $HOME/.local/state/dot, made with its parents.
+    let out = nobody::command(&bin.join("dot-launch"))
+        .env("HOME", &home)
+        .arg("--sysroot")
+        .arg(&sys.sysroot)
+        .args(["greet", "--allow-audit-plugin", "--target"])
+        .arg(&target)
+        .output()
+        .unwrap();
+    common::result(&out);
+    let default = home.join(".local/state/dot");
+    assert_eq!(owner_and_mode(&default), (NOBODY, 0o700));
+    assert!(default.join("audit.log").is_file());
+
+    // dot-register, as nobody, changes neither layer.
+    let register = |args: &[&str], root: Option<&std::path::Path>| {
+        let mut c = nobody::command(&bin.join("dot-register"));
+        c.args(args);
+        match root {
+            Some(r) => c.arg("--root").arg(r),
+            None => c.arg("--sysroot").arg(&sys.sysroot),
+        };
+        c.output().unwrap()
+    };
+    let zeros = "0".repeat(64);
+    for (layer, dir) in sys.layers.each() {
+        for args in [
+            vec!["deny", "add", "--sha256", zeros.as_str(), "--reason", "x"],
+            vec!["publisher", "revoke", "--id", "acme", "--reason", "x"],
+            vec!["remove", "--name", "hello"],
+        ] {
+            let e = assert_refused(&register(&args, Some(dir)), 1, Kind::RegistryReadOnly);
+            assert_eq!(e.path.as_deref(), Some(dir.to_str().unwrap()), "{layer}");
+        }
+    }
+    let e = assert_refused(
+        &register(&["mask", "hello"], None),
+        1,
+        Kind::RegistryReadOnly,
+    );
+    assert_eq!(e.path.as_deref(), Some(sys.layers.admin.to_str().unwrap()));
+    // Reading them is fine.
+    let l: SystemList = assert_ok(&register(&["list"], None));
+    assert!(l.entries.iter().all(|e| e.valid), "{l:?}");
+
+    // The files themselves: each attempt fails with its errno.
+    let hello = proto::Name::new("hello").unwrap();
+    let vendor = proto::layout::Root::single(&sys.layers.vendor);
+    let r: EntryReport = assert_ok(&sys.verify("hello"));
+    let copy = vendor.store_file(&r.sha256);
+    let entry = vendor.entry(&hello);
+    let mask = proto::layers::mask_path(&sys.layers.admin, &hello);
+    for (what, errno) in nobody::errnos(
+        &[
+            ("write the vendor copy", "os.open(COPY, os.O_WRONLY)"),
+            (
+                "write the vendor entry",
+                "os.open(ENTRY, os.O_WRONLY | os.O_APPEND)",
+            ),
+            ("unlink the vendor entry", "os.unlink(ENTRY)"),
+            (
+                "mask by hand",
+                "os.open(MASK, os.O_WRONLY | os.O_CREAT, 0o644)",
+            ),
+        ],
+        &[("COPY", &copy), ("ENTRY", &entry), ("MASK", &mask)],
+    ) {
+        assert_eq!(errno, "EACCES", "{what}");
+    }
+    assert_eq!(
+        testkit::tree_snapshot(&sys.sysroot),
+        before,
+        "a layer changed"
+    );
+}
+
+#[test]
+fn a_launch_with_no_layer_present_makes_no_state() {
+    let sys = System::new();
+    let state = sys.dir.join("state");
+    let out = sys
+        .cmd("dot-launch", &["hello", "--allow-audit-plugin"])
+        .arg("--state")
+        .arg(&state)
+        .output()
+        .unwrap();
+    assert_refused(&out, 1, Kind::EntryMissing);
+    assert!(!state.exists(), "a state was made for no registry");
+}
+
+#[test]
+fn explain_resolves_the_layers_as_a_launch_and_makes_no_state() {
+    let (sys, _) = vendor_hello();
+    let state = sys.dir.join("state");
+    let out = sys
+        .cmd(
+            "dot-launch",
+            &["hello", "--require-process-sandbox", "--explain"],
+        )
+        .arg("--state")
+        .arg(&state)
+        .output()
+        .unwrap();
+    let e: proto::explain::Explanation = assert_ok(&out);
+    assert_eq!(e.decision, "allowed");
+    assert!(!state.exists(), "--explain made a state");
+    ok(
+        sys.cmd("dot-register", &["mask", "hello"])
+            .output()
+            .unwrap(),
+        "mask",
+    );
+    let out = sys
+        .cmd(
+            "dot-launch",
+            &["hello", "--require-process-sandbox", "--explain"],
+        )
+        .arg("--state")
+        .arg(&state)
+        .output()
+        .unwrap();
+    assert_refused(&out, 1, Kind::EntryMasked);
+}

@@ -1,0 +1,306 @@
+//! Resolving a name in the registry a tool was pointed at: the single root named by `--root`, or
+//! the system layers (`proto::layers`) when there is none. `dot-verify entry` and `dot-launch` both
+//! call [`verify_named`], so the layer that answers a check is the layer that answers a launch.
+//!
+//! For the system layers:
+//! 1. each layer directory that exists is checked as a registry (`check_layer`); one that does not
+//!    exist holds nothing
+//! 2. what each layer holds for NAME (`plugins.d/NAME.json`, the admin's `plugins.d/NAME.mask`)
+//!    decides which layer answers (`proto::layers::resolve`): a mask refuses (`entry-masked`)
+//! 3. the answering layer's entry is verified exactly as a root's (`entry::verify_entry`) against
+//!    that layer's own trust store, with every other layer's deny list and revocations applied too
+
+use crate::entry::{self, Verified};
+use crate::error::VerifyError;
+use crate::root::{self, RootInfo};
+use crate::trust::{load_doc, OtherLayer, Revocation, TrustContext};
+use proto::layers::{self, Holdings, Layer, Resolution, SystemLayers};
+use proto::layout::Root;
+use proto::trust::DenyList;
+use proto::{Name, Next};
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+
+/// Where a tool reads entries from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Registry {
+    /// `--root DIR`: one root, as always.
+    Root(Root),
+    /// No `--root`: the vendor and admin layers (under `--sysroot`, when given).
+    System(SystemLayers),
+}
+
+impl Registry {
+    /// `--root` or, without it, the system layers under `--sysroot`. Both at once is a usage
+    /// error (`None`): `--sysroot` moves the system layers, which `--root` does not use.
+    pub fn from_args(root: Option<PathBuf>, sysroot: Option<PathBuf>) -> Option<Registry> {
+        match (root, sysroot) {
+            (Some(_), Some(_)) => None,
+            (Some(r), None) => Some(Registry::Root(Root::single(r))),
+            (None, s) => Some(Registry::System(SystemLayers::new(s.as_deref()))),
+        }
+    }
+}
+
+/// Which layer answered a name, and what its entry hides.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Answer {
+    pub layer: Layer,
+    /// The registry the entry was read from (the root, or the layer's directory).
+    pub root: Root,
+    /// The lower layer whose entry of the name this one overrides.
+    pub overrides: Option<Layer>,
+}
+
+/// Checks a system layer directory as a registry: `None` if it does not exist; else it is checked
+/// as a root's registry part (`root::check_root`: it and its registry directories real directories
+/// owned by root or by us and writable by no one else). A layer holds no state, and is never a
+/// development root (a `DEV` marker in it is not honoured: local entries are refused there).
+pub fn check_layer(dir: &Path) -> Result<Option<Root>, VerifyError> {
+    match std::fs::metadata(dir) {
+        Ok(_) => {}
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(VerifyError::io(dir, e)),
+    }
+    let layer = Root::single(dir);
+    match root::check_root(&layer) {
+        Ok(_) => Ok(Some(layer)),
+        // What makes a layer complete is `init --layer`, not a root's `init`.
+        Err(VerifyError::RootMissing {
+            path, root, what, ..
+        }) => Err(VerifyError::RootMissing {
+            path,
+            next: Next::cmd("dot-register")
+                .args(["init", "--layer", "--root"])
+                .arg(&root),
+            root,
+            what,
+        }),
+        Err(e) => Err(e),
+    }
+}
+
+/// The system layers that exist, each checked (`check_layer`), vendor first.
+pub fn present_layers(sys: &SystemLayers) -> Result<Vec<(Layer, Root)>, VerifyError> {
+    let mut out = Vec::new();
+    for (layer, dir) in sys.each() {
+        if let Some(root) = check_layer(dir)? {
+            out.push((layer, root));
+        }
+    }
+    Ok(out)
+}
+
+/// Whether `root` has `plugins.d/NAME.json` (whatever it is: the verification judges it).
+pub fn has_entry(root: &Root, name: &Name) -> Result<bool, VerifyError> {
+    exists(&root.entry(name))
+}
+
+/// Whether the admin layer `admin` masks `name`: `plugins.d/NAME.mask` exists, and it must be a
+/// regular file of root's or ours that no one else can write, like every registry document.
+pub fn has_mask(admin: &Root, name: &Name) -> Result<bool, VerifyError> {
+    let path = layers::mask_path(admin.path(), name);
+    Ok(entry::read_doc(&path)?.is_some())
+}
+
+fn exists(p: &Path) -> Result<bool, VerifyError> {
+    match std::fs::symlink_metadata(p) {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(VerifyError::io(p, e)),
+    }
+}
+
+/// What the present layers hold for `name`.
+pub fn holdings(present: &[(Layer, Root)], name: &Name) -> Result<Holdings, VerifyError> {
+    let mut h = Holdings::default();
+    for (layer, root) in present {
+        match layer {
+            Layer::Vendor => h.vendor_entry = has_entry(root, name)?,
+            Layer::Admin => {
+                h.admin_entry = has_entry(root, name)?;
+                h.admin_mask = has_mask(root, name)?;
+            }
+            Layer::Root => {}
+        }
+    }
+    Ok(h)
+}
+
+/// What the layer `root` contributes to the trust decisions about another layer's entries: its
+/// deny list and every revocation in its trust store. A malformed document there refuses (fail
+/// closed: an unreadable revocation is not an absent one).
+pub fn other_layer(root: &Root) -> Result<OtherLayer, VerifyError> {
+    let deny = load_doc(&root.deny_list(), DenyList::parse)?.unwrap_or_else(DenyList::empty);
+    let mut revoked = Vec::new();
+    for stem in root::json_stems(&root.publishers())? {
+        let Ok(id) = Name::new(&stem) else { continue };
+        let (p, path) = entry::load_publisher(root, &id)?;
+        let keys: Vec<String> = p.keys.iter().map(|k| k.key_id.clone()).collect();
+        if let Some(rev) = &p.revoked {
+            revoked.push(Revocation {
+                publisher: p.id.clone(),
+                key_id: None,
+                keys: keys.clone(),
+                path: path.clone(),
+                reason: rev.reason.clone(),
+            });
+        }
+        for k in &p.keys {
+            if let Some(rev) = &k.revoked {
+                revoked.push(Revocation {
+                    publisher: p.id.clone(),
+                    key_id: Some(k.key_id.clone()),
+                    keys: Vec::new(),
+                    path: path.clone(),
+                    reason: rev.reason.clone(),
+                });
+            }
+        }
+    }
+    Ok(OtherLayer {
+        root: root.clone(),
+        deny,
+        revoked,
+    })
+}
+
+/// Which layer answers `name` in the system layers `sys`, refusing a masked or missing name.
+pub fn answer(
+    sys: &SystemLayers,
+    name: &Name,
+) -> Result<(Answer, Vec<(Layer, Root)>), VerifyError> {
+    let present = present_layers(sys)?;
+    let h = holdings(&present, name)?;
+    let root_of = |l: Layer| {
+        present
+            .iter()
+            .find(|(x, _)| *x == l)
+            .map(|(_, r)| r.clone())
+    };
+    match layers::resolve(h) {
+        Resolution::Entry { layer, overrides } => {
+            let root = root_of(layer).unwrap_or_else(|| Root::single(sys.admin.clone()));
+            Ok((
+                Answer {
+                    layer,
+                    root,
+                    overrides,
+                },
+                present,
+            ))
+        }
+        Resolution::Masked { masks } => Err(VerifyError::EntryMasked {
+            name: name.to_string(),
+            path: layers::mask_path(&sys.admin, name),
+            masks: masks.into_iter().flatten().collect(),
+            next: unmask_hint(sys, name),
+        }),
+        Resolution::Missing => {
+            let admin = Root::single(sys.admin.clone());
+            Err(VerifyError::EntryMissing {
+                name: name.to_string(),
+                path: admin.entry(name),
+                next: entry::signed_hint(&admin, name),
+            })
+        }
+    }
+}
+
+/// `dot-register unmask NAME`, with the `--sysroot` the layers are under.
+fn unmask_hint(sys: &SystemLayers, name: &Name) -> Next {
+    let cmd = Next::cmd("dot-register").arg("unmask").arg(name.as_str());
+    match sysroot_of(sys) {
+        Some(s) => cmd.arg("--sysroot").arg(s),
+        None => cmd,
+    }
+}
+
+/// The `--sysroot` that puts the built-in layers where `sys` has them, if any.
+pub fn sysroot_of(sys: &SystemLayers) -> Option<PathBuf> {
+    let builtin = SystemLayers::new(None);
+    if *sys == builtin {
+        return None;
+    }
+    let rel = Path::new(layers::ADMIN_DIR).strip_prefix("/").ok()?;
+    let mut s = sys.admin.clone();
+    for _ in rel.components() {
+        s.pop();
+    }
+    Some(s)
+}
+
+/// Verifies the entry `name` of `reg` (see the module documentation): for a root, exactly
+/// `entry::verify_entry`; for the system layers, the answering layer's entry against its own
+/// trust store and every layer's deny list and revocations.
+pub fn verify_named(reg: &Registry, name: &Name) -> Result<(Verified, Answer), VerifyError> {
+    match reg {
+        Registry::Root(root) => {
+            let v = entry::verify_entry(root, name)?;
+            Ok((
+                v,
+                Answer {
+                    layer: Layer::Root,
+                    root: root.clone(),
+                    overrides: None,
+                },
+            ))
+        }
+        Registry::System(sys) => {
+            let (answer, present) = answer(sys, name)?;
+            let v = verify_in_layer(&present, answer.layer, name)?;
+            Ok((v, answer))
+        }
+    }
+}
+
+/// Verifies `layer`'s own entry of `name` (whichever layer answers for the name) against that
+/// layer's trust store, with every other present layer's deny list and revocations.
+pub fn verify_in_layer(
+    present: &[(Layer, Root)],
+    layer: Layer,
+    name: &Name,
+) -> Result<Verified, VerifyError> {
+    let Some((_, root)) = present.iter().find(|(l, _)| *l == layer) else {
+        return Err(VerifyError::EntryMissing {
+            name: name.to_string(),
+            path: PathBuf::from(name.as_str()),
+            next: Next::cmd("dot-register").arg("list"),
+        });
+    };
+    let mut ctx = TrustContext::load(root)?;
+    for (l, other) in present {
+        if *l != layer {
+            ctx.others.push(other_layer(other)?);
+        }
+    }
+    entry::verify_checked(root, RootInfo { dev: false }, &ctx, name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sysroot_is_recovered_from_the_layers() {
+        assert_eq!(sysroot_of(&SystemLayers::new(None)), None);
+        let s = Path::new("/scratch dir");
+        assert_eq!(sysroot_of(&SystemLayers::new(Some(s))).as_deref(), Some(s));
+    }
+
+    #[test]
+    fn root_and_sysroot_are_exclusive() {
+        assert_eq!(
+            Registry::from_args(Some("/r".into()), Some("/s".into())),
+            None
+        );
+        assert_eq!(
+            Registry::from_args(Some("/r".into()), None),
+            Some(Registry::Root(Root::single("/r")))
+        );
+        assert_eq!(
+            Registry::from_args(None, None),
+            Some(Registry::System(SystemLayers::new(None)))
+        );
+    }
+}
