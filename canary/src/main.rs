@@ -225,6 +225,9 @@ fn run(probe: Probe, inputs: &BTreeMap<String, String>) -> String {
         Probe::ReadEtcPasswd => res(fs::read("/etc/passwd")),
         Probe::ReadProcSelfStatus => res(fs::read("/proc/self/status")),
         Probe::ReadParentEnviron => res(fs::read(format!("/proc/{}/environ", ppid()))),
+        Probe::CreateDevShm => res(create_dev_shm()),
+        Probe::WriteProcSelfMem => res(OpenOptions::new().write(true).open("/proc/self/mem")),
+        Probe::OPathOpenat => res(o_path_openat()),
         Probe::WriteOutside => res(OpenOptions::new().write(true).open(victim(inputs))),
         Probe::CreateOutside => res(OpenOptions::new()
             .write(true)
@@ -294,6 +297,9 @@ fn run(probe: Probe, inputs: &BTreeMap<String, String>) -> String {
             )
         }
         Probe::SysvShm => res(sysv_shm()),
+        Probe::SysvSem => res(sysv_sem()),
+        Probe::SysvMsg => res(sysv_msg()),
+        Probe::PosixMq => res(posix_mq()),
         Probe::UnshareUser => nix_res(nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWUSER)),
         Probe::UnshareMount => nix_res(nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNS)),
         Probe::UnshareNet => nix_res(nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET)),
@@ -302,6 +308,7 @@ fn run(probe: Probe, inputs: &BTreeMap<String, String>) -> String {
             libc::CLONE_NEWUSER as u64 | libc::SIGCHLD as u64,
         )),
         Probe::CloneThreadNewuser => res(clone_thread_newuser()),
+        Probe::CloneThreadOwnFiles => res(clone_thread_own_files()),
         Probe::CloneProcess => res(clone_process(libc::SIGCHLD as u64)),
         Probe::Fork => res(fork()),
         Probe::Vfork => res(vfork()),
@@ -322,9 +329,21 @@ fn run(probe: Probe, inputs: &BTreeMap<String, String>) -> String {
         )),
         Probe::PtraceTraceme => nix_res(nix::sys::ptrace::traceme()),
         Probe::ProcessVmReadvParent => res(process_vm_readv_parent()),
+        Probe::ProcessVmWritevSelf => res(process_vm_writev_self()),
+        Probe::PidfdGetfdParent => res(pidfd_getfd_parent()),
+        Probe::PidfdSendSignalParent => res(pidfd_send_signal_parent()),
+        Probe::KcmpParent => res(kcmp_parent()),
+        Probe::CpuClockParent => res(cpu_clock_parent()),
         Probe::PrlimitParent => res(prlimit_read(ppid().as_raw())),
+        Probe::SetpriorityParent => res(setpriority_parent()),
+        Probe::IoprioSetParent => res(ioprio_set_parent()),
+        Probe::SchedSetaffinityParent => res(sched_setaffinity_parent()),
         Probe::Mount => mount(),
         Probe::Chroot => nix_res(nix::unistd::chroot(".")),
+        Probe::Fsopen => res(owned(
+            // SAFETY: the name is NUL-terminated and static; the descriptor is owned at once.
+            unsafe { libc::syscall(libc::SYS_fsopen, c"tmpfs".as_ptr(), 1u32) }, // FSOPEN_CLOEXEC
+        )),
         Probe::MmapExec => res(mmap(4096, libc::PROT_READ | libc::PROT_EXEC, 0).map(unmap(4096))),
         Probe::MprotectExec => res(mprotect_exec(false)),
         Probe::PkeyMprotectExec => res(mprotect_exec(true)),
@@ -334,6 +353,33 @@ fn run(probe: Probe, inputs: &BTreeMap<String, String>) -> String {
         Probe::Keyctl => res(keyctl_session()),
         Probe::PerfEventOpen => res(perf_event_open()),
         Probe::Userfaultfd => res(userfaultfd()),
+        Probe::FanotifyInit => res(owned(
+            // SAFETY: integer arguments only (FAN_CLOEXEC | FAN_CLASS_NOTIF, O_RDONLY).
+            unsafe { libc::syscall(libc::SYS_fanotify_init, 1u32, libc::O_RDONLY) },
+        )),
+        Probe::NameToHandleAt => res(stage_file().and_then(|()| name_to_handle())),
+        Probe::ModifyLdt => res(modify_ldt_read()),
+        Probe::Syslog => res(sys_res(
+            // SAFETY: SYSLOG_ACTION_SIZE_BUFFER (10) reads no buffer.
+            unsafe { libc::syscall(libc::SYS_syslog, 10, std::ptr::null_mut::<u8>(), 0) },
+        )),
+        // SAFETY: sync takes no argument.
+        Probe::Sync => res(sys_res(unsafe { libc::syscall(libc::SYS_sync) })),
+        Probe::DevUserfaultfd => res(File::open("/dev/userfaultfd")),
+        Probe::AioSetup => res(aio_setup()),
+        Probe::InotifyInit => res(owned(
+            // SAFETY: integer argument only; the descriptor is owned at once.
+            unsafe { libc::inotify_init1(libc::IN_CLOEXEC) } as libc::c_long,
+        )),
+        Probe::Int80 => res(int80_getpid()),
+        Probe::X32 => res(x32_getpid()),
+        Probe::MmapHugetlb => res(mmap(
+            2 << 20,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_HUGETLB,
+        )
+        .map(unmap(2 << 20))),
+        Probe::MadviseMergeable => res(madvise_mergeable()),
         Probe::PrctlPdeathsig => res(prctl_pdeathsig_zero()),
         Probe::FsetownParent => res(set_owner(1, ppid().as_raw())),
         Probe::FsetownInit => res(set_owner(1, 1)),
@@ -356,8 +402,17 @@ fn run(probe: Probe, inputs: &BTreeMap<String, String>) -> String {
         Probe::WriteExecData => res(write_exec_data()),
         Probe::Tiocsti => res(tiocsti(libc::TIOCSTI)),
         Probe::TiocstiHighBits => res(tiocsti(libc::TIOCSTI | (1 << 32))),
+        Probe::Tiocsetd => res(tiocsetd()),
         Probe::SetrlimitRaiseHard => res(raise_hard_nofile()),
         Probe::Capabilities => capabilities(),
+        Probe::SetuidSelf => res(sys_res(
+            // SAFETY: integer argument only: the uid it already has.
+            unsafe { libc::syscall(libc::SYS_setuid, libc::getuid()) },
+        )),
+        Probe::Setgroups => res(sys_res(
+            // SAFETY: an empty list: the pointer is not read.
+            unsafe { libc::syscall(libc::SYS_setgroups, 0, std::ptr::null::<libc::gid_t>()) },
+        )),
         Probe::InheritedFd => inherited_fd(),
         Probe::Nofile => res(open_many(input_u64(inputs, "nofile"))),
         Probe::Fsize => res(write_past(input_u64(inputs, "fsize"))),
@@ -498,6 +553,59 @@ fn sysv_shm() -> io::Result<()> {
     Ok(())
 }
 
+/// A System V semaphore set of its own (removed at once): the host's IPC namespace.
+fn sysv_sem() -> io::Result<()> {
+    // SAFETY: semget takes only integer arguments.
+    let id = sys_res(
+        unsafe { libc::semget(libc::IPC_PRIVATE, 1, libc::IPC_CREAT | 0o600) } as libc::c_long,
+    )?;
+    // SAFETY: IPC_RMID on the set just created takes no further argument.
+    unsafe { libc::semctl(id as i32, 0, libc::IPC_RMID) };
+    Ok(())
+}
+
+/// A System V message queue of its own (removed at once).
+fn sysv_msg() -> io::Result<()> {
+    // SAFETY: msgget takes only integer arguments.
+    let id = sys_res(
+        unsafe { libc::msgget(libc::IPC_PRIVATE, libc::IPC_CREAT | 0o600) } as libc::c_long,
+    )?;
+    // SAFETY: IPC_RMID on the queue just created; the buffer argument is unused (NULL).
+    unsafe { libc::msgctl(id as i32, libc::IPC_RMID, std::ptr::null_mut()) };
+    Ok(())
+}
+
+/// A POSIX message queue with a name of its own (unlinked at once). The raw call takes the name
+/// without the leading slash the C library adds.
+fn posix_mq() -> io::Result<()> {
+    let name =
+        CString::new(format!("dot-canary-{}", std::process::id())).map_err(io::Error::other)?;
+    // SAFETY: name is NUL-terminated and alive; a NULL attribute pointer asks for the defaults.
+    let fd = owned(unsafe {
+        libc::syscall(
+            libc::SYS_mq_open,
+            name.as_ptr(),
+            libc::O_CREAT | libc::O_EXCL | libc::O_RDWR | libc::O_CLOEXEC,
+            0o600,
+            std::ptr::null::<libc::c_void>(),
+        )
+    })?;
+    drop(fd);
+    // SAFETY: name is NUL-terminated and alive.
+    unsafe { libc::syscall(libc::SYS_mq_unlink, name.as_ptr()) };
+    Ok(())
+}
+
+/// A file of its own on `/dev/shm` (removed at once): memory outside the stage's size.
+fn create_dev_shm() -> io::Result<()> {
+    let path = format!("/dev/shm/dot-canary-{}", std::process::id());
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&path)?;
+    fs::remove_file(&path)
+}
+
 fn setns() -> String {
     use nix::sched::CloneFlags;
     // Confined, /proc is out of reach: stdin stands in for a namespace descriptor, so the call
@@ -542,6 +650,48 @@ fn clone_thread_newuser() -> io::Result<()> {
     if pid == 0 {
         child_exit();
     }
+    Ok(())
+}
+
+extern "C" fn own_files_thread(_: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: ends this thread only (not the group), touching nothing of the process's state.
+    unsafe { libc::syscall(libc::SYS_exit, 0) };
+    0
+}
+
+/// A thread (same thread group and memory) without `CLONE_FILES`: it gets a copy of the
+/// descriptor table, a table the NOFILE limit bounds separately.
+fn clone_thread_own_files() -> io::Result<()> {
+    let mut stack = vec![0u8; 64 * 1024];
+    // SAFETY: the top of a live, 16-byte aligned buffer; the stack grows down from it.
+    let top = unsafe { stack.as_mut_ptr().add(stack.len()) };
+    let top = (top as usize & !15) as *mut libc::c_void;
+    let tid = std::sync::atomic::AtomicI32::new(1);
+    let flags = libc::CLONE_VM
+        | libc::CLONE_FS
+        | libc::CLONE_SIGHAND
+        | libc::CLONE_THREAD
+        | libc::CLONE_SYSVSEM
+        | libc::CLONE_CHILD_CLEARTID;
+    // SAFETY: the thread runs `own_files_thread` on `stack`, which only makes the exit syscall;
+    // the kernel clears `tid` (alive until the thread is gone, waited for below) when it exits.
+    let ret = unsafe {
+        libc::clone(
+            own_files_thread,
+            top,
+            flags,
+            std::ptr::null_mut(),
+            std::ptr::null_mut::<libc::pid_t>(),
+            std::ptr::null_mut::<libc::c_void>(),
+            tid.as_ptr(),
+        )
+    };
+    sys_res(ret as libc::c_long)?;
+    // The stack stays alive until the kernel has cleared the word at the thread's exit.
+    while tid.load(Ordering::SeqCst) != 0 {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    drop(stack);
     Ok(())
 }
 
@@ -633,6 +783,135 @@ fn process_vm_readv_parent() -> io::Result<usize> {
     .map_err(io::Error::from)
 }
 
+/// Writes 8 bytes into its own memory through `process_vm_writev`.
+fn process_vm_writev_self() -> io::Result<usize> {
+    use nix::sys::uio::RemoteIoVec;
+    let target = [0u8; 8];
+    let remote = RemoteIoVec {
+        base: target.as_ptr() as usize,
+        len: target.len(),
+    };
+    let n = nix::sys::uio::process_vm_writev(
+        nix::unistd::getpid(),
+        &[io::IoSlice::new(b"written!")],
+        &[remote],
+    )
+    .map_err(io::Error::from)?;
+    std::hint::black_box(&target);
+    Ok(n)
+}
+
+/// A pidfd of the parent, or none where `pidfd_open` is refused: then standard input stands in
+/// for one, so the call under test is still made (a pipe is not a pidfd: the kernel would say
+/// `EBADF`, the filter says `EPERM` first).
+fn parent_pidfd() -> Option<OwnedFd> {
+    pidfd_open(ppid().as_raw()).ok()
+}
+
+/// Takes a duplicate of the parent's standard input.
+fn pidfd_getfd_parent() -> io::Result<OwnedFd> {
+    let pidfd = parent_pidfd();
+    let raw = pidfd.as_ref().map_or(0, AsRawFd::as_raw_fd);
+    // SAFETY: integer arguments only; the descriptor returned is owned at once.
+    owned(unsafe { libc::syscall(libc::SYS_pidfd_getfd, raw, 0, 0) })
+}
+
+/// Signal 0 to the parent through a pidfd.
+fn pidfd_send_signal_parent() -> io::Result<()> {
+    let pidfd = parent_pidfd();
+    let raw = pidfd.as_ref().map_or(0, AsRawFd::as_raw_fd);
+    let null = std::ptr::null::<libc::siginfo_t>();
+    // SAFETY: a NULL siginfo is allowed; signal 0 checks permission and delivers nothing.
+    sys_res(unsafe { libc::syscall(libc::SYS_pidfd_send_signal, raw, 0, null, 0) }).map(drop)
+}
+
+/// Compares its descriptor 0 with the parent's (`KCMP_FILE`).
+fn kcmp_parent() -> io::Result<()> {
+    let me = nix::unistd::getpid().as_raw();
+    // SAFETY: integer arguments only.
+    sys_res(unsafe { libc::syscall(libc::SYS_kcmp, me, ppid().as_raw(), 0, 0, 0) }).map(drop)
+}
+
+/// The parent's nice value, set to what it is.
+fn setpriority_parent() -> io::Result<()> {
+    let pid = ppid().as_raw() as libc::id_t;
+    nix::errno::Errno::clear();
+    // SAFETY: integer arguments only.
+    let nice = unsafe { libc::getpriority(libc::PRIO_PROCESS, pid) };
+    if nice == -1 && nix::errno::Errno::last_raw() != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: integer arguments only.
+    sys_res(unsafe { libc::setpriority(libc::PRIO_PROCESS, pid, nice) } as libc::c_long).map(drop)
+}
+
+/// The parent's I/O priority, set to what it is (IOPRIO_WHO_PROCESS = 1).
+fn ioprio_set_parent() -> io::Result<()> {
+    let pid = ppid().as_raw();
+    // SAFETY: integer arguments only.
+    let prio = sys_res(unsafe { libc::syscall(libc::SYS_ioprio_get, 1, pid) }).unwrap_or(0);
+    // SAFETY: integer arguments only.
+    sys_res(unsafe { libc::syscall(libc::SYS_ioprio_set, 1, pid, prio) }).map(drop)
+}
+
+/// The parent's CPU affinity, set to what it is.
+fn sched_setaffinity_parent() -> io::Result<()> {
+    use nix::sched::{sched_getaffinity, sched_setaffinity, CpuSet};
+    let mask = sched_getaffinity(ppid()).unwrap_or_else(|_| {
+        let mut all = CpuSet::new();
+        let _ = all.set(0);
+        all
+    });
+    sched_setaffinity(ppid(), &mask).map_err(io::Error::from)
+}
+
+/// A file handle for the stage file `f`.
+fn name_to_handle() -> io::Result<()> {
+    // struct file_handle: handle_bytes (u32), handle_type (i32), then up to MAX_HANDLE_SZ (128).
+    let mut handle = [0u32; 2 + 32];
+    handle[0] = 128;
+    let mut mount_id: libc::c_int = 0;
+    // SAFETY: the path is NUL-terminated; the kernel writes at most handle[0] bytes after the
+    // 8-byte header of `handle` and one int into `mount_id`, all alive for the call.
+    sys_res(unsafe {
+        libc::syscall(
+            libc::SYS_name_to_handle_at,
+            libc::AT_FDCWD,
+            c"f".as_ptr(),
+            handle.as_mut_ptr(),
+            &mut mount_id as *mut libc::c_int,
+            0,
+        )
+    })
+    .map(drop)
+}
+
+/// Reads its local descriptor table (func 0).
+fn modify_ldt_read() -> io::Result<()> {
+    let mut buf = [0u8; 16];
+    // SAFETY: the kernel writes at most `buf.len()` bytes into `buf`, alive for the call.
+    sys_res(unsafe { libc::syscall(libc::SYS_modify_ldt, 0, buf.as_mut_ptr(), buf.len()) })
+        .map(drop)
+}
+
+/// Reads the parent's process CPU clock (`MAKE_PROCESS_CPUCLOCK(PPID, CPUCLOCK_SCHED)`).
+fn cpu_clock_parent() -> io::Result<()> {
+    let clock = (!ppid().as_raw() << 3) | 2;
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: the kernel writes one timespec into `ts`, alive for the call.
+    sys_res(unsafe {
+        libc::syscall(
+            libc::SYS_clock_gettime,
+            clock,
+            &mut ts as *mut libc::timespec,
+        )
+    })
+    .map(drop)
+}
+
 fn prlimit_read(pid: i32) -> io::Result<()> {
     let mut old = [0u64; 2];
     // SAFETY: reads only (new limit NULL); the kernel writes two u64 into `old`, alive.
@@ -721,6 +1000,80 @@ fn personality(persona: u64) -> io::Result<()> {
     sys_res(unsafe { libc::syscall(libc::SYS_personality, persona) }).map(drop)
 }
 
+/// One legacy AIO context (destroyed at once).
+fn aio_setup() -> io::Result<()> {
+    let mut ctx: libc::c_ulong = 0;
+    // SAFETY: the kernel writes the context id into `ctx`, alive for the call.
+    sys_res(unsafe { libc::syscall(libc::SYS_io_setup, 1u32, &mut ctx as *mut libc::c_ulong) })?;
+    // SAFETY: destroys the context just created; integer argument only.
+    unsafe { libc::syscall(libc::SYS_io_destroy, ctx) };
+    Ok(())
+}
+
+/// `getpid` through the i386 entry (`int 0x80`, number 20): `ok` when it answers its pid.
+fn int80_getpid() -> io::Result<()> {
+    let ret: i64;
+    // SAFETY: i386 getpid reads no argument and no memory; the 64-bit kernel's `int 0x80` entry
+    // may clobber r8-r11, declared here, and returns in eax.
+    unsafe {
+        std::arch::asm!(
+            "int 0x80",
+            inlateout("rax") 20i64 => ret,
+            out("rcx") _, out("rdx") _, out("r8") _, out("r9") _, out("r10") _, out("r11") _,
+        );
+    }
+    let ret = i64::from(ret as i32);
+    if ret < 0 {
+        return Err(io::Error::from_raw_os_error((-ret) as i32));
+    }
+    if ret == i64::from(std::process::id()) {
+        Ok(())
+    } else {
+        Err(io::Error::from_raw_os_error(libc::EINVAL))
+    }
+}
+
+/// `getpid` by its x32 number (`__X32_SYSCALL_BIT | 39`).
+fn x32_getpid() -> io::Result<()> {
+    // SAFETY: getpid takes no argument.
+    sys_res(unsafe { libc::syscall(0x4000_0000 | libc::SYS_getpid) }).map(drop)
+}
+
+/// `/etc` opened with `O_PATH`, then `passwd` opened beneath it.
+fn o_path_openat() -> io::Result<File> {
+    let dir = owned(
+        // SAFETY: the path is NUL-terminated and static; the descriptor is owned at once.
+        unsafe {
+            libc::open(
+                c"/etc".as_ptr(),
+                libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            )
+        } as libc::c_long,
+    )?;
+    let fd = owned(
+        // SAFETY: `dir` is open; the path is NUL-terminated and static.
+        unsafe {
+            libc::openat(
+                dir.as_raw_fd(),
+                c"passwd".as_ptr(),
+                libc::O_RDONLY | libc::O_CLOEXEC,
+            )
+        } as libc::c_long,
+    )?;
+    Ok(File::from(fd))
+}
+
+/// Offers one anonymous page of its own to KSM.
+fn madvise_mergeable() -> io::Result<()> {
+    let addr = mmap(4096, libc::PROT_READ | libc::PROT_WRITE, 0)?;
+    // SAFETY: the page was just mapped by this function and is unmapped right after.
+    let r = sys_res(unsafe {
+        libc::madvise(addr as *mut libc::c_void, 4096, libc::MADV_MERGEABLE) as libc::c_long
+    });
+    unmap(4096)(addr);
+    r.map(drop)
+}
+
 fn io_uring_setup() -> io::Result<OwnedFd> {
     let mut params = [0u8; 120];
     // SAFETY: the kernel reads and writes the 120-byte io_uring_params in `params`, alive.
@@ -782,6 +1135,16 @@ fn tiocsti(request: u64) -> io::Result<()> {
     let c: u8 = b'\n';
     // SAFETY: TIOCSTI reads one byte from `c`, alive for the call.
     sys_res(unsafe { libc::syscall(libc::SYS_ioctl, 0, request, &c as *const u8) }).map(drop)
+}
+
+/// Sets its terminal's line discipline to the one it has (`TIOCGETD`, then `TIOCSETD`).
+fn tiocsetd() -> io::Result<()> {
+    let mut ldisc: libc::c_int = 0;
+    // SAFETY: TIOCGETD writes one int into `ldisc`, alive for the call.
+    sys_res(unsafe { libc::syscall(libc::SYS_ioctl, 0, libc::TIOCGETD, &mut ldisc as *mut i32) })?;
+    // SAFETY: TIOCSETD reads one int from `ldisc`, alive for the call.
+    sys_res(unsafe { libc::syscall(libc::SYS_ioctl, 0, libc::TIOCSETD, &ldisc as *const i32) })
+        .map(drop)
 }
 
 /// `fcntl` commands and `ioctl` requests the libc crate does not name (uapi fcntl.h, sockios.h,

@@ -128,6 +128,11 @@ probes! {
     ReadEtcPasswd = "read-etc-passwd" => landlock();
     ReadProcSelfStatus = "read-proc-self-status" => landlock();
     ReadParentEnviron = "read-parent-environ" => landlock();
+    // tmpfs outside the stage (memory no stage bound counts), and its own memory through /proc.
+    CreateDevShm = "create-dev-shm" => landlock();
+    WriteProcSelfMem = "write-proc-self-mem" => landlock();
+    // A path opened with O_PATH (which Landlock does not check) as the base of an openat.
+    OPathOpenat = "o-path-openat" => landlock();
     WriteOutside = "write-outside" => landlock();
     CreateOutside = "create-outside" => landlock();
     RenameOutside = "rename-outside" => landlock();
@@ -168,6 +173,9 @@ probes! {
     ConnectTcpLoopback = "connect-tcp-loopback" => seccomp();
     ConnectAbstractUnix = "connect-abstract-unix" => seccomp();
     SysvShm = "sysv-shm" => seccomp();
+    SysvSem = "sysv-sem" => seccomp();
+    SysvMsg = "sysv-msg" => seccomp();
+    PosixMq = "posix-mq" => seccomp();
     // Namespaces and new processes.
     UnshareUser = "unshare-user" => seccomp();
     UnshareMount = "unshare-mount" => seccomp();
@@ -177,6 +185,9 @@ probes! {
     // The kernel refuses CLONE_NEWUSER with CLONE_THREAD itself (EINVAL); the filter answers first.
     CloneThreadNewuser = "clone-thread-newuser" =>
         p(Layer::Seccomp, EPERM, Some(&["errno:EINVAL"]));
+    // A thread with a descriptor table of its own: RLIMIT_NOFILE bounds each table, so such
+    // threads would multiply the run's descriptors (and the kernel objects behind them) by NPROC.
+    CloneThreadOwnFiles = "clone-thread-own-files" => seccomp();
     CloneProcess = "clone-process" => seccomp();
     Fork = "fork" => seccomp();
     Vfork = "vfork" => seccomp();
@@ -221,10 +232,21 @@ probes! {
     PtraceAttachParent = "ptrace-attach-parent" => seccomp();
     PtraceTraceme = "ptrace-traceme" => seccomp();
     ProcessVmReadvParent = "process-vm-readv-parent" => seccomp();
+    ProcessVmWritevSelf = "process-vm-writev-self" => seccomp();
+    PidfdGetfdParent = "pidfd-getfd-parent" => seccomp();
+    PidfdSendSignalParent = "pidfd-send-signal-parent" => seccomp();
+    KcmpParent = "kcmp-parent" => seccomp();
+    // The parent's CPU time through its process CPU clock, which the kernel lets anyone read.
+    CpuClockParent = "cpu-clock-parent" => seccomp();
     PrlimitParent = "prlimit-parent" => seccomp();
+    // The parent's scheduling, set to what it already is (unconfined, nothing changes).
+    SetpriorityParent = "setpriority-parent" => seccomp();
+    IoprioSetParent = "ioprio-set-parent" => seccomp();
+    SchedSetaffinityParent = "sched-setaffinity-parent" => seccomp();
     // Mounts and roots.
     Mount = "mount" => seccomp();
     Chroot = "chroot" => seccomp();
+    Fsopen = "fsopen" => seccomp();
     // Executable memory.
     MmapExec = "mmap-exec" => seccomp();
     MprotectExec = "mprotect-exec" => seccomp();
@@ -240,15 +262,42 @@ probes! {
     Keyctl = "keyctl" => seccomp();
     PerfEventOpen = "perf-event-open" => seccomp();
     Userfaultfd = "userfaultfd" => seccomp();
+    FanotifyInit = "fanotify-init" => seccomp();
+    NameToHandleAt = "name-to-handle-at" => seccomp();
+    ModifyLdt = "modify-ldt" => seccomp();
+    Syslog = "syslog" => seccomp();
+    // Writeback of every filesystem of the host.
+    Sync = "sync" => seccomp();
+    DevUserfaultfd = "dev-userfaultfd" => landlock();
+    // Legacy AIO: every context counts against one host-wide budget (fs.aio-max-nr).
+    AioSetup = "aio-setup" => seccomp();
+    // An inotify instance counts against its user's budget, up through every user namespace.
+    InotifyInit = "inotify-init" => seccomp();
+    // Other system-call ABIs: the i386 one through `int 0x80`, x32 numbers. The filter kills the
+    // process; unconfined, `int 0x80` works where the kernel has IA-32 emulation (SIGSEGV where
+    // it is off) and x32 where it has x32 (ENOSYS where it has not).
+    Int80 = "int80" => p(Layer::Seccomp, &["signal:SIGSYS"], Some(&["ok", "signal:SIGSEGV"]));
+    X32 = "x32" => p(Layer::Seccomp, &["signal:SIGSYS"], Some(&["ok", "errno:ENOSYS"]));
+    // Host-wide memory mechanisms: the huge page pool (unconfined, ENOMEM where the host
+    // reserved no huge pages) and KSM (EINVAL where the kernel has none).
+    MmapHugetlb = "mmap-hugetlb" => p(Layer::Seccomp, EPERM, Some(&["ok", "errno:ENOMEM"]));
+    MadviseMergeable =
+        "madvise-mergeable" => p(Layer::Seccomp, EPERM, Some(&["ok", "errno:EINVAL"]));
     PrctlPdeathsig = "prctl-pdeathsig" => seccomp();
     // Terminal injection on standard input (a pty here).
     Tiocsti = "tiocsti" => pty(seccomp());
     TiocstiHighBits = "tiocsti-high-bits" => pty(seccomp());
+    // A line discipline is kernel code chosen per terminal (n_gsm, n_hdlc, …).
+    Tiocsetd = "tiocsetd" => pty(seccomp());
     // Privilege.
     // Raising a hard limit needs CAP_SYS_RESOURCE, which root need not hold (it does not on every
     // host); that every capability is gone is what the `capabilities` probe proves both ways.
     SetrlimitRaiseHard = "setrlimit-raise-hard" => p(Layer::Capability, EPERM, None);
     Capabilities = "capabilities" => p(Layer::Capability, &["none"], Some(OK));
+    // Identity calls, to the identity it already has (unconfined, nothing changes but root's
+    // supplementary groups, in the probe process only).
+    SetuidSelf = "setuid-self" => seccomp();
+    Setgroups = "setgroups" => seccomp();
     // Descriptors.
     InheritedFd = "inherited-fd" => p(Layer::Descriptors, &["none"], Some(OK));
     // Resource limits (the canary tries to exceed the limit it is told).

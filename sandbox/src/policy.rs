@@ -59,15 +59,17 @@ pub fn denied_fcntl_commands() -> [u32; 5] {
 }
 
 /// The `ioctl` requests denied, matched on the low 32 bits (the kernel ignores the rest):
-/// terminal input injection (`TIOCSTI`, `TIOCLINUX`); terminal job control, which signals process
+/// terminal input injection (`TIOCSTI`, `TIOCLINUX`); the choice of a terminal's line discipline,
+/// kernel code such as n_gsm or n_hdlc (`TIOCSETD`); terminal job control, which signals process
 /// groups (`TIOCSCTTY`, `TIOCSPGRP`, `TIOCNOTTY`, `TIOCSIG`); signal-driven I/O (`FIOASYNC`, the
 /// ioctl form of `O_ASYNC`, and the socket owner calls `FIOSETOWN`, `SIOCSPGRP`); inode attribute
 /// changes, like `file_setattr` (`FS_IOC_SETFLAGS`, `FS_IOC_FSSETXATTR`, `FS_IOC_SETVERSION`, and
 /// the 32-bit forms of the first and last, which have numbers of their own).
-pub fn denied_ioctl_requests() -> [u32; 14] {
+pub fn denied_ioctl_requests() -> [u32; 15] {
     [
         libc::TIOCSTI as u32,
         libc::TIOCLINUX as u32,
+        libc::TIOCSETD as u32,
         libc::TIOCSCTTY as u32,
         libc::TIOCSPGRP as u32,
         libc::TIOCNOTTY as u32,
@@ -212,6 +214,14 @@ fn always_denied() -> Vec<i64> {
         SYS_io_uring_setup,
         SYS_io_uring_enter,
         SYS_io_uring_register,
+        // Legacy AIO: every context counts against one host-wide budget (fs.aio-max-nr), which
+        // one plugin could take whole, failing every other program's io_setup with EAGAIN.
+        SYS_io_setup,
+        SYS_io_destroy,
+        SYS_io_getevents,
+        333, // io_pgetevents
+        SYS_io_submit,
+        SYS_io_cancel,
         SYS_bpf,
         SYS_keyctl,
         SYS_add_key,
@@ -222,6 +232,11 @@ fn always_denied() -> Vec<i64> {
         SYS_fanotify_mark,
         SYS_name_to_handle_at,
         SYS_open_by_handle_at,
+        // inotify: watches are denied, and an instance without one only spends its user's
+        // budget (max_user_instances, counted up through every user namespace: a plugin run in
+        // one by a user would spend that user's).
+        SYS_inotify_init,
+        SYS_inotify_init1,
         SYS_inotify_add_watch,
         SYS_modify_ldt,
         SYS_syslog,
@@ -265,6 +280,8 @@ fn always_denied() -> Vec<i64> {
         SYS_iopl,
         SYS_ioperm,
         SYS_nfsservctl,
+        // Writeback of every filesystem of the host (its own files: fsync, syncfs).
+        SYS_sync,
     ];
     v.sort_unstable();
     v.dedup();
@@ -302,8 +319,11 @@ fn denied_by_argument(p: Params) -> Result<Vec<(i64, Vec<Deny>)>, BackendError> 
         CLONE_NEWPID,
         CLONE_NEWNET,
     ];
+    // A thread must share the descriptor table (`CLONE_FILES`): `RLIMIT_NOFILE` bounds each
+    // table, so threads with tables of their own would multiply the run's descriptors by NPROC.
     let clone = vec![
         rule(vec![dword(0, Op::MaskedEq(CLONE_THREAD as u64), 0)?])?,
+        rule(vec![dword(0, Op::MaskedEq(CLONE_FILES as u64), 0)?])?,
         Deny::AnyBit {
             arg: 0,
             mask: clone_new.iter().fold(0, |m, f| m | *f as u32),
@@ -328,8 +348,23 @@ fn denied_by_argument(p: Params) -> Result<Vec<(i64, Vec<Deny>)>, BackendError> 
             PR_SET_MM as u32,
         ],
     };
+    // A CPU clock id names a process when it is negative (`~pid << 3`) without the per-thread
+    // bit (4); the kernel lets anyone read any process's CPU time through one, a timing channel
+    // into other processes. Its own are the constants (`CLOCK_PROCESS_CPUTIME_ID`, …) and its
+    // threads' clocks (the per-thread bit set; the kernel refuses other processes' threads).
+    let other_cpu_clock = || -> Result<Vec<Deny>, BackendError> {
+        Ok(vec![rule(vec![dword(
+            0,
+            Op::MaskedEq(0x8000_0004),
+            0x8000_0000,
+        )?])?])
+    };
     Ok(vec![
         (SYS_clone, clone),
+        (SYS_clock_gettime, other_cpu_clock()?),
+        (SYS_clock_getres, other_cpu_clock()?),
+        (SYS_clock_nanosleep, other_cpu_clock()?),
+        (SYS_timer_create, other_cpu_clock()?),
         // Only the runner's own final exec carries the cookie.
         (
             SYS_execve,
@@ -342,7 +377,19 @@ fn denied_by_argument(p: Params) -> Result<Vec<(i64, Vec<Deny>)>, BackendError> 
         (SYS_rt_tgsigqueueinfo, vec![not_self(0, p)?]),
         (SYS_prlimit64, pid_other()?),
         (SYS_sched_setaffinity, pid_other()?),
-        (SYS_mmap, vec![exec(2)?]),
+        // MAP_HUGETLB takes pages from the host's huge page pool, which is not the run's: its
+        // size is set aside for whatever the host reserved it for.
+        (SYS_mmap, vec![exec(2)?, flag_set(3, MAP_HUGETLB as u64)?]),
+        // MADV_MERGEABLE offers its pages to KSM, which merges identical pages across
+        // processes: how long a write takes then tells whether another process holds a page
+        // with the same bytes.
+        (
+            SYS_madvise,
+            vec![Deny::OneOf {
+                arg: 2,
+                values: vec![MADV_MERGEABLE as u32],
+            }],
+        ),
         (SYS_mprotect, vec![exec(2)?]),
         (SYS_pkey_mprotect, vec![exec(2)?]),
         (SYS_shmat, vec![flag_set(2, SHM_EXEC as u64)?]),
@@ -438,6 +485,29 @@ mod tests {
             libc::SYS_swapon,
             libc::SYS_clock_settime,
             libc::SYS_shmat,
+            libc::SYS_io_setup,
+            libc::SYS_io_submit,
+            libc::SYS_io_getevents,
+            333, // io_pgetevents
+            libc::SYS_io_destroy,
+            libc::SYS_io_cancel,
+            libc::SYS_inotify_init,
+            libc::SYS_inotify_init1,
+            libc::SYS_semget,
+            libc::SYS_msgget,
+            libc::SYS_mq_open,
+            libc::SYS_pidfd_getfd,
+            libc::SYS_pidfd_send_signal,
+            libc::SYS_process_vm_writev,
+            libc::SYS_kcmp,
+            libc::SYS_sync,
+            libc::SYS_memfd_secret,
+            libc::SYS_add_key,
+            libc::SYS_request_key,
+            libc::SYS_setpriority,
+            libc::SYS_ioprio_set,
+            libc::SYS_sched_setattr,
+            libc::SYS_setgroups,
         ] {
             assert_eq!(call(nr, [0; 6]), EPERM, "syscall {nr}");
         }
@@ -481,6 +551,8 @@ mod tests {
             call(libc::SYS_clone, [libc::SIGCHLD as u64, 0, 0, 0, 0, 0]),
             EPERM
         );
+        let own_files = go_thread & !(libc::CLONE_FILES as u64);
+        assert_eq!(call(libc::SYS_clone, [own_files, 0, 0, 0, 0, 0]), EPERM);
         let vfork = (libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD) as u64;
         assert_eq!(call(libc::SYS_clone, [vfork, 0, 0, 0, 0, 0]), EPERM);
         for ns in [
@@ -527,6 +599,34 @@ mod tests {
     }
 
     #[test]
+    fn other_processes_cpu_clocks_are_denied() {
+        let process_clock = |pid: i32| u64::from(((!pid) << 3 | 2) as u32);
+        let thread_clock = |tid: i32| u64::from(((!tid) << 3 | 4 | 2) as u32);
+        for nr in [
+            libc::SYS_clock_gettime,
+            libc::SYS_clock_getres,
+            libc::SYS_clock_nanosleep,
+            libc::SYS_timer_create,
+        ] {
+            for own in [
+                libc::CLOCK_MONOTONIC,
+                libc::CLOCK_REALTIME,
+                libc::CLOCK_PROCESS_CPUTIME_ID,
+                libc::CLOCK_THREAD_CPUTIME_ID,
+            ] {
+                assert_eq!(call(nr, [own as u64, 0, 0, 0, 0, 0]), RET_ALLOW);
+            }
+            assert_eq!(call(nr, [thread_clock(4242), 0, 0, 0, 0, 0]), RET_ALLOW);
+            for pid in [1, 4242, P.pid as i32] {
+                let clock = process_clock(pid);
+                assert_eq!(call(nr, [clock, 0, 0, 0, 0, 0]), EPERM, "{nr} {pid}");
+                let high = clock | 0xffff_ffff_0000_0000;
+                assert_eq!(call(nr, [high, 0, 0, 0, 0, 0]), EPERM, "{nr} {pid}");
+            }
+        }
+    }
+
+    #[test]
     fn no_executable_memory() {
         let rw = (libc::PROT_READ | libc::PROT_WRITE) as u64;
         let rx = (libc::PROT_READ | libc::PROT_EXEC) as u64;
@@ -534,6 +634,19 @@ mod tests {
             assert_eq!(call(nr, [0, 4096, rw, 0x22, 0, 0]), RET_ALLOW);
             assert_eq!(call(nr, [0, 4096, rx, 0x22, 0, 0]), EPERM);
         }
+        let huge = 0x22 | libc::MAP_HUGETLB as u64;
+        assert_eq!(call(libc::SYS_mmap, [0, 1 << 21, rw, huge, 0, 0]), EPERM);
+        let merge = libc::MADV_MERGEABLE as u64;
+        assert_eq!(call(libc::SYS_madvise, [0, 4096, merge, 0, 0, 0]), EPERM);
+        assert_eq!(
+            call(libc::SYS_madvise, [0, 4096, merge | (1 << 32), 0, 0, 0]),
+            EPERM
+        );
+        let dontneed = libc::MADV_DONTNEED as u64;
+        assert_eq!(
+            call(libc::SYS_madvise, [0, 4096, dontneed, 0, 0, 0]),
+            RET_ALLOW
+        );
         assert_eq!(
             call(libc::SYS_personality, [0xffff_ffff, 0, 0, 0, 0, 0]),
             RET_ALLOW
