@@ -106,9 +106,9 @@ pub fn confirmed(o: &Observed) -> Result<Enforced, Unconfirmed> {
 /// sends `SIGKILL` before the group is terminated, but the kernel's CPU clock for the limit is
 /// sampled on its ticks while `wait4` reports the scheduler's exact time, which can be lower (by
 /// 12% at `SIGXCPU`, measured on a loaded machine): a `SIGKILL` counts as the CPU limit when the
-/// CPU time is at least three quarters of the soft limit (the hard limit is one second above it). Memory (`RLIMIT_AS`), tasks (`RLIMIT_NPROC`)
-/// and descriptors (`RLIMIT_NOFILE`) send nothing: the call fails, and what the plugin does then
-/// is its own (docs/protocol.md).
+/// CPU time is at least three quarters of the soft limit (the hard limit is one second above it).
+/// Memory (`RLIMIT_AS`), tasks (`RLIMIT_NPROC`) and descriptors (`RLIMIT_NOFILE`) send nothing:
+/// the call fails, and what the plugin does then is its own (docs/protocol.md).
 fn limit_signal(o: &Observed, signal: i32, limits: &Limits) -> Option<PluginFailure> {
     let used_us = o.usage.map(|u| u.user_us.saturating_add(u.system_us));
     let cpu = PluginFailure::CpuLimit {

@@ -342,16 +342,10 @@ impl DeclaredLimits {
 
     /// The limits these declare: the preset's, each declared field replacing its value.
     pub fn resolve(&self) -> Limits {
-        let base = self.preset.unwrap_or(Preset::Standard).limits();
-        Limits {
-            memory_bytes: self.memory_bytes.unwrap_or(base.memory_bytes),
-            cpu_seconds: self.cpu_seconds.or(base.cpu_seconds),
-            tasks: self.tasks.unwrap_or(base.tasks),
-            descriptors: self.descriptors.unwrap_or(base.descriptors),
-            outputs: self.outputs.unwrap_or(base.outputs),
-            output_bytes: self.output_bytes.unwrap_or(base.output_bytes),
-            deadline_ms: self.deadline_ms.unwrap_or(base.deadline_ms),
-        }
+        self.preset
+            .unwrap_or(Preset::Standard)
+            .limits()
+            .replaced(self.values())
     }
 }
 
@@ -428,15 +422,22 @@ impl Limits {
                 });
             }
         }
-        Ok(Limits {
-            memory_bytes: asked.memory_bytes.unwrap_or(self.memory_bytes),
-            cpu_seconds: asked.cpu_seconds.or(self.cpu_seconds),
-            tasks: asked.tasks.unwrap_or(self.tasks),
-            descriptors: asked.descriptors.unwrap_or(self.descriptors),
-            outputs: asked.outputs.unwrap_or(self.outputs),
-            output_bytes: asked.output_bytes.unwrap_or(self.output_bytes),
-            deadline_ms: asked.deadline_ms.unwrap_or(self.deadline_ms),
-        })
+        Ok(self.replaced(asked.values()))
+    }
+
+    /// These limits with each value that `values` holds (in the table's order) in its place.
+    fn replaced(&self, values: [Option<u64>; 7]) -> Limits {
+        let [memory_bytes, cpu_seconds, tasks, descriptors, outputs, output_bytes, deadline_ms] =
+            values;
+        Limits {
+            memory_bytes: memory_bytes.unwrap_or(self.memory_bytes),
+            cpu_seconds: cpu_seconds.or(self.cpu_seconds),
+            tasks: tasks.unwrap_or(self.tasks),
+            descriptors: descriptors.unwrap_or(self.descriptors),
+            outputs: outputs.unwrap_or(self.outputs),
+            output_bytes: output_bytes.unwrap_or(self.output_bytes),
+            deadline_ms: deadline_ms.unwrap_or(self.deadline_ms),
+        }
     }
 }
 
