@@ -24,6 +24,13 @@ pub fn assert_failed(out: &std::process::Output, code: i32) -> proto::ErrorObjec
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+    failure_error(out)
+}
+
+/// What every failure shows, however it ended: nothing on stdout, one error object on stderr
+/// (returned).
+#[track_caller]
+pub fn failure_error(out: &std::process::Output) -> proto::ErrorObject {
     assert!(
         out.stdout.is_empty(),
         "a failure prints nothing on stdout: {:?}",
