@@ -68,15 +68,6 @@ impl SystemLayers {
         }
     }
 
-    /// The directory of `layer` (`Layer::Root` has none here).
-    pub fn dir(&self, layer: Layer) -> Option<&Path> {
-        match layer {
-            Layer::Vendor => Some(&self.vendor),
-            Layer::Admin => Some(&self.admin),
-            Layer::Root => None,
-        }
-    }
-
     /// The layers in the order they are read: the one that wins last.
     pub fn each(&self) -> [(Layer, &Path); 2] {
         [(Layer::Vendor, &self.vendor), (Layer::Admin, &self.admin)]

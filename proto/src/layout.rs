@@ -168,23 +168,6 @@ impl Root {
     }
 }
 
-/// Where the state lives when `--state` is not given: with `--root DIR`, `DIR` itself (a single
-/// root); with neither, the user's default ([`default_state`]). `None`: no default can be named
-/// (a non-root user with neither an absolute `$XDG_STATE_HOME` nor an absolute `$HOME`).
-pub fn state_dir(
-    root: Option<&Path>,
-    state: Option<&Path>,
-    uid: u32,
-    xdg_state_home: Option<&OsStr>,
-    home: Option<&OsStr>,
-) -> Option<PathBuf> {
-    match (state, root) {
-        (Some(s), _) => Some(s.to_path_buf()),
-        (None, Some(r)) => Some(r.to_path_buf()),
-        (None, None) => default_state(uid, xdg_state_home, home),
-    }
-}
-
 /// The default state directory of `uid`: [`SYSTEM_STATE_DIR`] for uid 0, else
 /// `$XDG_STATE_HOME/dot`, else `$HOME/.local/state/dot`. Relative or empty values are ignored
 /// (the XDG base directory rule), so the state is never resolved against the current directory.
@@ -289,18 +272,6 @@ mod tests {
         );
         assert_eq!(default_state(1000, None, os("home")), None);
         assert_eq!(default_state(1000, None, None), None);
-    }
-
-    #[test]
-    fn state_given_wins_then_the_root_then_the_default() {
-        let (r, s) = (Path::new("/r"), Path::new("/s"));
-        let home = Some(OsStr::new("/home/u"));
-        assert_eq!(state_dir(Some(r), Some(s), 7, None, home), Some(s.into()));
-        assert_eq!(state_dir(Some(r), None, 7, None, home), Some(r.into()));
-        assert_eq!(
-            state_dir(None, None, 7, None, home),
-            Some(PathBuf::from("/home/u/.local/state/dot"))
-        );
     }
 
     #[test]

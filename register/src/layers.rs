@@ -50,6 +50,7 @@ pub fn unmask(sys: &SystemLayers, name: &Name) -> Result<MaskReport, RegisterErr
             hides: Vec::new(),
         });
     };
+    crate::check_registry_writable(&admin)?;
     let _lock = WriterLock::take(&admin)?;
     let changed = verify::layers::has_mask(&admin, name)?;
     if changed {
@@ -132,20 +133,7 @@ pub fn list(sys: &SystemLayers) -> Result<SystemList, RegisterError> {
 
 /// The names masked in the admin layer `root` (`plugins.d/*.mask`), sorted.
 fn mask_stems(root: &Root) -> Result<Vec<String>, RegisterError> {
-    let dir = root.plugins();
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(&dir).map_err(|e| VerifyError::io(&dir, e))? {
-        let e = e.map_err(|e| VerifyError::io(&dir, e))?;
-        if let Some(stem) = e
-            .file_name()
-            .to_str()
-            .and_then(|f| f.strip_suffix(layers::MASK_SUFFIX))
-        {
-            out.push(stem.to_owned());
-        }
-    }
-    out.sort();
-    Ok(out)
+    Ok(verify::root::stems(&root.plugins(), layers::MASK_SUFFIX)?)
 }
 
 /// `--sysroot`, when given, for the system layers.

@@ -428,12 +428,14 @@ fn nobody_launches_from_root_owned_layers_at_both_levels_and_cannot_change_them(
             assert_eq!(e.path.as_deref(), Some(dir.to_str().unwrap()), "{layer}");
         }
     }
-    let e = assert_refused(
-        &register(&["mask", "hello"], None),
-        1,
-        Kind::RegistryReadOnly,
-    );
-    assert_eq!(e.path.as_deref(), Some(sys.layers.admin.to_str().unwrap()));
+    for verb in ["mask", "unmask"] {
+        let e = assert_refused(&register(&[verb, "hello"], None), 1, Kind::RegistryReadOnly);
+        assert_eq!(
+            e.path.as_deref(),
+            Some(sys.layers.admin.to_str().unwrap()),
+            "{verb}"
+        );
+    }
     // Reading them is fine.
     let l: SystemList = assert_ok(&register(&["list"], None));
     assert!(l.entries.iter().all(|e| e.valid), "{l:?}");

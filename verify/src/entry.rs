@@ -504,8 +504,8 @@ pub fn load_publisher(root: &Root, id: &Name) -> Result<(Publisher, PathBuf), Ve
     Ok((publisher, path))
 }
 
-/// Reads a registry or trust-store document: `None` if it does not exist; it must be a private
-/// regular file of ours (not a link, not group/world-writable); at most 64 KiB are read (one more
+/// Reads a registry or trust-store document: `None` if it does not exist; it must be a regular
+/// file owned by root or by us (not a link, not group/world-writable); at most 64 KiB are read (one more
 /// byte, so an oversized file is seen as oversized by the strict parser).
 pub fn read_doc(path: &Path) -> Result<Option<Vec<u8>>, VerifyError> {
     read_doc_limited(path, proto::strict::MAX_DOCUMENT as u64)

@@ -280,11 +280,17 @@ fn absent(root: &Root) -> VerifyError {
 /// sorted. Temp files of an interrupted write start with '.' and never end in ".json"; names
 /// that are not UTF-8 are skipped.
 pub fn json_stems(dir: &Path) -> Result<Vec<String>, VerifyError> {
+    stems(dir, ".json")
+}
+
+/// The stems of the files of `dir` whose names end in `suffix`, sorted; names that are not UTF-8
+/// are skipped.
+pub fn stems(dir: &Path, suffix: &str) -> Result<Vec<String>, VerifyError> {
     let mut stems = Vec::new();
     for e in std::fs::read_dir(dir).map_err(|e| VerifyError::io(dir, e))? {
         let e = e.map_err(|e| VerifyError::io(dir, e))?;
         let file = e.file_name();
-        if let Some(stem) = file.to_str().and_then(|f| f.strip_suffix(".json")) {
+        if let Some(stem) = file.to_str().and_then(|f| f.strip_suffix(suffix)) {
             stems.push(stem.to_owned());
         }
     }
