@@ -159,8 +159,14 @@ pub(crate) struct Decided {
 }
 
 /// Steps 1–3: verification, consent, kernel support, protocol, inputs, target, runner.
-pub(crate) fn decide(root: &Root, name: &Name, opts: &Options) -> Result<Decided, LaunchError> {
-    let (verified, answer) = verify::layers::verify_named(&opts.registry, name)?;
+/// `checked` is what `verify::layers::check_registry` found of the registry's layout.
+pub(crate) fn decide(
+    root: &Root,
+    name: &Name,
+    opts: &Options,
+    checked: verify::layers::Checked,
+) -> Result<Decided, LaunchError> {
+    let (verified, answer) = verify::layers::verify_checked_named(&opts.registry, checked, name)?;
     let entry = &verified.entry;
     check_consent(&entry.name, entry.containment, opts.consent, opts.command())?;
     if entry.containment == Containment::Process {

@@ -24,7 +24,7 @@ pub fn explain(opts: &Options) -> Result<Explanation, LaunchError> {
     let name = Name::new(&opts.name)?;
     // The launch's checks of the registry and the state, without making anything: a state apart
     // from the registry that does not exist yet is left for the launch to make.
-    crate::run::check_registry(opts, &name)?;
+    let checked = verify::layers::check_registry(&opts.registry, &name)?;
     if root.separate_state().is_none_or(|d| d.exists()) {
         verify::root::check_state(root)?;
     }
@@ -35,7 +35,7 @@ pub fn explain(opts: &Options) -> Result<Explanation, LaunchError> {
         runner,
         limits: run_limits,
         ..
-    } = decide(root, &name, opts)?;
+    } = decide(root, &name, opts, checked)?;
     let entry = &verified.entry;
     let limits = &crate::exec::Limits::new(&run_limits, opts.streams);
     let runner_limits = limits.runner(inputs.totals());

@@ -63,22 +63,6 @@ impl Options {
     }
 }
 
-/// The registry's layout, before any state is made or read: the root's, or the system layers
-/// that are present (with none, the name's refusal: nothing is made for no registry).
-pub(crate) fn check_registry(opts: &Options, name: &Name) -> Result<(), LaunchError> {
-    match &opts.registry {
-        Registry::Root(_) => {
-            verify::root::check_root(&opts.root)?;
-        }
-        Registry::System(sys) => {
-            if verify::layers::present_layers(sys)?.is_empty() {
-                verify::layers::answer(sys, name)?;
-            }
-        }
-    }
-    Ok(())
-}
-
 /// Runs one plugin to the end. `Ok` is a committed run (with `warnings` when something was left
 /// for the operator); every failure is an `Err`.
 pub fn launch(opts: &Options) -> Result<RunResult, LaunchError> {
@@ -90,9 +74,9 @@ pub fn launch(opts: &Options) -> Result<RunResult, LaunchError> {
     let name = Name::new(&opts.name)?;
     // The registry's layout, then the state: one apart from the registry is made on first use,
     // and nothing is decided (or recorded in its audit log) in a state that is not ours alone.
-    check_registry(opts, &name)?;
+    let checked = verify::layers::check_registry(&opts.registry, &name)?;
     verify::root::ensure_state(root, opts.default_state)?;
-    let decision = decide(root, &name, opts);
+    let decision = decide(root, &name, opts, checked);
     let mut audit = record_decision(root, &name, &decision)?;
     let decided = decision?;
     hooks::pause_after_verify();

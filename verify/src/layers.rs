@@ -170,7 +170,15 @@ pub fn answer(
     sys: &SystemLayers,
     name: &Name,
 ) -> Result<(Answer, Vec<(Layer, Root)>), VerifyError> {
-    let present = present_layers(sys)?;
+    answer_in(sys, present_layers(sys)?, name)
+}
+
+/// [`answer`] among the layers `present` (what [`present_layers`] found).
+fn answer_in(
+    sys: &SystemLayers,
+    present: Vec<(Layer, Root)>,
+    name: &Name,
+) -> Result<(Answer, Vec<(Layer, Root)>), VerifyError> {
     let h = holdings(&present, name)?;
     let root_of = |l: Layer| {
         present
@@ -196,14 +204,17 @@ pub fn answer(
             masks: masks.into_iter().flatten().collect(),
             next: unmask_hint(sys, name),
         }),
-        Resolution::Missing => {
-            let admin = Root::single(sys.admin.clone());
-            Err(VerifyError::EntryMissing {
-                name: name.to_string(),
-                path: admin.entry(name),
-                next: entry::signed_hint(&admin, name),
-            })
-        }
+        Resolution::Missing => Err(missing(sys, name)),
+    }
+}
+
+/// No layer has `name`: registering it signed in the admin layer is the remedy.
+fn missing(sys: &SystemLayers, name: &Name) -> VerifyError {
+    let admin = Root::single(sys.admin.clone());
+    VerifyError::EntryMissing {
+        name: name.to_string(),
+        path: admin.entry(name),
+        next: entry::signed_hint(&admin, name),
     }
 }
 
@@ -234,9 +245,43 @@ pub fn sysroot_of(sys: &SystemLayers) -> Option<PathBuf> {
 /// `entry::verify_entry`; for the system layers, the answering layer's entry against its own
 /// trust store and every layer's deny list and revocations.
 pub fn verify_named(reg: &Registry, name: &Name) -> Result<(Verified, Answer), VerifyError> {
+    verify_checked_named(reg, check_registry(reg, name)?, name)
+}
+
+/// What [`check_registry`] found of a registry's layout.
+#[derive(Debug)]
+pub enum Checked {
+    /// The root's layout, checked.
+    Root(RootInfo),
+    /// The system layers present, each checked (at least one).
+    System(Vec<(Layer, Root)>),
+}
+
+/// The registry's layout alone, before anything is read from it: the root's, or the system
+/// layers present — with none, the name's refusal (`entry-missing`), as [`answer`] gives it.
+pub fn check_registry(reg: &Registry, name: &Name) -> Result<Checked, VerifyError> {
     match reg {
-        Registry::Root(root) => {
-            let v = entry::verify_entry(root, name)?;
+        Registry::Root(root) => Ok(Checked::Root(root::check_root(root)?)),
+        Registry::System(sys) => {
+            let present = present_layers(sys)?;
+            if present.is_empty() {
+                return Err(missing(sys, name));
+            }
+            Ok(Checked::System(present))
+        }
+    }
+}
+
+/// [`verify_named`] after [`check_registry`] found `checked` (the layout is not checked again).
+pub fn verify_checked_named(
+    reg: &Registry,
+    checked: Checked,
+    name: &Name,
+) -> Result<(Verified, Answer), VerifyError> {
+    match (reg, checked) {
+        (Registry::Root(root), Checked::Root(info)) => {
+            let ctx = TrustContext::load(root)?;
+            let v = entry::verify_checked(root, info, &ctx, name)?;
             Ok((
                 v,
                 Answer {
@@ -246,11 +291,13 @@ pub fn verify_named(reg: &Registry, name: &Name) -> Result<(Verified, Answer), V
                 },
             ))
         }
-        Registry::System(sys) => {
-            let (answer, present) = answer(sys, name)?;
+        (Registry::System(sys), Checked::System(present)) => {
+            let (answer, present) = answer_in(sys, present, name)?;
             let v = verify_in_layer(&present, answer.layer, name)?;
             Ok((v, answer))
         }
+        // A check of the other kind of registry: check this one.
+        (reg, _) => verify_named(reg, name),
     }
 }
 
