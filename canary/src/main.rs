@@ -309,6 +309,7 @@ fn run(probe: Probe, inputs: &BTreeMap<String, String>) -> String {
         )),
         Probe::CloneThreadNewuser => res(clone_thread_newuser()),
         Probe::CloneThreadOwnFiles => res(clone_thread_own_files()),
+        Probe::CloseRangeUnshare => res(close_range_unshare()),
         Probe::CloneProcess => res(clone_process(libc::SIGCHLD as u64)),
         Probe::Fork => res(fork()),
         Probe::Vfork => res(vfork()),
@@ -380,6 +381,7 @@ fn run(probe: Probe, inputs: &BTreeMap<String, String>) -> String {
         )
         .map(unmap(2 << 20))),
         Probe::MadviseMergeable => res(madvise_mergeable()),
+        Probe::PrctlMemoryMerge => res(prctl_memory_merge()),
         Probe::PrctlPdeathsig => res(prctl_pdeathsig_zero()),
         Probe::FsetownParent => res(set_owner(1, ppid().as_raw())),
         Probe::FsetownInit => res(set_owner(1, 1)),
@@ -1072,6 +1074,29 @@ fn madvise_mergeable() -> io::Result<()> {
     });
     unmap(4096)(addr);
     r.map(drop)
+}
+
+/// Turns KSM on for the whole process (`PR_SET_MEMORY_MERGE`), then off again.
+fn prctl_memory_merge() -> io::Result<()> {
+    // SAFETY: PR_SET_MEMORY_MERGE takes only integer arguments and touches no memory of ours.
+    sys_res(unsafe { libc::prctl(libc::PR_SET_MEMORY_MERGE, 1, 0, 0, 0) } as libc::c_long)?;
+    // SAFETY: as above.
+    sys_res(unsafe { libc::prctl(libc::PR_SET_MEMORY_MERGE, 0, 0, 0, 0) } as libc::c_long).map(drop)
+}
+
+/// Gives itself a descriptor table of its own (`close_range` with `CLOSE_RANGE_UNSHARE`, on a
+/// range that holds no descriptor, so nothing is closed).
+fn close_range_unshare() -> io::Result<()> {
+    // SAFETY: close_range takes only integers; descriptors 1000..=1000 are none of ours.
+    sys_res(unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            1000u32,
+            1000u32,
+            libc::CLOSE_RANGE_UNSHARE,
+        )
+    })
+    .map(drop)
 }
 
 fn io_uring_setup() -> io::Result<OwnedFd> {

@@ -188,6 +188,8 @@ probes! {
     // A thread with a descriptor table of its own: RLIMIT_NOFILE bounds each table, so such
     // threads would multiply the run's descriptors (and the kernel objects behind them) by NPROC.
     CloneThreadOwnFiles = "clone-thread-own-files" => seccomp();
+    // The same table of its own after the fact: close_range's unshare flag.
+    CloseRangeUnshare = "close-range-unshare" => seccomp();
     CloneProcess = "clone-process" => seccomp();
     Fork = "fork" => seccomp();
     Vfork = "vfork" => seccomp();
@@ -283,6 +285,9 @@ probes! {
     MmapHugetlb = "mmap-hugetlb" => p(Layer::Seccomp, EPERM, Some(&["ok", "errno:ENOMEM"]));
     MadviseMergeable =
         "madvise-mergeable" => p(Layer::Seccomp, EPERM, Some(&["ok", "errno:EINVAL"]));
+    // KSM for the whole process at once (Linux 6.4 and later; EINVAL without KSM).
+    PrctlMemoryMerge =
+        "prctl-memory-merge" => p(Layer::Seccomp, EPERM, Some(&["ok", "errno:EINVAL"]));
     PrctlPdeathsig = "prctl-pdeathsig" => seccomp();
     // Terminal injection on standard input (a pty here).
     Tiocsti = "tiocsti" => pty(seccomp());
