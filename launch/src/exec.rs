@@ -184,8 +184,9 @@ pub enum Ran {
 
 /// Spawns the plugin and supervises it to the end, group reaped. `argv0` is the plugin's
 /// `argv[0]`, its registry name, at both levels (`process`: the runner gets it with `--argv0`;
-/// `proto::runner` states the rule). `inputs` is the total size and count of the file inputs in
-/// the stage (a `process` stage is made that much larger). With a
+/// `proto::runner` states the rule); it starts in `workdir` (`crate::stage::prepare`). `inputs` is
+/// the total size and count of the file inputs in the stage (a `process` stage is made that much
+/// larger). With a
 /// `lease` on `exe`, the lease is released once the plugin is executed (`audit`: when the spawn
 /// returns; `process`: when the runner's report socket closes at its exec), and the run fails
 /// (`exec-unconfirmed`) if that was not before the kernel could have broken it.
@@ -194,7 +195,7 @@ pub fn run(
     exe: &File,
     lease: Option<Lease>,
     runner: Option<&Runner>,
-    stage: &Path,
+    workdir: &Path,
     argv0: &str,
     request: &[u8],
     limits: &Limits,
@@ -240,7 +241,7 @@ pub fn run(
         moves.push((wr.as_fd(), REPORT_FD));
     }
     cmd.env_clear()
-        .current_dir(stage)
+        .current_dir(workdir)
         .process_group(0)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -251,7 +252,7 @@ pub fn run(
         Err(e) if lease.is_some() && e.raw_os_error() == Some(nix::libc::ETXTBSY) => {
             return Ok(Ran::WriterWaiting)
         }
-        other => other.map_err(|e| LaunchError::io("spawning the plugin", stage, e))?,
+        other => other.map_err(|e| LaunchError::io("spawning the plugin", workdir, e))?,
     };
     drop(report_write);
     // At `audit` the spawn returned after the plugin's own execve: it is pinned by the kernel now.
@@ -305,7 +306,7 @@ pub fn run(
     }
     observed.status = child
         .wait()
-        .map_err(|e| LaunchError::io("waiting for the plugin", stage, e))?;
+        .map_err(|e| LaunchError::io("waiting for the plugin", workdir, e))?;
     observed.duration = started.elapsed();
     Ok(Ran::Observed(Box::new(observed)))
 }
@@ -315,6 +316,7 @@ pub fn run(
 fn runner_exec_busy(report: &[u8]) -> bool {
     report
         .split(|&b| b == b'\n')
+        .filter(|line| !line.is_empty())
         .filter_map(|line| serde_json::from_slice::<SandboxReport>(line).ok())
         .any(|r| match r {
             SandboxReport::Error(e) => {

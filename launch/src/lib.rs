@@ -6,8 +6,10 @@
 //!    enforce it; inputs, protocol range and target are checked — nothing is created yet
 //! 3. for `process`, open and validate the sibling `dot-sandbox`; append the decision (allowed or
 //!    refused with its kind) to `ROOT/audit.log`
-//! 4. create and lock `txn/TXID/`, append BEGIN, copy file inputs into the stage
-//! 5. spawn in a new process group with an empty environment, cwd = stage (audit: the plugin's fd;
+//! 4. create and lock `txn/TXID/`, append BEGIN, copy file inputs into the on-disk stage (made
+//!    only when something uses it: always at audit, at process only for file inputs)
+//! 5. spawn in a new process group with an empty environment, cwd = the on-disk stage, or the run
+//!    directory when there is none (audit: the plugin's fd;
 //!    process: the runner on fd 3, the plugin on fd 4, the runner's report on fd 5)
 //! 6. feed the request, bound stdout and stderr, enforce the deadline
 //! 7. terminate and reap the group (`reap` library) before deciding anything

@@ -3,16 +3,16 @@
 //! a sealed copy when the exec found a writer waiting for the lease.
 
 use crate::inputs::Inputs;
-use crate::rundir::RunDir;
 use crate::{exec, hooks, LaunchError};
+use std::path::Path;
 
-/// Runs the plugin (`exec::run`) with what pins its executable. A leased executable whose
+/// Runs the plugin (`exec::run`, started in `workdir`) with what pins its executable. A leased executable whose
 /// exec was refused because a would-be writer was waiting for the lease is sealed into a private
 /// copy (the lease still held, the writer still waiting) and run again, once.
 pub(crate) fn run_pinned(
     verified: &mut verify::entry::Verified,
     runner: Option<&exec::Runner>,
-    run: &RunDir,
+    workdir: &Path,
     request: &[u8],
     limits: &exec::Limits,
     inputs: &Inputs,
@@ -24,7 +24,7 @@ pub(crate) fn run_pinned(
             &verified.exe,
             lease,
             runner,
-            &run.stage(),
+            workdir,
             name.as_str(),
             request,
             limits,

@@ -156,13 +156,13 @@ fn proceed(
     };
     run.append(&begin, false)?;
     hooks::failpoint("after-begin");
-    stage::prepare(run, &inputs)?;
+    let workdir = stage::prepare(run, &inputs, entry.containment)?;
     cancel::check(During::Stage)?;
     let request = serde_json::to_vec(&inputs.request(&entry)).unwrap_or_default();
     let observed = pinning::run_pinned(
         &mut verified,
         runner.as_ref(),
-        run,
+        &workdir,
         &request,
         &limits,
         &inputs,

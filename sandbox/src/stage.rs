@@ -1,7 +1,8 @@
 //! The plugin's working directory: a private tmpfs that is mounted nowhere, bounded in bytes
 //! (`size=`) and inodes (`nr_inodes=`), `nosuid,nodev,noexec`, mode 0700, owned by the plugin's
 //! identity. It holds `in/` (copies of the inputs `dot-launch` placed in the on-disk stage, the
-//! runner's working directory when it starts) and an empty `out/`. The runner hands a descriptor of
+//! runner's working directory when it starts; for a run without file inputs that is the run
+//! directory, which has no `in/`) and an empty `out/`. The runner hands a descriptor of
 //! its root to `dot-launch` with the report, so the launcher reads the outputs through it after the
 //! plugin is gone; when the last descriptor closes the filesystem and everything in it vanishes —
 //! there is nothing on disk for the plugin to fill or for anyone to clean up.
