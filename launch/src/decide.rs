@@ -86,7 +86,7 @@ fn check_protocol(entry: &Entry) -> Result<(), LaunchError> {
 
 /// For `process`: the kernel must be able to enforce it, checked before anything is created.
 fn check_process_support() -> Result<(), LaunchError> {
-    let probe = sys::confine::probe().capped(hooks::pretend_landlock_abi());
+    let probe = sys::confine::decision_probe().capped(hooks::pretend_landlock_abi());
     match probe.why_not {
         None => Ok(()),
         Some(why) => Err(LaunchError::ProcessUnsupported { why }),

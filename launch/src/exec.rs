@@ -9,10 +9,10 @@ use proto::runner::{PLUGIN_FD, REPORT_FD, RUNNER_FD, RUNNER_PATH};
 use std::fs::File;
 use std::io::{ErrorKind, Read, Write};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
-use std::os::unix::process::CommandExt;
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use sys::spawn::Child;
 
 /// What happens to the plugin's stderr: it is always read and bounded by `max_stderr`, and never
 /// written to disk.
@@ -203,21 +203,22 @@ pub fn run(
 ) -> Result<Ran, LaunchError> {
     let started = Instant::now();
     let mut report_read: Option<OwnedFd> = None;
-    let mut cmd;
     let mut moves = Vec::new();
     let report_write: Option<OwnedFd>;
+    let program: String;
+    let argv: Vec<String>;
     match runner {
         None if is_script(exe) => {
             // The interpreter reopens the path it is given, so a script's descriptor stays open
             // in the plugin (as descriptor 3, `audit` only: `process` runs static ELF only).
-            cmd = Command::new(format!("/proc/self/fd/{SCRIPT_FD}"));
-            cmd.arg0(argv0);
+            program = format!("/proc/self/fd/{SCRIPT_FD}");
+            argv = vec![argv0.to_owned()];
             moves.push((exe.as_fd(), SCRIPT_FD));
             report_write = None;
         }
         None => {
-            cmd = Command::new(format!("/proc/self/fd/{}", exe.as_raw_fd()));
-            cmd.arg0(argv0);
+            program = format!("/proc/self/fd/{}", exe.as_raw_fd());
+            argv = vec![argv0.to_owned()];
             report_write = None;
         }
         Some(r) => {
@@ -229,9 +230,8 @@ pub fn run(
                 landlock_abi: crate::hooks::pretend_landlock_abi(),
                 ..Invocation::new(limits.runner(inputs), argv0.parse()?)
             };
-            let argv = invocation.argv();
-            cmd = Command::new(RUNNER_PATH);
-            cmd.arg0(&argv[0]).args(&argv[1..]);
+            program = RUNNER_PATH.to_owned();
+            argv = invocation.argv();
             moves.push((r.file.as_fd(), RUNNER_FD));
             moves.push((exe.as_fd(), PLUGIN_FD));
             report_write = Some(wr);
@@ -240,19 +240,28 @@ pub fn run(
     if let Some(wr) = &report_write {
         moves.push((wr.as_fd(), REPORT_FD));
     }
-    cmd.env_clear()
-        .current_dir(workdir)
-        .process_group(0)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    let spawn_err = |e| LaunchError::io("spawning the plugin", workdir, e);
+    let c_string =
+        |s: Vec<u8>| std::ffi::CString::new(s).map_err(|e| spawn_err(std::io::Error::other(e)));
+    let program = c_string(program.into_bytes())?;
+    let argv = argv
+        .into_iter()
+        .map(|a| c_string(a.into_bytes()))
+        .collect::<Result<Vec<_>, _>>()?;
+    let dir = c_string(workdir.as_os_str().as_bytes().to_vec())?;
     crate::hooks::sleep_before_spawn();
     crate::cancel::check(crate::cancel::During::Stage)?;
-    let mut child = match sys::process::spawn_with_fds(&mut cmd, &moves) {
+    let spawned = sys::spawn::spawn(&sys::spawn::Exec {
+        program: &program,
+        argv: &argv,
+        dir: &dir,
+        moves: &moves,
+    });
+    let mut child = match spawned {
         Err(e) if lease.is_some() && e.raw_os_error() == Some(nix::libc::ETXTBSY) => {
             return Ok(Ran::WriterWaiting)
         }
-        other => other.map_err(|e| LaunchError::io("spawning the plugin", workdir, e))?,
+        other => other.map_err(spawn_err)?,
     };
     drop(report_write);
     // At `audit` the spawn returned after the plugin's own execve: it is pinned by the kernel now.
@@ -355,9 +364,9 @@ fn terminate(child: &mut Child) -> Result<reap::ReapReport, LaunchError> {
 
 /// The parent's ends of the child's pipes.
 struct Streams {
-    stdin: Option<std::process::ChildStdin>,
-    stdout: Option<std::process::ChildStdout>,
-    stderr: Option<std::process::ChildStderr>,
+    stdin: Option<File>,
+    stdout: Option<File>,
+    stderr: Option<File>,
     report: Option<OwnedFd>,
 }
 

@@ -45,14 +45,15 @@ fn chain(dir: &Path) -> nix::Result<Vec<Ident>> {
 }
 
 /// The identities of the root (registry and state directories) and of every directory of its
-/// layout that exists.
+/// layout that exists (`stat`, which follows a symbolic link as the open of [`chain`] does).
 fn root_dirs(root: &Root) -> Vec<Ident> {
     let (reg, state) = (root.path(), root.state());
     [reg.to_path_buf(), state.to_path_buf()]
         .into_iter()
         .chain(REGISTRY_DIRS.iter().map(|d| reg.join(d)))
         .chain(STATE_DIRS.iter().map(|d| state.join(d)))
-        .filter_map(|p| open_path(None, &p).and_then(ident).ok())
+        .filter_map(|p| nix::sys::stat::stat(&p).ok())
+        .map(|st| (st.st_dev, st.st_ino))
         .collect()
 }
 

@@ -47,8 +47,34 @@ use proto::{ErrorObject, Kind, ToErrorObject};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::io::{self, Read};
-use std::process::Child;
 use std::time::Duration;
+
+/// A group leader the caller is the parent of: `std`'s child, or the launcher's
+/// (`sys::spawn::Child`). [`reap_group`] waits for it last.
+pub trait Leader: std::fmt::Debug {
+    /// Its pid.
+    fn id(&self) -> u32;
+    /// Waits for it and reaps it.
+    fn wait(&mut self) -> io::Result<std::process::ExitStatus>;
+}
+
+impl Leader for std::process::Child {
+    fn id(&self) -> u32 {
+        std::process::Child::id(self)
+    }
+    fn wait(&mut self) -> io::Result<std::process::ExitStatus> {
+        std::process::Child::wait(self)
+    }
+}
+
+impl Leader for sys::spawn::Child {
+    fn id(&self) -> u32 {
+        sys::spawn::Child::id(self)
+    }
+    fn wait(&mut self) -> io::Result<std::process::ExitStatus> {
+        sys::spawn::Child::wait(self)
+    }
+}
 
 /// How many samples [`Options::default`] takes while a member lives: with the pauses of
 /// [`DEFAULT_INTERVAL`], about 100 ms. A killed process that is not stuck is gone within
@@ -261,7 +287,7 @@ pub fn sigkill_pending(status: &[u8]) -> bool {
 /// members that are our own children. See the crate documentation for the order.
 pub fn reap_group(
     pgid: i32,
-    leader: Option<&mut Child>,
+    leader: Option<&mut dyn Leader>,
     opts: &Options,
 ) -> Result<ReapReport, ReapError> {
     let leader_pid = match &leader {
@@ -534,7 +560,7 @@ fn descendants(procs: &[ProcStat], root: i32) -> Vec<bool> {
 struct ProcFs<'a> {
     path: String,
     /// The group leader, our child, when the caller is its parent.
-    leader: Option<&'a mut Child>,
+    leader: Option<&'a mut dyn Leader>,
     /// What the leader used, read (without reaping it) just before its wait.
     leader_usage: Option<sys::process::ExitUsage>,
 }

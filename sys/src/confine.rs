@@ -239,30 +239,53 @@ pub fn probe() -> proto::probe::Probe {
 /// identity a run gets (effective uid and `/proc/self/uid_map`), the user-namespace switches and
 /// whether this process holds `CAP_SYS_ADMIN`.
 pub fn kernel_facts() -> proto::probe::KernelFacts {
+    let mut facts = decision_facts();
+    facts.kernel_release = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_default();
+    if facts.identity == proto::runner::IdentityKind::PerRunUid {
+        facts.user_namespaces = user_namespace_switches();
+    }
+    facts
+}
+
+/// [`probe`] as a launch decides with it (`proto::probe::why_not`): only the facts the decision
+/// reads. The kernel release is left empty, and the user-namespace switches are read only for the
+/// identity that needs a user namespace (a per-run uid does not: the switches are left unread,
+/// as on a kernel without them). `dot-sandbox probe` reports everything ([`probe`]).
+pub fn decision_probe() -> proto::probe::Probe {
+    proto::probe::Probe::new(decision_facts())
+}
+
+fn decision_facts() -> proto::probe::KernelFacts {
     use proto::probe::{KernelFacts, UserNamespaceSwitches};
     const CAP_SYS_ADMIN: u32 = 21;
     let uid_map = std::fs::read_to_string("/proc/self/uid_map").unwrap_or_default();
+    let identity =
+        proto::runner::IdentityKind::for_runner(nix::unistd::geteuid().as_raw(), &uid_map);
     KernelFacts {
-        kernel_release: std::fs::read_to_string("/proc/sys/kernel/osrelease")
-            .map(|s| s.trim().to_owned())
-            .unwrap_or_default(),
+        kernel_release: String::new(),
         landlock_abi: landlock_abi_version().unwrap_or(0),
         seccomp: [libc::SECCOMP_RET_KILL_PROCESS, libc::SECCOMP_RET_ERRNO]
             .into_iter()
             .all(|a| seccomp_action_available(a).unwrap_or(false)),
         no_new_privs: no_new_privs().is_ok(),
-        identity: proto::runner::IdentityKind::for_runner(
-            nix::unistd::geteuid().as_raw(),
-            &uid_map,
-        ),
-        user_namespaces: UserNamespaceSwitches {
-            max_user_namespaces: sysctl("/proc/sys/user/max_user_namespaces"),
-            unprivileged_userns_clone: sysctl("/proc/sys/kernel/unprivileged_userns_clone"),
-            apparmor_restrict_unprivileged_userns: sysctl(
-                "/proc/sys/kernel/apparmor_restrict_unprivileged_userns",
-            ),
+        identity,
+        user_namespaces: match identity {
+            proto::runner::IdentityKind::UserNamespace => user_namespace_switches(),
+            proto::runner::IdentityKind::PerRunUid => UserNamespaceSwitches::default(),
         },
         cap_sys_admin: capability_sets().is_ok_and(|(eff, _, _)| eff & (1 << CAP_SYS_ADMIN) != 0),
+    }
+}
+
+fn user_namespace_switches() -> proto::probe::UserNamespaceSwitches {
+    proto::probe::UserNamespaceSwitches {
+        max_user_namespaces: sysctl("/proc/sys/user/max_user_namespaces"),
+        unprivileged_userns_clone: sysctl("/proc/sys/kernel/unprivileged_userns_clone"),
+        apparmor_restrict_unprivileged_userns: sysctl(
+            "/proc/sys/kernel/apparmor_restrict_unprivileged_userns",
+        ),
     }
 }
 
@@ -434,7 +457,8 @@ pub fn cloexec_from(first: u32) -> io::Result<()> {
     Ok(())
 }
 
-fn set_cloexec_raw(fd: RawFd) -> io::Result<()> {
+/// Marks `fd` close-on-exec; a number that is not open is left alone.
+pub(crate) fn set_cloexec_raw(fd: RawFd) -> io::Result<()> {
     // SAFETY: F_GETFD/F_SETFD take only integer arguments; a closed number gives EBADF.
     let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
     if flags < 0 {

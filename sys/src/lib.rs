@@ -9,3 +9,4 @@ pub mod confine;
 pub mod fs;
 pub mod process;
 pub mod signal;
+pub mod spawn;

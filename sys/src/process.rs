@@ -13,26 +13,14 @@ pub fn set_child_subreaper() -> io::Result<()> {
 }
 
 /// Spawns `cmd` so that, in the child, each `(fd, n)` of `moves` sits on descriptor `n` without
-/// close-on-exec, every descriptor above them is closed at exec (whatever we inherited), no signal
+/// close-on-exec, every other descriptor above 2 is closed at exec (whatever we inherited), no signal
 /// is blocked, the parent-death signal is SIGKILL, and the child exits at once if the parent is
 /// already gone.
 pub fn spawn_with_fds(cmd: &mut Command, moves: &[(BorrowedFd<'_>, i32)]) -> io::Result<Child> {
-    // Lift every source above the targets first, so no dup2 in the child can overwrite a source
-    // that a later move still needs.
-    let mut lifted: Vec<(OwnedFd, RawFd)> = Vec::with_capacity(moves.len());
-    for (fd, n) in moves {
-        lifted.push((dup_above(*fd, 64)?, *n as RawFd));
-    }
-    let plan: Vec<(RawFd, RawFd)> = lifted.iter().map(|(fd, n)| (fd.as_raw_fd(), *n)).collect();
+    let placement = Placement::lift(moves)?;
+    let plan = placement.plan.clone();
+    let first_free = placement.first_free;
     let parent = std::process::id() as libc::pid_t;
-    let first_free = plan
-        .iter()
-        .map(|&(_, dst)| dst + 1)
-        .max()
-        .unwrap_or(3)
-        .max(3);
-    let first_free =
-        u32::try_from(first_free).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
     let hook = move || -> io::Result<()> {
         // The signals the launcher blocks for itself (`signal::Receiver`) are not the child's:
         // it starts with an empty mask, as std does not make one.
@@ -41,21 +29,66 @@ pub fn spawn_with_fds(cmd: &mut Command, moves: &[(BorrowedFd<'_>, i32)]) -> io:
             Some(&nix::sys::signal::SigSet::empty()),
             None,
         )?;
-        child_set_pdeathsig(parent)?;
-        for &(src, dst) in &plan {
-            child_dup2(src, dst)?;
-        }
-        // Descriptors we inherited without close-on-exec (a jobserver, a caller's leak) must not
-        // reach the plugin: everything above the placed ones is closed at exec.
-        crate::confine::cloexec_from(first_free)
+        arm_and_place(parent, &plan, first_free)
     };
     // SAFETY: the hook runs in the forked child before exec and only makes async-signal-safe
-    // syscalls (sigprocmask, prctl, getppid, dup2, close_range or fcntl, getrlimit); it allocates nothing (the
-    // plan vector was built before fork).
+    // syscalls (sigprocmask, prctl, getppid, dup2, close_range or fcntl, getrlimit); it allocates
+    // nothing (the plan vector was built before fork).
     unsafe { cmd.pre_exec(hook) };
     let child = cmd.spawn();
-    drop(lifted);
+    drop(placement);
     child
+}
+
+/// Descriptors to place in a child: each source duplicated above every target first (so no
+/// `dup2` in the child can overwrite a source that a later move still needs), the `(source,
+/// target)` plan, and the first number above the targets.
+pub(crate) struct Placement {
+    _lifted: Vec<OwnedFd>,
+    pub plan: Vec<(RawFd, RawFd)>,
+    pub first_free: u32,
+}
+
+impl Placement {
+    pub(crate) fn lift(moves: &[(BorrowedFd<'_>, i32)]) -> io::Result<Placement> {
+        let mut lifted = Vec::with_capacity(moves.len());
+        let mut plan = Vec::with_capacity(moves.len());
+        for &(fd, n) in moves {
+            let up = dup_above(fd, 64)?;
+            plan.push((up.as_raw_fd(), n));
+            lifted.push(up);
+        }
+        let first_free = plan.iter().map(|&(_, n)| n + 1).max().unwrap_or(3).max(3);
+        let first_free =
+            u32::try_from(first_free).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+        Ok(Placement {
+            _lifted: lifted,
+            plan,
+            first_free,
+        })
+    }
+}
+
+/// In a new child, before its exec: the parent-death signal armed (and the child gone at once if
+/// the parent `parent` already is), each `(source, target)` of `plan` placed, and every other
+/// descriptor above 2 closed at exec — those between the targets and all from `first_free` up —
+/// so descriptors inherited without close-on-exec (a jobserver, a caller's leak) never reach
+/// the program. System calls only, no allocation.
+pub(crate) fn arm_and_place(
+    parent: libc::pid_t,
+    plan: &[(RawFd, RawFd)],
+    first_free: u32,
+) -> io::Result<()> {
+    child_set_pdeathsig(parent)?;
+    for &(src, dst) in plan {
+        child_dup2(src, dst)?;
+    }
+    for n in 3..i32::try_from(first_free).unwrap_or(i32::MAX) {
+        if !plan.iter().any(|&(_, dst)| dst == n) {
+            crate::confine::set_cloexec_raw(n)?;
+        }
+    }
+    crate::confine::cloexec_from(first_free)
 }
 
 /// Duplicates `fd` onto the lowest free descriptor number ≥ `min`, close-on-exec.
