@@ -40,9 +40,11 @@ pub fn spawn_with_fds(cmd: &mut Command, moves: &[(BorrowedFd<'_>, i32)]) -> io:
     child
 }
 
-/// Descriptors to place in a child: each source duplicated above every target first (so no
-/// `dup2` in the child can overwrite a source that a later move still needs), the `(source,
-/// target)` plan, and the first number above the targets.
+/// Descriptors to place in a child: the `(source, target)` plan, and the first number above the
+/// targets. A source numbered at or below a target is duplicated above them all first, so no
+/// `dup2` in the child can overwrite a source that a later move still needs (and a source already
+/// on its own target, whose `dup2` would keep close-on-exec, is placed from its duplicate); the
+/// others are placed as they are, which keeps a launcher with a small descriptor limit working.
 pub(crate) struct Placement {
     _lifted: Vec<OwnedFd>,
     pub plan: Vec<(RawFd, RawFd)>,
@@ -51,16 +53,20 @@ pub(crate) struct Placement {
 
 impl Placement {
     pub(crate) fn lift(moves: &[(BorrowedFd<'_>, i32)]) -> io::Result<Placement> {
-        let mut lifted = Vec::with_capacity(moves.len());
+        let above = moves.iter().map(|&(_, n)| n + 1).max().unwrap_or(3).max(3);
+        let first_free =
+            u32::try_from(above).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+        let mut lifted = Vec::new();
         let mut plan = Vec::with_capacity(moves.len());
         for &(fd, n) in moves {
-            let up = dup_above(fd, 64)?;
-            plan.push((up.as_raw_fd(), n));
-            lifted.push(up);
+            if fd.as_raw_fd() < above {
+                let up = dup_above(fd, above)?;
+                plan.push((up.as_raw_fd(), n));
+                lifted.push(up);
+            } else {
+                plan.push((fd.as_raw_fd(), n));
+            }
         }
-        let first_free = plan.iter().map(|&(_, n)| n + 1).max().unwrap_or(3).max(3);
-        let first_free =
-            u32::try_from(first_free).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
         Ok(Placement {
             _lifted: lifted,
             plan,
