@@ -402,6 +402,78 @@ pub fn lease_held(file: &File) -> bool {
     (unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETLEASE) }) == libc::F_RDLCK
 }
 
+/// The shortest lease break time under which [`map_leased`] maps a file: a writer that starts
+/// breaking the lease the moment after the check still waits this long, and the mapping is read
+/// within milliseconds.
+pub const MAP_LEASED_MIN_BREAK: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// A read-only private mapping of a whole leased file ([`map_leased`]), unmapped when dropped.
+#[derive(Debug)]
+pub struct LeasedMapping<'a> {
+    ptr: std::ptr::NonNull<libc::c_void>,
+    len: usize,
+    _file: std::marker::PhantomData<&'a File>,
+}
+
+impl LeasedMapping<'_> {
+    /// The file's bytes.
+    pub fn bytes(&self) -> &[u8] {
+        // SAFETY: `ptr` maps `len` readable bytes of the file for as long as `self` lives, and
+        // `map_leased` mapped it only while a read lease kept every writer (and truncation) out,
+        // for at least MAP_LEASED_MIN_BREAK after any break of it starts.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().cast::<u8>(), self.len) }
+    }
+}
+
+impl Drop for LeasedMapping<'_> {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly the range `map_leased` mapped; no slice of it outlives `self`.
+        unsafe { libc::munmap(self.ptr.as_ptr(), self.len) };
+    }
+}
+
+/// Maps `file` read-only, whole, to read it without copying it — only while this process holds
+/// a read lease on it ([`read_lease`], no break pending) and the kernel's lease break time is at
+/// least [`MAP_LEASED_MIN_BREAK`]: then nobody can write or truncate the file until the lease is
+/// released or that time has passed since a writer asked, so the mapped bytes cannot change and
+/// reading them cannot fault past the end. `None` when those conditions do not hold (the caller
+/// reads the file instead) or the file is empty. The mapping is meant to be read at once (a
+/// digest), not kept. A disk error while its pages are read in ends the process with `SIGBUS`
+/// where a read would have returned `EIO`.
+pub fn map_leased(file: &File) -> io::Result<Option<LeasedMapping<'_>>> {
+    if !lease_held(file) || lease_break_time() < MAP_LEASED_MIN_BREAK {
+        return Ok(None);
+    }
+    let len = usize::try_from(file.metadata()?.len())
+        .map_err(|_| io::Error::from_raw_os_error(libc::EFBIG))?;
+    if len == 0 {
+        return Ok(None);
+    }
+    // SAFETY: a new private read-only mapping of `len` bytes of an open file; the kernel picks
+    // the address, nothing of ours is overwritten. Its soundness while it lives is the lease's
+    // (see the function's documentation).
+    let ptr = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_PRIVATE,
+            file.as_raw_fd(),
+            0,
+        )
+    };
+    if ptr == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    let ptr =
+        std::ptr::NonNull::new(ptr).ok_or_else(|| io::Error::from_raw_os_error(libc::EFAULT))?;
+    Ok(Some(LeasedMapping {
+        ptr,
+        len,
+        _file: std::marker::PhantomData,
+    }))
+}
+
 /// How long the kernel lets a lease holder keep a would-be writer waiting before it breaks the
 /// lease by force (`/proc/sys/fs/lease-break-time`, 45 s by default).
 pub fn lease_break_time() -> std::time::Duration {

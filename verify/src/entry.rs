@@ -263,7 +263,8 @@ fn pin(
     let executable = containment == Containment::Audit || meta.mode() & 0o111 == 0o111;
     if !script && executable && sys::fs::read_lease(&store).is_ok() {
         let since = std::time::Instant::now();
-        let digested = crate::digest::digest_file(&store).map_err(|e| VerifyError::io(path, e))?;
+        let digested =
+            crate::digest::digest_leased(&store).map_err(|e| VerifyError::io(path, e))?;
         return Ok((store, meta, digested, Pinned::Leased { since }));
     }
     let (copy, meta, digested) = sealed_copy(&store, path)?;
