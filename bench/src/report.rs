@@ -491,7 +491,11 @@ pub fn write(dir: &Path) -> Result<String, BenchError> {
                  seccomp install is the kernel checking, translating and JIT-compiling the \
                  {instructions}-instruction program (built at build time, so the runner spends \
                  only `seccomp_build` on it); Landlock is a ruleset, two rules and \
-                 `restrict_self`. The median of `confine_us` can exceed the sum of the step \
+                 `restrict_self`; `identity` is reading `/proc/self/uid_map` and taking the \
+                 run's own identity (root: `setgroups`, `setresgid`, `setresuid` to the per-run \
+                 uid; anyone else: a user namespace); `stage` is the private tmpfs (`fsopen`, \
+                 five `fsconfig`, `fsmount`), its `in/` and `out/`, and handing its descriptor to \
+                 the launcher (a `sendmsg` that wakes it). The median of `confine_us` can exceed the sum of the step \
                  medians: a step preempted in one launch is another step in the next; before the \
                  first step the runner only parses its arguments and claims descriptors 4 and 5.",
                 big.join(", ")

@@ -112,9 +112,11 @@ pub struct Timings {
     pub runner_peak_rss_kib: u64,
 }
 
-fn steps_of(t: &ConfineTimings) -> [(&'static str, u64); 10] {
+fn steps_of(t: &ConfineTimings) -> [(&'static str, u64); 12] {
     [
         ("elf", t.elf_us),
+        ("identity", t.identity_us),
+        ("stage", t.stage_us),
         ("parent_death", t.parent_death_us),
         ("rlimits", t.rlimits_us),
         ("capabilities", t.capabilities_us),
@@ -136,7 +138,9 @@ pub fn timings(argv: &[String], runs: usize) -> Result<Timings, BenchError> {
         });
     };
     let mut confine = Vec::with_capacity(runs);
-    let mut steps: Vec<Vec<f64>> = (0..10).map(|_| Vec::with_capacity(runs)).collect();
+    let mut steps: Vec<Vec<f64>> = (0..steps_of(&ConfineTimings::default()).len())
+        .map(|_| Vec::with_capacity(runs))
+        .collect();
     let mut rss = 0u64;
     for _ in 0..runs {
         let out = Command::new(program)
