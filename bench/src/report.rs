@@ -458,8 +458,9 @@ pub fn write(dir: &Path) -> Result<String, BenchError> {
                  dot-sandbox, the plugin) where bubblewrap has two, and it digests the whole \
                  pinned plugin on every launch (never cached). Measured floor: three process \
                  starts at the cost of `hello` direct ({} each) + the digest of the {} plugin \
-                 ({}, from `dot-verify digest` − `hello`) + confinement ({}) = {}, against {} \
-                 measured. The rest, {}, is the launcher's own work (entry and root checks, run \
+                 ({}, from `dot-verify digest` − `hello`: an upper bound, as that command reads \
+                 the file in chunks where a launch hashes its leased copy through a mapping) + \
+                 confinement ({}) = {}, against {} measured. The rest, {}, is the launcher's own work (entry and root checks, run \
                  directory, journal, pipes, reap, removal). Launcher work measured as audit − \
                  hello: {}; runner start and exec as process − audit − confinement: {}.",
                 ms(h),
