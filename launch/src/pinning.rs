@@ -6,9 +6,9 @@ use crate::inputs::Inputs;
 use crate::{exec, hooks, LaunchError};
 use std::path::Path;
 
-/// Runs the plugin (`exec::run`, started in `workdir`) with what pins its executable. A leased executable whose
-/// exec was refused because a would-be writer was waiting for the lease is sealed into a private
-/// copy (the lease still held, the writer still waiting) and run again, once.
+/// Runs the plugin (`exec::run`, started in `workdir`) with what pins its executable. A leased
+/// executable whose exec was refused because a would-be writer was waiting for the lease is sealed
+/// into a private copy (the lease still held, the writer still waiting) and run again, once.
 pub(crate) fn run_pinned(
     verified: &mut verify::entry::Verified,
     runner: Option<&exec::Runner>,

@@ -13,9 +13,9 @@ pub fn set_child_subreaper() -> io::Result<()> {
 }
 
 /// Spawns `cmd` so that, in the child, each `(fd, n)` of `moves` sits on descriptor `n` without
-/// close-on-exec, every other descriptor above 2 is closed at exec (whatever we inherited), no signal
-/// is blocked, the parent-death signal is SIGKILL, and the child exits at once if the parent is
-/// already gone.
+/// close-on-exec, every other descriptor above 2 is closed at exec (whatever we inherited), no
+/// signal is blocked, the parent-death signal is SIGKILL, and the child exits at once if the
+/// parent is already gone.
 pub fn spawn_with_fds(cmd: &mut Command, moves: &[(BorrowedFd<'_>, i32)]) -> io::Result<Child> {
     let placement = Placement::lift(moves)?;
     let plan = placement.plan.clone();
