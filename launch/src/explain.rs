@@ -15,7 +15,6 @@ use proto::explain::{
 use proto::runner::{Invocation, LandlockPlan, RUNNER_ARGV0, RUNNER_FD, RUNNER_PATH};
 use proto::{Containment, Name, Sha256};
 use std::os::fd::AsFd;
-use std::os::unix::process::CommandExt;
 
 /// Explains the launch `opts` describes, or fails exactly as that launch would before anything
 /// is created.
@@ -134,16 +133,28 @@ pub fn explain(opts: &Options) -> Result<Explanation, LaunchError> {
 /// The seccomp policy digest the validated runner states (`dot-sandbox --version`, executed from
 /// its opened descriptor with an empty environment), if it states one.
 fn policy_digest(runner: &Runner) -> Option<Sha256> {
-    let mut cmd = std::process::Command::new(RUNNER_PATH);
-    cmd.arg0(RUNNER_ARGV0)
-        .arg("--version")
-        .env_clear()
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null());
-    let child = sys::process::spawn_with_fds(&mut cmd, &[(runner.file.as_fd(), RUNNER_FD)]).ok()?;
-    let out = child.wait_with_output().ok()?;
-    let text = String::from_utf8(out.stdout).ok()?;
+    use std::io::Read;
+    let argv = [
+        std::ffi::CString::new(RUNNER_ARGV0).ok()?,
+        std::ffi::CString::new("--version").ok()?,
+    ];
+    let mut child = sys::spawn::spawn(&sys::spawn::Exec {
+        program: &std::ffi::CString::new(RUNNER_PATH).ok()?,
+        argv: &argv,
+        dir: c"/",
+        moves: &[(runner.file.as_fd(), RUNNER_FD)],
+    })
+    .ok()?;
+    drop(child.stdin.take());
+    drop(child.stderr.take());
+    let mut stdout = Vec::new();
+    let read = child
+        .stdout
+        .take()
+        .map(|out| out.take(64 * 1024).read_to_end(&mut stdout));
+    child.wait().ok()?;
+    read?.ok()?;
+    let text = String::from_utf8(stdout).ok()?;
     let (_, rest) = text.split_once("sha256:")?;
     rest.get(..64)?.parse().ok()
 }

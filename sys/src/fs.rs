@@ -475,12 +475,17 @@ pub fn map_leased(file: &File) -> io::Result<Option<LeasedMapping<'_>>> {
 }
 
 /// How long the kernel lets a lease holder keep a would-be writer waiting before it breaks the
-/// lease by force (`/proc/sys/fs/lease-break-time`, 45 s by default).
+/// lease by force (`/proc/sys/fs/lease-break-time`, 45 s by default). Read once per process: a
+/// launch asks twice (before it maps the leased file, and when it decides whether the lease is
+/// still young enough to execute under) and lives for as long as one run.
 pub fn lease_break_time() -> std::time::Duration {
-    let secs = std::fs::read_to_string("/proc/sys/fs/lease-break-time")
-        .ok()
-        .and_then(|s| s.trim().parse::<u64>().ok())
-        .unwrap_or(45);
+    static SECS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    let secs = *SECS.get_or_init(|| {
+        std::fs::read_to_string("/proc/sys/fs/lease-break-time")
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok())
+            .unwrap_or(45)
+    });
     std::time::Duration::from_secs(secs)
 }
 

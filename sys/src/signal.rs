@@ -9,8 +9,8 @@ use std::os::fd::{AsFd, BorrowedFd};
 
 /// Signals blocked for the whole process and received on a descriptor (non-blocking,
 /// close-on-exec). Blocked signals are inherited by threads created later, so this is made before
-/// any thread. A child inherits the mask across fork and exec too: `process::spawn_with_fds`
-/// empties it in the child, so what is blocked here never reaches a plugin.
+/// any thread. A child inherits the mask across fork and exec too: `spawn::spawn` and
+/// `process::spawn_with_fds` empty it in the child, so what is blocked here never reaches a plugin.
 #[derive(Debug)]
 pub struct Receiver {
     fd: SignalFd,
