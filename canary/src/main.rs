@@ -250,6 +250,82 @@ fn run(probe: Probe, inputs: &BTreeMap<String, String>) -> String {
             .and_then(|()| fs::rename("sub/a", "moved"))),
         Probe::WriteOwnBinary => res(OpenOptions::new().write(true).open("/proc/self/exe")),
         Probe::TruncateOwnBinary => nix_res(nix::unistd::truncate("/proc/self/exe", 0)),
+        Probe::StatHostPath => res(fs::metadata("/etc/shadow")),
+        Probe::ListProc => res(fs::read_dir("/proc")),
+        Probe::SysClassNet => res(fs::read_dir("/sys/class/net")),
+        Probe::OtherPids => other_pids(),
+        Probe::HostName => host_name(),
+        Probe::GetpgidInit => res(sys_res(
+            // SAFETY: integer argument only.
+            unsafe { libc::syscall(libc::SYS_getpgid, 1) },
+        )),
+        Probe::GetpriorityUser => res(sys_res(
+            // SAFETY: integer arguments only: every process of its own uid.
+            unsafe { libc::syscall(libc::SYS_getpriority, libc::PRIO_USER, 0) },
+        )),
+        Probe::IoprioGetUser => res(sys_res(
+            // SAFETY: integer arguments only (IOPRIO_WHO_USER = 3, its own uid).
+            unsafe { libc::syscall(libc::SYS_ioprio_get, 3, 0) },
+        )),
+        Probe::Sysinfo => {
+            // SAFETY: an all-zero sysinfo is a valid value of the plain C struct.
+            let mut info: libc::sysinfo = unsafe { std::mem::zeroed() };
+            // SAFETY: sysinfo writes only `info`.
+            res(sys_res(unsafe {
+                libc::syscall(libc::SYS_sysinfo, &mut info)
+            }))
+        }
+        Probe::LandlockCreateRuleset => res(sys_res(
+            // SAFETY: no ruleset attribute (NULL, 0) with the version flag: the ABI is asked.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_landlock_create_ruleset,
+                    std::ptr::null::<libc::c_void>(),
+                    0,
+                    1,
+                )
+            },
+        )),
+        Probe::SeccompSyscall => {
+            let mut action = libc::SECCOMP_RET_LOG;
+            // SAFETY: SECCOMP_GET_ACTION_AVAIL reads the u32 `action` only.
+            res(sys_res(unsafe {
+                libc::syscall(
+                    libc::SYS_seccomp,
+                    libc::SECCOMP_GET_ACTION_AVAIL,
+                    0,
+                    &mut action as *mut u32,
+                )
+            }))
+        }
+        Probe::PrctlSetSeccomp => res(sys_res(
+            // SAFETY: a NULL program: the kernel refuses it (EFAULT) when the call gets that far.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_prctl,
+                    libc::PR_SET_SECCOMP,
+                    libc::SECCOMP_MODE_FILTER,
+                    std::ptr::null::<libc::c_void>(),
+                )
+            },
+        )),
+        Probe::SetMempolicy => res(sys_res(
+            // SAFETY: MPOL_DEFAULT with no node mask (NULL, 0).
+            unsafe {
+                libc::syscall(
+                    libc::SYS_set_mempolicy,
+                    0,
+                    std::ptr::null::<libc::c_ulong>(),
+                    0,
+                )
+            },
+        )),
+        Probe::TimerCreate => timer_create(),
+        Probe::UnassignedSyscall => res(sys_res(
+            // SAFETY: a number no kernel assigned (x86-64 leaves 336-423 free): nothing runs.
+            unsafe { libc::syscall(400) },
+        )),
+        Probe::FsetpipeSz => fsetpipe_sz(),
         Probe::Chmod => res(stage_file().and_then(|()| {
             use std::os::unix::fs::PermissionsExt;
             fs::set_permissions("f", fs::Permissions::from_mode(0o777))
@@ -1432,6 +1508,67 @@ fn capabilities() -> String {
         Ok(_) => "ok".to_owned(),
         Err(e) => res::<()>(Err(e)),
     }
+}
+
+/// `ok` when any process other than itself and its parent exists for `sched_getaffinity`, which
+/// takes any pid of its namespace.
+fn other_pids() -> String {
+    let me = std::process::id() as i32;
+    let parent = ppid().as_raw();
+    for pid in 1..=65_536 {
+        if pid == me || pid == parent {
+            continue;
+        }
+        let mut set = [0u64; 16];
+        // SAFETY: sched_getaffinity writes at most `size_of_val(&set)` bytes into `set`.
+        let ret = unsafe {
+            libc::syscall(
+                libc::SYS_sched_getaffinity,
+                pid,
+                std::mem::size_of_val(&set),
+                set.as_mut_ptr(),
+            )
+        };
+        if ret >= 0 {
+            return "ok".to_owned();
+        }
+    }
+    "none".to_owned()
+}
+
+/// `none` when the host name is the run's own (`dot`), `ok` when it is any other (the host's).
+fn host_name() -> String {
+    match nix::sys::utsname::uname() {
+        Ok(u) if u.nodename() == "dot" => "none".to_owned(),
+        Ok(_) => "ok".to_owned(),
+        Err(e) => nix_res::<()>(Err(e)),
+    }
+}
+
+fn timer_create() -> String {
+    let mut id: libc::timer_t = std::ptr::null_mut();
+    // SAFETY: a NULL sigevent (SIGALRM on expiry, never armed here); the kernel writes `id`.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_timer_create,
+            libc::CLOCK_MONOTONIC,
+            std::ptr::null::<libc::sigevent>(),
+            &mut id,
+        )
+    };
+    res(sys_res(ret))
+}
+
+fn fsetpipe_sz() -> String {
+    let (r, _w) = match nix::unistd::pipe() {
+        Ok(p) => p,
+        Err(e) => return nix_res::<()>(Err(e)),
+    };
+    use std::os::fd::AsRawFd;
+    // SAFETY: integer arguments only, on a pipe this process owns.
+    res(sys_res(
+        unsafe { libc::fcntl(r.as_raw_fd(), libc::F_SETPIPE_SZ, 1 << 20) } as libc::c_long,
+    ))
 }
 
 fn inherited_fd() -> String {

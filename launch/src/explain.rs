@@ -2,8 +2,9 @@
 //! run. The decision is `decide`'s, the one a launch makes (verification, consent, kernel support,
 //! protocol, inputs, target, the runner opened and validated); then nothing is created: no audit
 //! line, no run directory, no target file, no plugin. A refusal is the launch's own error, with
-//! its exit code. For `process`, the runner's seccomp policy digest is asked of the validated
-//! runner itself (`--version`, executed from its opened descriptor): the only process started.
+//! its exit code. For `process`, the runner's seccomp policy digest and allowed system calls are
+//! asked of the validated runner itself (`--version`, executed from its opened descriptor): the
+//! only process started.
 
 use crate::decide::{decide, Decided};
 use crate::exec::Runner;
@@ -52,10 +53,23 @@ pub fn explain(opts: &Options) -> Result<Explanation, LaunchError> {
                 }
                 verify::entry::Pinned::Sealed => None,
             };
+            let (digest, allowed) = match runner_policy(r) {
+                Some((d, a)) => (Some(d), a),
+                None => (None, Vec::new()),
+            };
+            let mut namespaces: Vec<String> = proto::probe::RUN_NAMESPACES
+                .iter()
+                .map(|n| (*n).to_owned())
+                .collect();
+            if probe.identity == proto::runner::IdentityKind::UserNamespace {
+                namespaces.push("user".to_owned());
+            }
             let plan = RunnerPlan {
                 path: crate::runner_path()?.display().to_string(),
                 argv: invocation.argv(),
-                seccomp_policy_sha256: policy_digest(r),
+                seccomp_policy_sha256: digest,
+                seccomp_allowed: allowed,
+                namespaces,
             };
             let why = format!(
                 "the entry requires process and --require-process-sandbox consents to it; this kernel can enforce it (Landlock ABI {abi}, seccomp); dot-sandbox confines the plugin"
@@ -130,9 +144,10 @@ pub fn explain(opts: &Options) -> Result<Explanation, LaunchError> {
     })
 }
 
-/// The seccomp policy digest the validated runner states (`dot-sandbox --version`, executed from
-/// its opened descriptor with an empty environment), if it states one.
-fn policy_digest(runner: &Runner) -> Option<Sha256> {
+/// The seccomp policy digest and the allowed system calls the validated runner states
+/// (`dot-sandbox --version`, executed from its opened descriptor with an empty environment), if
+/// it states them.
+fn runner_policy(runner: &Runner) -> Option<(Sha256, Vec<String>)> {
     use std::io::Read;
     let argv = [
         std::ffi::CString::new(RUNNER_ARGV0).ok()?,
@@ -156,5 +171,18 @@ fn policy_digest(runner: &Runner) -> Option<Sha256> {
     read?.ok()?;
     let text = String::from_utf8(stdout).ok()?;
     let (_, rest) = text.split_once("sha256:")?;
-    rest.get(..64)?.parse().ok()
+    let digest = rest.get(..64)?.parse().ok()?;
+    let allowed = rest
+        .split_once("system calls: ")
+        .map(|(_, names)| {
+            names
+                .trim_end()
+                .trim_end_matches(')')
+                .split(' ')
+                .filter(|n| !n.is_empty())
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    Some((digest, allowed))
 }

@@ -26,6 +26,9 @@ pub enum Layer {
     Elf,
     /// What the runner's exec hands over: default signal dispositions, no blocked signal.
     Signals,
+    /// The run's private view of the host: its own mount, PID, IPC, network and UTS namespaces,
+    /// its stage as the root (no host path exists).
+    Namespaces,
     /// A positive control: must succeed under containment.
     Control,
 }
@@ -73,11 +76,7 @@ impl ProbeSpec {
 
 const OK: &[&str] = &["ok"];
 const EPERM: &[&str] = &["errno:EPERM"];
-const EACCES: &[&str] = &["errno:EACCES"];
-/// Writing the running plugin's own image: `ETXTBSY` (it is being executed), or `EACCES` first when
-/// the plugin's uid has no write permission on it (a sealed copy is mode 0555; a per-run uid owns
-/// nothing).
-const OWN_BINARY: &[&str] = &["errno:ETXTBSY", "errno:EACCES"];
+const ENOENT: &[&str] = &["errno:ENOENT"];
 
 const fn p(
     layer: Layer,
@@ -97,8 +96,9 @@ const fn seccomp() -> Expect {
     p(Layer::Seccomp, EPERM, Some(OK))
 }
 
-const fn landlock() -> Expect {
-    p(Layer::Landlock, EACCES, Some(OK))
+/// A host path: it does not exist in the private root (unconfined, it does).
+const fn private_root() -> Expect {
+    p(Layer::Namespaces, ENOENT, Some(OK))
 }
 
 const fn pty(e: Expect) -> Expect {
@@ -124,31 +124,55 @@ macro_rules! probes {
 }
 
 probes! {
-    // Files outside the stage, and special files inside it.
-    ReadEtcPasswd = "read-etc-passwd" => landlock();
-    ReadProcSelfStatus = "read-proc-self-status" => landlock();
-    ReadParentEnviron = "read-parent-environ" => landlock();
+    // Files outside the stage, and special files inside it: none exists in the private root
+    // (Landlock, which grants nothing beyond the stage, stays as a second layer).
+    ReadEtcPasswd = "read-etc-passwd" => private_root();
+    ReadProcSelfStatus = "read-proc-self-status" => private_root();
+    ReadParentEnviron = "read-parent-environ" => private_root();
     // tmpfs outside the stage (memory no stage bound counts), and its own memory through /proc.
-    CreateDevShm = "create-dev-shm" => landlock();
-    WriteProcSelfMem = "write-proc-self-mem" => landlock();
+    CreateDevShm = "create-dev-shm" => private_root();
+    WriteProcSelfMem = "write-proc-self-mem" => private_root();
     // A path opened with O_PATH (which Landlock does not check) as the base of an openat.
-    OPathOpenat = "o-path-openat" => landlock();
-    WriteOutside = "write-outside" => landlock();
-    CreateOutside = "create-outside" => landlock();
-    RenameOutside = "rename-outside" => landlock();
-    UnlinkOutside = "unlink-outside" => landlock();
-    LinkOutside = "link-outside" => landlock();
-    TruncateOutside = "truncate-outside" => landlock();
-    SymlinkInStage = "symlink-in-stage" => landlock();
+    OPathOpenat = "o-path-openat" => private_root();
+    WriteOutside = "write-outside" => private_root();
+    CreateOutside = "create-outside" => private_root();
+    RenameOutside = "rename-outside" => private_root();
+    UnlinkOutside = "unlink-outside" => private_root();
+    // link and symlink are not on the filter's allowlist, which answers before any path is looked up.
+    LinkOutside = "link-outside" => seccomp();
+    TruncateOutside = "truncate-outside" => private_root();
+    SymlinkInStage = "symlink-in-stage" => seccomp();
     // mknod is also refused by the filter, which answers before Landlock (no make_fifo right).
     MkfifoInStage = "mkfifo-in-stage" => p(Layer::Seccomp, EPERM, Some(OK));
     RenameAcrossStageDirs = "rename-across-stage-dirs" =>
         p(Layer::Landlock, &["errno:EXDEV"], Some(OK));
-    // The plugin's own binary: while it runs the kernel refuses writes to it (ETXTBSY) before
-    // Landlock (read+execute only on that inode) is consulted, confined or not; so these show the
-    // refusal, not which layer gives it, and have no unconfined counterpart.
-    WriteOwnBinary = "write-own-binary" => p(Layer::Kernel, OWN_BINARY, None);
-    TruncateOwnBinary = "truncate-own-binary" => p(Layer::Kernel, OWN_BINARY, None);
+    // The plugin's own binary through /proc/self/exe: there is no /proc in the private root.
+    // Unconfined the kernel refuses writes to a running image (ETXTBSY): no counterpart.
+    WriteOwnBinary = "write-own-binary" => p(Layer::Namespaces, ENOENT, None);
+    TruncateOwnBinary = "truncate-own-binary" => p(Layer::Namespaces, ENOENT, None);
+    // What else of the host a plugin could see: a host file's size and times, the host's
+    // processes (through /proc, or any call that takes a pid), its network interfaces, its name.
+    StatHostPath = "stat-host-path" => private_root();
+    ListProc = "list-proc" => private_root();
+    SysClassNet = "sys-class-net" => private_root();
+    OtherPids = "other-pids" => p(Layer::Namespaces, &["none"], Some(OK));
+    HostName = "host-name" => p(Layer::Namespaces, &["none"], Some(OK));
+    GetpgidInit = "getpgid-init" => seccomp();
+    GetpriorityUser = "getpriority-user" => seccomp();
+    IoprioGetUser = "ioprio-get-user" => seccomp();
+    Sysinfo = "sysinfo" => seccomp();
+    // Self-confinement that costs the host kernel memory no limit charges: Landlock domains and
+    // stacked seccomp filters (unconfined, prctl(PR_SET_SECCOMP) with no program is EFAULT).
+    LandlockCreateRuleset = "landlock-create-ruleset" => seccomp();
+    SeccompSyscall = "seccomp-syscall" => seccomp();
+    PrctlSetSeccomp = "prctl-set-seccomp" => p(Layer::Seccomp, EPERM, Some(&["errno:EFAULT"]));
+    // Calls off the allowlist that Docker's default refuses too, and a number no kernel assigned
+    // (unconfined the kernel answers ENOSYS: the filter refuses it first).
+    SetMempolicy = "set-mempolicy" => seccomp();
+    TimerCreate = "timer-create" => seccomp();
+    UnassignedSyscall = "unassigned-syscall" => p(Layer::Seccomp, EPERM, Some(&["errno:ENOSYS"]));
+    // Pipe buffers are kernel memory: the size stays the kernel's default.
+    FsetpipeSz = "fsetpipe-sz" => seccomp();
     // Metadata.
     Chmod = "chmod" => seccomp();
     Chown = "chown" => seccomp();
@@ -270,7 +294,7 @@ probes! {
     Syslog = "syslog" => seccomp();
     // Writeback of every filesystem of the host.
     Sync = "sync" => seccomp();
-    DevUserfaultfd = "dev-userfaultfd" => landlock();
+    DevUserfaultfd = "dev-userfaultfd" => private_root();
     // Legacy AIO: every context counts against one host-wide budget (fs.aio-max-nr).
     AioSetup = "aio-setup" => seccomp();
     // An inotify instance counts against its user's budget, up through every user namespace.

@@ -194,6 +194,7 @@ kinds! {
     Landlock = "landlock" => System,
     Stage = "stage" => System,
     Identity = "identity" => Refused,
+    Namespaces = "namespaces" => Refused,
     SeccompPolicy = "seccomp-policy" => System,
     SeccompInstall = "seccomp-install" => System,
     Signals = "signals" => System,

@@ -81,6 +81,13 @@ pub struct RunnerPlan {
     /// `--version`); absent when it did not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seccomp_policy_sha256: Option<Sha256>,
+    /// The system calls that policy allows (some only in part, by argument), by name, as the
+    /// runner states them; everything else is refused (docs/security.md).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub seccomp_allowed: Vec<String>,
+    /// The namespaces the plugin gets of its own (`/proc/self/ns` names).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub namespaces: Vec<String>,
 }
 
 /// The limits of the run.

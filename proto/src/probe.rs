@@ -26,7 +26,14 @@ pub struct KernelFacts {
     pub user_namespaces: UserNamespaceSwitches,
     /// This process holds `CAP_SYS_ADMIN` (in its own user namespace).
     pub cap_sys_admin: bool,
+    /// The namespaces a run needs that this kernel cannot give: a kind it was built without
+    /// (no `/proc/self/ns/NAME`), or one whose `user.max_NAME_namespaces` is 0.
+    pub namespaces_missing: Vec<String>,
 }
+
+/// The namespaces every `process` run gets of its own, as `/proc/self/ns` names them (the user
+/// namespace too when the run is not launched by root: `IdentityKind::UserNamespace`).
+pub const RUN_NAMESPACES: [&str; 5] = ["mnt", "pid", "ipc", "net", "uts"];
 
 /// The sysctls that can forbid an unprivileged user namespace, each `None` when this kernel does
 /// not have it: `/proc/sys/user/max_user_namespaces`, Debian's
@@ -85,6 +92,12 @@ pub struct Probe {
     /// The switch that forbids it, when `user_namespaces` is false.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user_namespaces_off: Option<String>,
+    /// The namespaces a run gets of its own (mount, PID, IPC, network, UTS) can all be made.
+    #[serde(default)]
+    pub namespaces: bool,
+    /// The ones that cannot, when `namespaces` is false.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub namespaces_missing: Vec<String>,
     /// `process` containment can be enforced here.
     pub process_enforceable: bool,
     /// Why not, when it cannot.
@@ -105,6 +118,8 @@ impl Probe {
             identity: facts.identity,
             user_namespaces: off.is_none(),
             user_namespaces_off: off,
+            namespaces: facts.namespaces_missing.is_empty(),
+            namespaces_missing: facts.namespaces_missing,
             process_enforceable: false,
             why_not: None,
         }
@@ -148,6 +163,13 @@ pub fn why_not(p: &Probe) -> Option<String> {
     if !p.no_new_privs {
         return Some("no_new_privs is not available".into());
     }
+    if !p.namespaces_missing.is_empty() {
+        return Some(format!(
+            "a run gets mount, PID, IPC, network and UTS namespaces of its own, and this kernel \
+             cannot make: {}",
+            p.namespaces_missing.join(", ")
+        ));
+    }
     if p.identity == IdentityKind::UserNamespace && !p.user_namespaces {
         return Some(format!(
             "a run launched by anyone but root needs a user namespace of its own, and {} forbids \
@@ -175,7 +197,20 @@ mod tests {
                 apparmor_restrict_unprivileged_userns: None,
             },
             cap_sys_admin: true,
+            namespaces_missing: vec![],
         }
+    }
+
+    #[test]
+    fn a_kernel_without_a_namespace_refuses() {
+        let p = Probe::new(KernelFacts {
+            namespaces_missing: vec!["net (user.max_net_namespaces = 0)".into()],
+            ..facts()
+        });
+        assert!(!p.namespaces && !p.process_enforceable);
+        let why = p.why_not.expect("refused");
+        assert!(why.contains("net (user.max_net_namespaces = 0)"), "{why}");
+        assert!(Probe::new(facts()).namespaces);
     }
 
     /// A user who is not root, without capabilities.

@@ -109,6 +109,8 @@ impl Limits {
             nofile: self.nofile,
             core: 0,
             nproc: self.nproc,
+            memlock_bytes: 0,
+            sigpending: SIGPENDING,
         }
     }
 
@@ -233,8 +235,12 @@ pub struct Enforced {
     pub rlimits: Rlimits,
     /// Who the plugin runs as, and what makes its task count its own.
     pub identity: Identity,
-    /// The bounds of the plugin's working directory (a private tmpfs).
+    /// The bounds of the plugin's working directory (a private tmpfs, the root of its view).
     pub stage: StageBound,
+    /// The namespaces the plugin has of its own (`/proc/self/ns` names: `mnt`, `pid`, `ipc`,
+    /// `net`, `uts`, and `user` when the run has a user namespace).
+    #[serde(default)]
+    pub namespaces: Vec<String>,
     pub seccomp_policy_sha256: Sha256,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confine_us: Option<u64>,
@@ -253,6 +259,10 @@ pub struct ConfineTimings {
     pub elf_us: u64,
     /// The run's own identity: a per-run uid, or a new user namespace.
     pub identity_us: u64,
+    /// The run's namespaces made, the fork into the new PID namespace, the private root
+    /// (`pivot_root` onto the stage) and the fork of the plugin below the run's init.
+    #[serde(default)]
+    pub namespaces_us: u64,
     /// The private tmpfs made, the inputs copied into it.
     pub stage_us: u64,
     /// Parent-death signal and the parent check.
@@ -290,7 +300,18 @@ pub struct Rlimits {
     pub core: u64,
     /// `RLIMIT_NPROC`: the most tasks (processes and threads) of the run's own uid.
     pub nproc: u64,
+    /// `RLIMIT_MEMLOCK`: no memory locked (`MAP_LOCKED`, `mlock`): locked pages are the host's.
+    #[serde(default)]
+    pub memlock_bytes: u64,
+    /// `RLIMIT_SIGPENDING`: the most signals queued for the run's own uid (each is kernel
+    /// memory).
+    #[serde(default)]
+    pub sigpending: u64,
 }
+
+/// The run's `RLIMIT_SIGPENDING`: a few signals per task are plenty (standard signals do not
+/// queue; Go's preemption signal is one of them).
+pub const SIGPENDING: u64 = 1024;
 
 /// Who a `process` plugin runs as.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

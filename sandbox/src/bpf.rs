@@ -1,5 +1,6 @@
 //! The seccomp policy compiled to classic BPF, as pure functions: a short hand-written prefix, and
-//! a compiler that lays the deny rules (`policy`) out as a binary search tree over syscall numbers.
+//! a compiler that lays the refusals (`policy`, derived from its allowlist) out as a binary search
+//! tree over syscall numbers.
 //!
 //! Program shape:
 //!
@@ -11,10 +12,10 @@
 //!    and every number above the highest syscall the policy knows (`ENOSYS`). The search is made
 //!    of comparisons only: each one jumps straight to the code of the segment it settles on.
 //! 3. that code, once per distinct action (allow, `EPERM`, `ENOSYS`, each distinct rule chain):
-//!    the five signal calls share one chain, `mmap`/`mprotect`/`pkey_mprotect` another. A set of
-//!    values denied for one argument (the `ioctl` requests, the `fcntl` commands, the `prctl`
-//!    options) is one load and one comparison per value, and a set of flags (`clone`'s
-//!    namespace flags) one load and one bit test, not one seccompiler rule per value or flag.
+//!    the three signal calls share one chain. A set of values allowed (or refused) for one
+//!    argument (the `ioctl` requests, the `fcntl` commands, the `prctl` options, the `madvise`
+//!    advice) is one load and one comparison per value, and a set of flags (`clone`'s namespace
+//!    flags) one load and one bit test, not one seccompiler rule per value or flag.
 //!
 //! Only the two prefix checks kill. This file is also compiled into the crate's build script
 //! (`build.rs`), with `policy`.
@@ -116,7 +117,7 @@ fn leaf_code(leaf: &Leaf) -> Vec<sock_filter> {
                     // otherwise jumps past the instruction that follows it: the same layout its
                     // own filter uses.
                     Deny::Rule(r) => code.extend(rule_body(Vec::<sock_filter>::from(r.clone()))),
-                    Deny::OneOf { arg, values } => code.extend(one_of(*arg, values)),
+                    Deny::NoneOf { arg, values } => code.extend(none_of(*arg, values)),
                     Deny::AnyBit { arg, mask } => {
                         code.push(stmt(LD_W_ABS, ARGS_OFFSET + 8 * u32::from(*arg)));
                         code.push(jump(JSET_K, *mask, 0, 1));
@@ -130,15 +131,15 @@ fn leaf_code(leaf: &Leaf) -> Vec<sock_filter> {
     }
 }
 
-/// Loads argument `arg`'s low 32 bits and compares it with each value: a match jumps to the
-/// instruction that follows the comparisons (the caller's deny), no match skips it.
-fn one_of(arg: u8, values: &[u32]) -> Vec<sock_filter> {
+/// Loads argument `arg`'s low 32 bits and compares it with each value: a match skips the
+/// instruction that follows the comparisons (the caller's deny), no match falls into it.
+fn none_of(arg: u8, values: &[u32]) -> Vec<sock_filter> {
     let mut code = vec![stmt(LD_W_ABS, ARGS_OFFSET + 8 * u32::from(arg))];
     let n = values.len();
     for (i, &v) in values.iter().enumerate() {
         // At most a few dozen values: the remaining count fits a jump offset.
-        let to_deny = (n - 1 - i) as u8;
-        code.push(jump(JEQ_K, v, to_deny, u8::from(i + 1 == n)));
+        let past_deny = (n - i) as u8;
+        code.push(jump(JEQ_K, v, past_deny, 0));
     }
     code
 }
@@ -292,8 +293,8 @@ pub mod testing {
     use seccompiler::{SeccompAction, SeccompCmpOp as Op, SeccompRule};
     use std::collections::BTreeMap;
 
-    /// The same rules as seccompiler rules only: each value of a `OneOf` becomes a `Dword` `Eq`
-    /// rule, each bit of an `AnyBit` a `Dword` `MaskedEq` rule.
+    /// The same rules as seccompiler rules only: a `NoneOf` becomes one rule of `Dword` `Ne`
+    /// conditions, each bit of an `AnyBit` a `Dword` `MaskedEq` rule.
     pub fn seccompiler_rules(
         rules: &Rules,
     ) -> Result<BTreeMap<i64, Vec<SeccompRule>>, BackendError> {
@@ -303,14 +304,12 @@ pub mod testing {
             for d in chain {
                 match d {
                     Deny::Rule(r) => expanded.push(r.clone()),
-                    Deny::OneOf { arg, values } => {
-                        for &v in values {
-                            expanded.push(SeccompRule::new(vec![dword(
-                                *arg,
-                                Op::Eq,
-                                u64::from(v),
-                            )?])?);
-                        }
+                    Deny::NoneOf { arg, values } => {
+                        let conds = values
+                            .iter()
+                            .map(|&v| dword(*arg, Op::Ne, u64::from(v)))
+                            .collect::<Result<Vec<_>, _>>()?;
+                        expanded.push(SeccompRule::new(conds)?);
                     }
                     Deny::AnyBit { arg, mask } => {
                         for bit in (0..32)
@@ -403,7 +402,6 @@ pub mod testing {
 mod tests {
     use super::testing::*;
     use super::*;
-    use crate::policy::*;
 
     #[test]
     fn foreign_architecture_and_x32_are_killed() {
@@ -477,16 +475,16 @@ mod tests {
             SHM_EXEC,
             CLONE_NEWTIME,
             libc::F_SETOWN as u64,
-            u64::from(F_SETSIG) | (1 << 36),
-            u64::from(F_SETOWN_EX),
+            10 | (1 << 36), // F_SETSIG
+            15,             // F_SETOWN_EX
             libc::F_NOTIFY as u64,
             libc::F_SETFL as u64,
             libc::F_GETOWN as u64,
             libc::O_ASYNC as u64,
             libc::FIOASYNC | (7 << 32),
-            u64::from(FIOSETOWN),
+            0x8901, // FIOSETOWN
             libc::FS_IOC_SETFLAGS,
-            u64::from(FS_IOC_FSSETXATTR),
+            0x401c_5820, // FS_IOC_FSSETXATTR
         ];
         for nr in 0..=MAX_KNOWN_NR {
             if nr == libc::SYS_clone3 as u32 {

@@ -1,39 +1,44 @@
 //! `dot-sandbox exec`: confine this process, then execute the plugin on descriptor 4.
 //!
-//! The sequence, in this order (each step one function below; any failure stops it, writes one
-//! error line on the report descriptor and stderr, and exits nonzero — never a partially confined
-//! plugin):
+//! The sequence — decide, acquire, narrow, exec — in this order (any failure stops it, writes
+//! one error line on the report descriptor and stderr, and exits nonzero — never a partially
+//! confined plugin):
 //!
 //! 1. claim the report descriptor; check the plugin argument is exactly `/proc/self/fd/4`; claim
-//!    descriptor 4
-//! 2. the plugin is a static ELF executable for this machine (the `elf` crate)
-//! 3. the run's own identity (`identity`): root plans a per-run uid; anyone else enters a new user
-//!    and mount namespace. The inputs in the on-disk stage's `in/` are opened now
-//! 4. the stage (`stage`): a private tmpfs mounted nowhere, bounded in bytes and inodes
-//! 5. securebits locked and the bounding set emptied (while CAP_SETPCAP is held), then root
-//!    switches to the per-run uid; the stage is filled as its owner, becomes the working
-//!    directory and is handed to the launcher
-//! 6. parent-death signal SIGKILL (after the last identity change, which clears it), and exit if
-//!    the parent is already gone
-//! 7. hard rlimits, soft = hard: AS, FSIZE, NOFILE, NPROC from the arguments, CORE = 0; CPU soft
-//!    from the arguments (SIGXCPU), hard one second more (SIGKILL)
-//! 8. ambient, effective, permitted and inheritable capabilities cleared, and checked
-//! 9. `no_new_privs`
-//! 10. Landlock: ABI 3 file rights as a hard requirement (read+execute on the plugin's inode
+//!    descriptor 4; the plugin is a static ELF executable for this machine (the `elf` crate)
+//! 2. the run's own identity (`identity`): root plans a per-run uid; anyone else enters a new user
+//!    namespace. The inputs in the on-disk stage's `in/` are opened now
+//! 3. parent-death signal SIGKILL (after the user namespace, which clears it), and exit if the
+//!    parent is already gone
+//! 4. new mount, PID, IPC, network and UTS namespaces, and a fork into the PID namespace
+//!    (`namespaces`): this process stays behind only to wait and end as the plugin ends; the
+//!    child is the run's init (pid 1)
+//! 5. init: parent-death signal; the stage (`stage`), a private tmpfs bounded in bytes and
+//!    inodes; every mount private, the run's own host name, the stage attached and made the root
+//!    (`pivot_root`), the host's tree detached; a fork: init waits, the child (pid 2) goes on
+//! 6. securebits locked and the bounding set emptied (while CAP_SETPCAP is held), then root
+//!    switches to the per-run uid; the stage is filled as its owner and handed to the launcher
+//! 7. parent-death signal again (the identity change clears it); the parent must be init
+//! 8. hard rlimits, soft = hard: AS, FSIZE, NOFILE, NPROC from the arguments, CORE = 0,
+//!    MEMLOCK = 0, SIGPENDING; CPU soft from the arguments (SIGXCPU), hard one second more
+//! 9. ambient, effective, permitted and inheritable capabilities cleared, and checked
+//! 10. `no_new_privs`
+//! 11. Landlock: ABI 3 file rights as a hard requirement (read+execute on the plugin's inode
 //!     unless it is a sealed memfd, read/write/create/remove/truncate without execute beneath the
 //!     stage); best effort above (ABI 4 TCP bind/connect denied, ABI 6 signal and abstract-unix
 //!     scopes), for the kernel's ABI or the lower one `--landlock-abi` names; refused unless
 //!     enforced
-//! 11. every signal's disposition back to default and an empty signal mask (this runner, a Rust
-//!     program, ignores SIGPIPE, and an ignore survives `execve`); nothing after this changes a
-//!     disposition, and before the filter its 63 syscalls do not each run the filter
-//! 12. seccomp (see `policy`), the last restriction because it denies what steps 3–11 use
-//! 13. every descriptor ≥ 3 close-on-exec, so the plugin holds exactly 0, 1 and 2
-//! 14. the report line, then `execve("/proc/self/fd/4")` with `argv[0]` the plugin's registry name
-//!     (`--argv0`) and nothing else, carrying the seccomp cookie.
+//! 12. every signal's disposition back to default and an empty signal mask (this runner, a Rust
+//!     program, ignores SIGPIPE, and an ignore survives `execve`)
+//! 13. seccomp (see `policy`: an allowlist), the last restriction because it refuses what steps
+//!     2–12 use
+//! 14. every descriptor ≥ 3 close-on-exec, so the plugin holds exactly 0, 1 and 2
+//! 15. the report line, then `execveat(4, "", AT_EMPTY_PATH)` (the private root has no `/proc`)
+//!     with `argv[0]` the plugin's registry name (`--argv0`) and nothing else, carrying the
+//!     seccomp cookie.
 //!
 //! The report descriptor is a unix `SOCK_SEQPACKET` socket: once the stage is made, the stage
-//! message (one NUL byte) carries a descriptor of its root to the launcher (step 5); the report
+//! message (one NUL byte) carries a descriptor of its root to the launcher (step 6); the report
 //! line (an error or what was enforced) is the next message. `proto::runner` is that contract.
 
 use crate::{identity, stage};
@@ -88,6 +93,11 @@ pub enum ExecError {
         step: &'static str,
         source: io::Error,
     },
+    #[error("the run's namespaces failed at {step}: {source}")]
+    Namespaces {
+        step: &'static str,
+        source: io::Error,
+    },
     #[error("the stage failed at {step}: {source}")]
     Stage {
         step: &'static str,
@@ -127,6 +137,7 @@ impl ToErrorObject for ExecError {
             ExecError::Landlock(_) => Kind::Landlock,
             ExecError::Identity { .. } => Kind::Identity,
             ExecError::Stage { .. } => Kind::Stage,
+            ExecError::Namespaces { .. } => Kind::Namespaces,
             ExecError::LandlockNotEnforced { .. } => Kind::LandlockNotEnforced,
             ExecError::SeccompPolicy(_) => Kind::SeccompPolicy,
             ExecError::SeccompInstall(_) => Kind::SeccompInstall,
@@ -164,6 +175,9 @@ impl ToErrorObject for ExecError {
             },
             ExecError::Identity { step, .. } => obj.field("identity").value(*step),
             ExecError::Stage { step, .. } => obj.field("stage").value(*step),
+            ExecError::Namespaces { step, .. } => {
+                obj.field("namespaces").value(*step).next(&probe_command())
+            }
             _ => obj,
         }
     }
@@ -236,6 +250,19 @@ fn parent_death_signal() -> Result<(), ExecError> {
     }
 }
 
+/// The plugin's parent-death signal (its parent is the run's init, pid 1 of its namespace; when
+/// init dies the kernel kills the plugin anyway).
+fn plugin_parent_death_signal() -> Result<(), ExecError> {
+    sys::confine::set_parent_death_kill().map_err(ExecError::ParentDeathSignal)?;
+    if crate::namespaces::plugin_parent_is_init() {
+        Ok(())
+    } else {
+        Err(ExecError::ParentGone {
+            ppid: sys::confine::parent_pid(),
+        })
+    }
+}
+
 fn set_rlimits(limits: &Limits) -> Result<Rlimits, ExecError> {
     use nix::sys::resource::Resource;
     let limits = limits.rlimits();
@@ -277,6 +304,18 @@ fn set_rlimits(limits: &Limits) -> Result<Rlimits, ExecError> {
             Resource::RLIMIT_CORE,
             limits.core,
             limits.core,
+        ),
+        (
+            "RLIMIT_MEMLOCK",
+            Resource::RLIMIT_MEMLOCK,
+            limits.memlock_bytes,
+            limits.memlock_bytes,
+        ),
+        (
+            "RLIMIT_SIGPENDING",
+            Resource::RLIMIT_SIGPENDING,
+            limits.sigpending,
+            limits.sigpending,
         ),
     ];
     for (resource, r, soft, hard) in table {
@@ -522,19 +561,26 @@ fn send_stage(report: &File, stage: &std::os::fd::OwnedFd) -> io::Result<()> {
     }
 }
 
-/// The plugin's path and `argv[0]` (its registry name) as the exec takes them.
-fn exec_strings(inv: &Invocation) -> Result<(CString, CString), ExecError> {
-    let text = |s: &str| CString::new(s).map_err(|e| ExecError::Exec(io::Error::other(e)));
-    Ok((text(PLUGIN_PATH)?, text(inv.argv0.as_str())?))
+/// The plugin's `argv[0]` (its registry name) as the exec takes it.
+fn exec_argv0(inv: &Invocation) -> Result<CString, ExecError> {
+    CString::new(inv.argv0.as_str()).map_err(|e| ExecError::Exec(io::Error::other(e)))
 }
 
-/// Executes the plugin through its descriptor, which `_plugin` keeps open until then.
-fn exec_plugin(_plugin: &File, path: &CString, argv0: &CString, cookie: u64) -> ExecError {
-    ExecError::Exec(sys::confine::execve_with_cookie(
-        path,
+/// Executes the plugin through its descriptor (no path: the private root has no `/proc`).
+fn exec_plugin(plugin: &File, argv0: &CString, cookie: u64) -> ExecError {
+    use std::os::fd::AsFd;
+    ExecError::Exec(sys::confine::execveat_with_cookie(
+        plugin.as_fd(),
         &[argv0.as_c_str()],
         cookie,
     ))
+}
+
+/// Closes this process's copy of the report descriptor (the runner and init keep none: the
+/// launcher reads the report until the plugin's side closes at its exec).
+fn sys_close_report(report: &mut File) {
+    use std::os::fd::AsRawFd;
+    let _ = nix::unistd::close(report.as_raw_fd());
 }
 
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
@@ -543,9 +589,11 @@ fn confine_and_exec(
     start: Instant,
     report: &mut File,
 ) -> Result<Infallible, ExecError> {
+    use crate::namespaces::{self, Below, Role};
+    // Decide.
     check_plugin_path(&inv.plugin)?;
     check_limits(&inv.limits)?;
-    let (path, argv0) = exec_strings(inv)?;
+    let argv0 = exec_argv0(inv)?;
     let plugin = claim_plugin()?;
     let mut laps = Laps(Instant::now());
     let mut t = ConfineTimings::default();
@@ -556,7 +604,9 @@ fn confine_and_exec(
         source,
     })?;
     let stage_err = |step| move |source| ExecError::Stage { step, source };
+    let ns_err = |(step, source)| ExecError::Namespaces { step, source };
     let inputs = stage::open_inputs().map_err(stage_err("opening the inputs in in/"))?;
+    // Acquire: identity, namespaces, the run's init, the private root, the plugin's process.
     let owner = match id {
         identity::Plan::UserNamespace { uid, gid } => {
             identity::enter_user_namespace(uid, gid)
@@ -566,9 +616,38 @@ fn confine_and_exec(
         identity::Plan::PerRunUid { .. } => Some(id.ids()),
     };
     t.identity_us = laps.lap();
+    parent_death_signal()?;
+    t.parent_death_us = laps.lap();
+    namespaces::unshare_all().map_err(ns_err)?;
+    let pipe =
+        namespaces::StatusPipe::new().map_err(|source| ns_err(("the status pipe", source)))?;
+    let status = match namespaces::fork_init(pipe).map_err(ns_err)? {
+        Role::Runner { init, status } => {
+            drop((plugin, inputs));
+            // The report descriptor is the caller's; closing every standard stream and the
+            // report here leaves the plugin's side the only holder.
+            sys_close_report(report);
+            namespaces::close_standard_streams();
+            namespaces::mirror(init, status)
+        }
+        Role::Init { status } => status,
+    };
+    namespaces::init_parent_death(&status)
+        .map_err(|source| ns_err(("init's parent-death signal", source)))?;
     let bound = inv.limits.stage();
     let stage_root = stage::create(bound, owner).map_err(stage_err("creating the tmpfs"))?;
-    t.stage_us = laps.lap();
+    namespaces::private_root(&stage_root).map_err(ns_err)?;
+    match namespaces::fork_plugin().map_err(ns_err)? {
+        Below::Init { plugin: pid } => {
+            drop((plugin, inputs, stage_root));
+            sys_close_report(report);
+            namespaces::close_standard_streams();
+            namespaces::init_wait(pid, status)
+        }
+        Below::Plugin => drop(status),
+    }
+    t.namespaces_us = laps.lap();
+    // The plugin's process: its identity and its stage, then narrow.
     let known = lock_capabilities()?;
     t.capabilities_us = laps.lap();
     if let identity::Plan::PerRunUid { id } = id {
@@ -577,12 +656,11 @@ fn confine_and_exec(
     }
     t.identity_us += laps.lap();
     stage::fill(&stage_root, inputs).map_err(stage_err("copying the inputs"))?;
-    stage::enter(&stage_root).map_err(stage_err("entering the stage"))?;
     send_stage(report, &stage_root).map_err(stage_err("handing the stage to the launcher"))?;
     drop(stage_root);
-    t.stage_us += laps.lap();
-    parent_death_signal()?;
-    t.parent_death_us = laps.lap();
+    t.stage_us = laps.lap();
+    plugin_parent_death_signal()?;
+    t.parent_death_us += laps.lap();
     let rlimits = set_rlimits(&inv.limits)?;
     t.rlimits_us = laps.lap();
     clear_capabilities(known)?;
@@ -619,12 +697,13 @@ fn confine_and_exec(
             kind: id.kind(),
         },
         stage: bound,
+        namespaces: namespaces::names(matches!(id, identity::Plan::UserNamespace { .. })),
         seccomp_policy_sha256,
         confine_us: Some(start.elapsed().as_micros() as u64),
         timings: Some(t),
     };
     write_line(report, &SandboxReport::Enforced(enforced)).map_err(ExecError::Report)?;
-    Err(exec_plugin(&plugin, &path, &argv0, params.cookie))
+    Err(exec_plugin(&plugin, &argv0, params.cookie))
 }
 
 #[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]

@@ -8,7 +8,8 @@
 //!   runs share a uid; no account or file uses that range. Uid 0 without capabilities still owns
 //!   most of the system's files; this uid owns none.
 //! * launched by anyone else (or by root inside another user namespace): the runner enters a new
-//!   user namespace (and mount namespace, for the stage), mapping its uid and gid to themselves.
+//!   user namespace, mapping its uid and gid to themselves (the run's other namespaces are made
+//!   inside it).
 //!   The task count of a user namespace starts at one, so the limit counts this run alone. Hosts
 //!   that forbid unprivileged user namespaces cannot bound the tasks: `process` refuses there.
 //!
@@ -74,12 +75,12 @@ pub fn plan() -> io::Result<Plan> {
     }
 }
 
-/// Enters a new user and mount namespace with `uid` and `gid` mapped to themselves and
-/// supplementary groups denied. Must run while the process is single-threaded.
+/// Enters a new user namespace with `uid` and `gid` mapped to themselves and supplementary groups
+/// denied; the run's other namespaces (`namespaces`) are made in it next. Must run while the
+/// process is single-threaded.
 pub fn enter_user_namespace(uid: u32, gid: u32) -> Result<(), (&'static str, io::Error)> {
     use nix::sched::{unshare, CloneFlags};
-    unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS)
-        .map_err(|e| ("unshare(CLONE_NEWUSER|CLONE_NEWNS)", e.into()))?;
+    unshare(CloneFlags::CLONE_NEWUSER).map_err(|e| ("unshare(CLONE_NEWUSER)", e.into()))?;
     std::fs::write("/proc/self/setgroups", "deny").map_err(|e| ("setgroups deny", e))?;
     std::fs::write("/proc/self/uid_map", format!("{uid} {uid} 1\n")).map_err(|e| ("uid_map", e))?;
     std::fs::write("/proc/self/gid_map", format!("{gid} {gid} 1\n")).map_err(|e| ("gid_map", e))?;

@@ -17,6 +17,7 @@ mod bpf;
 mod exec;
 mod harness;
 mod identity;
+mod namespaces;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 mod policy;
 mod prove;
@@ -164,7 +165,12 @@ pub fn version_about() -> String {
     let protocol = proto::protocol::PROTOCOL_VERSION;
     #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
     let policy = match seccomp::policy_sha256() {
-        Ok(d) => format!("seccomp policy sha256:{}", d.to_hex()),
+        Ok(d) => format!(
+            "seccomp policy sha256:{}, allowing {} system calls: {}",
+            d.to_hex(),
+            policy::ALLOWED.len(),
+            allowed_syscalls().join(" ")
+        ),
         Err(e) => format!("seccomp policy unavailable: {e}"),
     };
     #[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
@@ -198,6 +204,13 @@ pub fn run(args: Args) -> Result<Output, Error> {
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 pub fn policy_sha256() -> Result<Sha256, seccompiler::BackendError> {
     seccomp::policy_sha256()
+}
+
+/// The names of the system calls the seccomp policy allows (some only in part, by argument), in
+/// the policy's order (docs/security.md has the table with a reason for each).
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+pub fn allowed_syscalls() -> Vec<&'static str> {
+    policy::ALLOWED.iter().map(|a| a.name).collect()
 }
 
 /// How many instructions the seccomp program the runner installs has.

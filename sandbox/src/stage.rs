@@ -94,8 +94,3 @@ pub fn fill(root: &OwnedFd, inputs: Vec<Input>) -> io::Result<()> {
     }
     Ok(())
 }
-
-/// Makes the stage the working directory.
-pub fn enter(root: &OwnedFd) -> io::Result<()> {
-    nix::unistd::fchdir(root).map_err(io::Error::from)
-}

@@ -190,13 +190,23 @@ fn kernel_refusals_of_a_confinement_step_map_to_their_kinds() {
         ),
         (
             ExecError::Identity {
-                step: "unshare(CLONE_NEWUSER|CLONE_NEWNS)",
+                step: "unshare(CLONE_NEWUSER)",
                 source: eperm(),
             },
             Kind::Identity,
             ExitCode::Refused,
             Some("identity"),
-            Some("unshare(CLONE_NEWUSER|CLONE_NEWNS)"),
+            Some("unshare(CLONE_NEWUSER)"),
+        ),
+        (
+            ExecError::Namespaces {
+                step: "pivot_root onto the stage",
+                source: eperm(),
+            },
+            Kind::Namespaces,
+            ExitCode::Refused,
+            Some("namespaces"),
+            Some("pivot_root onto the stage"),
         ),
         (
             ExecError::LandlockNotEnforced {
@@ -267,7 +277,10 @@ fn kernel_refusals_of_a_confinement_step_map_to_their_kinds() {
         assert_eq!(obj.value.as_deref(), value, "{kind}");
         let probe_helps = matches!(
             kind,
-            Kind::LandlockUnsupported | Kind::LandlockNotEnforced | Kind::UnsupportedPlatform
+            Kind::LandlockUnsupported
+                | Kind::LandlockNotEnforced
+                | Kind::UnsupportedPlatform
+                | Kind::Namespaces
         );
         assert_eq!(
             obj.next.as_deref(),

@@ -2,11 +2,12 @@
 //! descriptors, parent-death signal, capabilities and securebits, `no_new_privs`, the Landlock ABI
 //! and the rest of the kernel probe (`probe`, decided by `proto::probe`), seccomp installation,
 //! default signal dispositions and an empty signal mask for the plugin, close-on-exec for every
-//! inherited descriptor, and the final `execve` that carries the seccomp cookie. One syscall per function, each converted at once to `io::Result`.
+//! inherited descriptor, and the final `execveat` that carries the seccomp cookie. One syscall per
+//! function, each converted at once to `io::Result`.
 
 use std::ffi::CStr;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
@@ -276,7 +277,23 @@ fn decision_facts() -> proto::probe::KernelFacts {
             proto::runner::IdentityKind::PerRunUid => UserNamespaceSwitches::default(),
         },
         cap_sys_admin: capability_sets().is_ok_and(|(eff, _, _)| eff & (1 << CAP_SYS_ADMIN) != 0),
+        namespaces_missing: namespaces_missing(),
     }
+}
+
+/// The namespaces of `proto::probe::RUN_NAMESPACES` this kernel cannot make: built without (no
+/// `/proc/self/ns/NAME`), or `user.max_NAME_namespaces` set to 0.
+fn namespaces_missing() -> Vec<String> {
+    proto::probe::RUN_NAMESPACES
+        .iter()
+        .filter_map(|ns| {
+            if std::fs::symlink_metadata(format!("/proc/self/ns/{ns}")).is_err() {
+                return Some(format!("{ns} (not built into this kernel)"));
+            }
+            let max = format!("/proc/sys/user/max_{ns}_namespaces");
+            (sysctl(&max) == Some(0)).then(|| format!("{ns} (user.max_{ns}_namespaces = 0)"))
+        })
+        .collect()
 }
 
 fn user_namespace_switches() -> proto::probe::UserNamespaceSwitches {
@@ -471,21 +488,25 @@ pub(crate) fn set_cloexec_raw(fd: RawFd) -> io::Result<()> {
     check(unsafe { libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC) }).map(drop)
 }
 
-/// `execve(path, argv, {}, cookie)` through the raw syscall, with `cookie` in the unused fourth
-/// argument register so a seccomp rule can tell this exec from any other. The environment is
-/// empty. Returns only on failure.
-pub fn execve_with_cookie(path: &CStr, argv: &[&CStr], cookie: u64) -> io::Error {
+/// `execveat(fd, "", argv, {}, AT_EMPTY_PATH, cookie)` through the raw syscall: executes the file
+/// open on `fd` itself (no path: the private root has no `/proc`), with `cookie` in the sixth
+/// argument register, which `execveat` never reads, so a seccomp rule can tell this exec from any
+/// other. The environment is empty. Returns only on failure.
+pub fn execveat_with_cookie(fd: BorrowedFd<'_>, argv: &[&CStr], cookie: u64) -> io::Error {
     let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
     ptrs.push(std::ptr::null());
     let envp: [*const libc::c_char; 1] = [std::ptr::null()];
-    // SAFETY: `path` and every `argv` string are NUL-terminated and alive; `ptrs` and `envp` are
-    // NULL-terminated pointer arrays alive for the call. On success the call does not return.
+    // SAFETY: `fd` is open, the empty path and every `argv` string are NUL-terminated and alive;
+    // `ptrs` and `envp` are NULL-terminated pointer arrays alive for the call. On success the call
+    // does not return.
     unsafe {
         libc::syscall(
-            libc::SYS_execve,
-            path.as_ptr(),
+            libc::SYS_execveat,
+            fd.as_raw_fd(),
+            c"".as_ptr(),
             ptrs.as_ptr(),
             envp.as_ptr(),
+            libc::AT_EMPTY_PATH,
             cookie,
         )
     };

@@ -7,6 +7,7 @@
 
 pub mod confine;
 pub mod fs;
+pub mod namespace;
 pub mod process;
 pub mod signal;
 pub mod spawn;

@@ -48,16 +48,17 @@ fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
     panic!("gave up waiting for {what}");
 }
 
-/// The pid of `launcher`'s child whose executable is the pinned copy in `root`'s store: the
-/// plugin itself, past its exec (at `process`, past the runner's).
+/// The pid of a live descendant of `launcher` whose executable is the pinned copy in `root`'s
+/// store: the plugin itself, past its exec (at `process`, below the runner and the run's init).
 fn plugin_of(launcher: u32, root: &Path) -> Option<u32> {
     let store = root.join("store");
     std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
         let pid: u32 = e.file_name().to_str()?.parse().ok()?;
         let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
-        let (state, ppid) = common::stat_state_ppid(&stat)?;
+        let (state, _) = common::stat_state_ppid(&stat)?;
         let exe = std::fs::read_link(e.path().join("exe")).ok()?;
-        (ppid == launcher && state != 'Z' && exe.starts_with(&store)).then_some(pid)
+        (state != 'Z' && exe.starts_with(&store) && common::descends_from(pid, launcher))
+            .then_some(pid)
     })
 }
 

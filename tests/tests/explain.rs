@@ -146,6 +146,19 @@ fn explain_decides_as_the_launch_does_and_creates_nothing() {
                             Some(enforced.seccomp_policy_sha256),
                             "{what}: the policy digest is the one the run reports"
                         );
+                        assert_eq!(runner.namespaces, enforced.namespaces, "{what}");
+                        let allowed = &runner.seccomp_allowed;
+                        assert!(
+                            (100..=140).contains(&allowed.len()),
+                            "{what}: the allowlist by name, {} calls",
+                            allowed.len()
+                        );
+                        for name in ["read", "write", "clone", "execveat", "futex"] {
+                            assert!(allowed.iter().any(|a| a == name), "{what}: {name}");
+                        }
+                        for name in ["socket", "execve", "landlock_restrict_self", "seccomp"] {
+                            assert!(!allowed.iter().any(|a| a == name), "{what}: {name}");
+                        }
                         let landlock = x.landlock.unwrap();
                         assert_eq!(landlock.abi, enforced.landlock_abi, "{what}");
                         assert_eq!(x.limits.rlimits, Some(enforced.rlimits), "{what}");

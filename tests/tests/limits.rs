@@ -62,6 +62,8 @@ fn rlimits(l: &Limits) -> Rlimits {
         nofile: l.descriptors,
         core: 0,
         nproc: l.tasks,
+        memlock_bytes: 0,
+        sigpending: proto::runner::SIGPENDING,
     }
 }
 

@@ -264,6 +264,23 @@ pub fn stat_state_ppid(stat: &str) -> Option<(char, u32)> {
     Some((state, ppid))
 }
 
+/// Whether `ancestor` is `pid`'s parent, grandparent, … (a `process` plugin is three levels below
+/// its launcher: runner, the run's init, the plugin).
+pub fn descends_from(pid: u32, ancestor: u32) -> bool {
+    let mut at = pid;
+    for _ in 0..8 {
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{at}/stat")) else {
+            return false;
+        };
+        match stat_state_ppid(&stat) {
+            Some((_, ppid)) if ppid == ancestor => return true,
+            Some((_, ppid)) if ppid > 1 => at = ppid,
+            _ => return false,
+        }
+    }
+    false
+}
+
 /// Live (not zombie) processes other than this one whose working directory, executable or any
 /// open descriptor lies under `dir`: a run's plugin (cwd = its stage, exe = the pinned copy in
 /// the store), anything it started there, and whatever holds a run's lock.

@@ -1,0 +1,128 @@
+//! The runner's private view of the host: new namespaces, a fork into the new PID namespace, and
+//! the private root (the stage's tmpfs attached, `pivot_root` onto it, the host's tree detached).
+//! One syscall per function, each converted at once to `io::Result`.
+
+use std::ffi::CStr;
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd};
+
+fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+/// Which side of a [`fork`] this process is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Forked {
+    /// The new process.
+    Child,
+    /// The caller, with the child's pid (as the caller's PID namespace sees it).
+    Parent { child: u32 },
+}
+
+/// `fork()`, for a process that has exactly one thread (the runner never starts another), so the
+/// child's copy of every lock and allocator is consistent and it may run ordinary code.
+pub fn fork_single_threaded() -> io::Result<Forked> {
+    // SAFETY: fork takes no arguments. The caller is single-threaded (documented above), so no
+    // other thread holds a lock or is halfway through an allocation when memory is copied.
+    let pid = check(unsafe { libc::fork() })?;
+    Ok(match pid {
+        0 => Forked::Child,
+        p => Forked::Parent {
+            child: p.unsigned_abs(),
+        },
+    })
+}
+
+/// Every mount of this (new) mount namespace private: nothing done here propagates to the host's,
+/// and `pivot_root` accepts the tree.
+pub fn make_mounts_private() -> io::Result<()> {
+    // SAFETY: the strings are NUL-terminated literals; a NULL source, type and data are allowed
+    // for a propagation change.
+    check(unsafe {
+        libc::mount(
+            std::ptr::null(),
+            c"/".as_ptr(),
+            std::ptr::null(),
+            libc::MS_REC | libc::MS_PRIVATE,
+            std::ptr::null(),
+        )
+    })
+    .map(drop)
+}
+
+const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x0000_0004;
+
+/// Attaches the detached mount `mount` (from `fsmount` or `open_tree`) on the directory `at`
+/// (relative to the working directory).
+pub fn attach_mount(mount: BorrowedFd<'_>, at: &CStr) -> io::Result<()> {
+    // SAFETY: `mount` is an open descriptor, the empty path and `at` are NUL-terminated and alive
+    // for the call; the flags are integers.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_move_mount,
+            mount.as_raw_fd(),
+            c"".as_ptr(),
+            libc::AT_FDCWD,
+            at.as_ptr(),
+            MOVE_MOUNT_F_EMPTY_PATH,
+        )
+    };
+    if ret < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// `pivot_root(".", ".")`: the working directory (a mount point) becomes the root, and the old
+/// root is stacked on it until [`detach_old_root`].
+pub fn pivot_root_here() -> io::Result<()> {
+    // SAFETY: both paths are NUL-terminated literals.
+    let ret = unsafe { libc::syscall(libc::SYS_pivot_root, c".".as_ptr(), c".".as_ptr()) };
+    if ret < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Detaches the old root stacked on `.` by [`pivot_root_here`], with every mount beneath it: no
+/// host path is reachable afterwards.
+pub fn detach_old_root() -> io::Result<()> {
+    // SAFETY: the path is a NUL-terminated literal; the flag is an integer.
+    check(unsafe { libc::umount2(c".".as_ptr(), libc::MNT_DETACH) }).map(drop)
+}
+
+/// Sets this UTS namespace's host and domain name (the new namespace starts with the host's).
+pub fn set_host_name(name: &CStr) -> io::Result<()> {
+    let bytes = name.to_bytes();
+    // SAFETY: `name` points to `bytes.len()` readable bytes for the call.
+    check(unsafe { libc::sethostname(name.as_ptr(), bytes.len()) })?;
+    // SAFETY: as above.
+    check(unsafe { libc::setdomainname(name.as_ptr(), bytes.len()) }).map(drop)
+}
+
+/// Waits for any child and reaps it: its pid and raw wait status.
+pub fn wait_any() -> io::Result<(u32, i32)> {
+    let mut status = 0;
+    loop {
+        // SAFETY: waitpid writes only `status`.
+        let pid = unsafe { libc::waitpid(-1, &mut status, 0) };
+        if pid > 0 {
+            return Ok((pid.unsigned_abs(), status));
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// Ends this process at once with `code`, running nothing of its own (no atexit handler, no
+/// buffered output flushed): what a waiter that mirrors another process's status needs.
+pub fn exit_now(code: i32) -> ! {
+    // SAFETY: _exit takes an integer and does not return.
+    unsafe { libc::_exit(code) }
+}
