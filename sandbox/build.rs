@@ -28,21 +28,43 @@ fn main() {
     {
         generate()
     } else {
-        "pub const TEMPLATE: &[(u16, u8, u8, u32)] = &[];\npub const SLOTS: &[(usize, Slot)] = &[];\n\
-         pub const SHA256: [u8; 32] = [0; 32];\n"
-            .to_owned()
+        ["fixed", "runtime"]
+            .iter()
+            .map(|m| {
+                format!(
+                    "pub mod {m} {{\n    use super::Slot;\n    pub const TEMPLATE: &[(u16, u8, u8, u32)] = &[];\n    \
+                     pub const SLOTS: &[(usize, Slot)] = &[];\n    pub const SHA256: [u8; 32] = [0; 32];\n}}\n"
+                )
+            })
+            .collect()
     };
     std::fs::write(out.join("seccomp_program.rs"), text).expect("writing seccomp_program.rs");
 }
 
 fn generate() -> String {
+    let mut text = String::new();
+    for (module, runtime) in [("fixed", false), ("runtime", true)] {
+        let _ = writeln!(text, "pub mod {module} {{\nuse super::Slot;");
+        text.push_str(&generate_one(runtime));
+        let _ = writeln!(text, "}}");
+    }
+    text
+}
+
+fn generate_one(runtime: bool) -> String {
     const PID: u32 = 0x5eed_0001;
     const COOKIE_HI: u32 = 0x5eed_0002;
     const COOKIE_LO: u32 = 0x5eed_0003;
-    let zero = bpf::program(policy::Params { pid: 0, cookie: 0 }).expect("policy compiles");
+    let zero = bpf::program(policy::Params {
+        pid: 0,
+        cookie: 0,
+        runtime,
+    })
+    .expect("policy compiles");
     let marked = bpf::program(policy::Params {
         pid: PID,
         cookie: (u64::from(COOKIE_HI) << 32) | u64::from(COOKIE_LO),
+        runtime,
     })
     .expect("policy compiles");
     assert_eq!(

@@ -422,6 +422,10 @@ fn run(probe: Probe, inputs: &BTreeMap<String, String>) -> String {
             unsafe { libc::syscall(libc::SYS_fsopen, c"tmpfs".as_ptr(), 1u32) }, // FSOPEN_CLOEXEC
         )),
         Probe::MmapExec => res(mmap(4096, libc::PROT_READ | libc::PROT_EXEC, 0).map(unmap(4096))),
+        Probe::MmapExecStageFile => res(map_stage_file(libc::PROT_READ | libc::PROT_EXEC)),
+        Probe::MmapWxStageFile => res(map_stage_file(
+            libc::PROT_READ | libc::PROT_WRITE | libc::PROT_EXEC,
+        )),
         Probe::MprotectExec => res(mprotect_exec(false)),
         Probe::PkeyMprotectExec => res(mprotect_exec(true)),
         Probe::PersonalityReadImpliesExec => res(personality(0x0040_0000)),
@@ -1029,6 +1033,36 @@ fn mount() -> String {
         let _ = umount("mnt");
     }
     nix_res(r)
+}
+
+/// A page of a file it writes in its stage, mapped private with `prot`.
+fn map_stage_file(prot: i32) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open("mapped")?;
+    f.set_len(4096)?;
+    // SAFETY: a private mapping of one page of an open file at an address of the kernel's
+    // choice; it overlaps nothing of ours and is unmapped at once.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            4096,
+            prot,
+            libc::MAP_PRIVATE,
+            f.as_raw_fd(),
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `p` is the one-page mapping made above.
+    unsafe { libc::munmap(p, 4096) };
+    Ok(())
 }
 
 fn mmap(len: usize, prot: i32, extra: i32) -> io::Result<usize> {

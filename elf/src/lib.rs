@@ -15,6 +15,8 @@
 //! confines itself) apply this one rule.
 #![forbid(unsafe_code)]
 
+pub mod runtime;
+
 use goblin::container::{Container, Ctx, Endian};
 use goblin::elf::dynamic::{
     Dynamic, DF_1_PIE, DF_TEXTREL, DT_FLAGS, DT_FLAGS_1, DT_NEEDED, DT_TEXTREL,

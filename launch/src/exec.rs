@@ -184,7 +184,7 @@ pub enum Ran {
 
 /// Spawns the plugin and supervises it to the end, group reaped. `argv0` is the plugin's
 /// `argv[0]`, its registry name, at both levels (`process`: the runner gets it with `--argv0`;
-/// `proto::runner` states the rule); it starts in `workdir` (`crate::stage::prepare`). `inputs` is
+/// `proto::runner` states the rule), with the entry's `runtime` directories; it starts in `workdir` (`crate::stage::prepare`). `inputs` is
 /// the total size and count of the file inputs in the stage (a `process` stage is made that much
 /// larger). With a
 /// `lease` on `exe`, the lease is released once the plugin is executed (`audit`: when the spawn
@@ -200,6 +200,7 @@ pub fn run(
     request: &[u8],
     limits: &Limits,
     inputs: (u64, u64),
+    runtime: &[proto::RuntimeDir],
 ) -> Result<Ran, LaunchError> {
     let started = Instant::now();
     let mut report_read: Option<OwnedFd> = None;
@@ -228,6 +229,7 @@ pub fn run(
                 // Test builds only: a pretended Landlock ABI reaches the runner, which builds its
                 // ruleset as on that kernel.
                 landlock_abi: crate::hooks::pretend_landlock_abi(),
+                runtime: runtime.to_vec(),
                 ..Invocation::new(limits.runner(inputs), argv0.parse()?)
             };
             program = RUNNER_PATH.to_owned();

@@ -45,6 +45,7 @@ pub fn explain(opts: &Options) -> Result<Explanation, LaunchError> {
             let abi = probe.landlock_abi;
             let invocation = Invocation {
                 landlock_abi: crate::hooks::pretend_landlock_abi(),
+                runtime: entry.runtime.clone(),
                 ..Invocation::new(runner_limits, entry.name.clone())
             };
             let plugin = match verified.pinned {
@@ -53,7 +54,8 @@ pub fn explain(opts: &Options) -> Result<Explanation, LaunchError> {
                 }
                 verify::entry::Pinned::Sealed => None,
             };
-            let (digest, allowed) = match runner_policy(r) {
+            let loaded = !entry.runtime.is_empty();
+            let (digest, allowed) = match runner_policy(r, loaded) {
                 Some((d, a)) => (Some(d), a),
                 None => (None, Vec::new()),
             };
@@ -144,10 +146,10 @@ pub fn explain(opts: &Options) -> Result<Explanation, LaunchError> {
     })
 }
 
-/// The seccomp policy digest and the allowed system calls the validated runner states
-/// (`dot-sandbox --version`, executed from its opened descriptor with an empty environment), if
-/// it states them.
-fn runner_policy(runner: &Runner) -> Option<(Sha256, Vec<String>)> {
+/// The seccomp policy digest (`loaded`: of the variant for a program the runtime's loader maps)
+/// and the allowed system calls the validated runner states (`dot-sandbox --version`, executed
+/// from its opened descriptor with an empty environment), if it states them.
+fn runner_policy(runner: &Runner, loaded: bool) -> Option<(Sha256, Vec<String>)> {
     use std::io::Read;
     let argv = [
         std::ffi::CString::new(RUNNER_ARGV0).ok()?,
@@ -170,7 +172,14 @@ fn runner_policy(runner: &Runner) -> Option<(Sha256, Vec<String>)> {
     child.wait().ok()?;
     read?.ok()?;
     let text = String::from_utf8(stdout).ok()?;
-    let (_, rest) = text.split_once("sha256:")?;
+    // The policy for a program the runtime's loader maps (a script or dynamic program) is the
+    // second digest.
+    let marker = if loaded {
+        "with a runtime sha256:"
+    } else {
+        "sha256:"
+    };
+    let (_, rest) = text.split_once(marker)?;
     let digest = rest.get(..64)?.parse().ok()?;
     let allowed = rest
         .split_once("system calls: ")

@@ -18,6 +18,7 @@ pub(crate) fn run_pinned(
     inputs: &Inputs,
 ) -> Result<exec::Observed, LaunchError> {
     let name = verified.entry.name.clone();
+    let runtime = verified.entry.runtime.clone();
     let go = |verified: &mut verify::entry::Verified| {
         let lease = pinned_lease(verified)?;
         exec::run(
@@ -29,6 +30,7 @@ pub(crate) fn run_pinned(
             request,
             limits,
             inputs.totals(),
+            &runtime,
         )
     };
     match go(verified)? {

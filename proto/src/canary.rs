@@ -275,6 +275,11 @@ probes! {
     Fsopen = "fsopen" => seccomp();
     // Executable memory.
     MmapExec = "mmap-exec" => seccomp();
+    // A file of its own stage mapped executable: the filter refuses it without a runtime; with one
+    // (where file mappings may be executable, for the loader) the stage's noexec mount does, with
+    // the same errno. Writable and executable at once is refused by the filter either way.
+    MmapExecStageFile = "mmap-exec-stage-file" => seccomp();
+    MmapWxStageFile = "mmap-wx-stage-file" => seccomp();
     MprotectExec = "mprotect-exec" => seccomp();
     PkeyMprotectExec = "pkey-mprotect-exec" => seccomp();
     PersonalityReadImpliesExec = "personality-read-implies-exec" => seccomp();

@@ -47,6 +47,78 @@ pub struct Entry {
         skip_serializing_if = "Option::is_none"
     )]
     pub limits: Option<DeclaredLimits>,
+    /// Read-only host directories (absolute, e.g. `/usr`) a `process` plugin's interpreter or
+    /// shared libraries come from: each appears at the same path in the run's private root, with
+    /// read and execute beneath it. Signed with the rest; adding one is a widening. Their files
+    /// are the host's and not pinned.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runtime: Vec<RuntimeDir>,
+}
+
+/// The most runtime directories an entry may declare.
+pub const MAX_RUNTIME_DIRS: usize = 16;
+
+/// A runtime directory of an entry: an absolute, normalized path of a directory other than `/`
+/// (no `.` or `..` component, no repeated or trailing `/`, no control character), at most 255 bytes.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct RuntimeDir(String);
+
+/// Why a path is not a runtime directory.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("runtime directory {0:?} is not an absolute, normalized path below / (e.g. /usr)")]
+pub struct BadRuntimeDir(pub String);
+
+impl RuntimeDir {
+    pub fn new(path: &str) -> Result<RuntimeDir, BadRuntimeDir> {
+        let bad = || BadRuntimeDir(path.to_owned());
+        let rest = path.strip_prefix('/').ok_or_else(bad)?;
+        if rest.is_empty()
+            || path.len() > 255
+            || path.chars().any(char::is_control)
+            || rest
+                .split('/')
+                .any(|c| c.is_empty() || c == "." || c == "..")
+        {
+            return Err(bad());
+        }
+        Ok(RuntimeDir(path.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether `path` (absolute) is this directory or lies beneath it.
+    pub fn contains(&self, path: &std::path::Path) -> bool {
+        path.starts_with(&self.0)
+    }
+}
+
+impl std::str::FromStr for RuntimeDir {
+    type Err = BadRuntimeDir;
+    fn from_str(s: &str) -> Result<RuntimeDir, BadRuntimeDir> {
+        RuntimeDir::new(s)
+    }
+}
+
+impl TryFrom<String> for RuntimeDir {
+    type Error = BadRuntimeDir;
+    fn try_from(s: String) -> Result<RuntimeDir, BadRuntimeDir> {
+        RuntimeDir::new(&s)
+    }
+}
+
+impl From<RuntimeDir> for String {
+    fn from(d: RuntimeDir) -> String {
+        d.0
+    }
+}
+
+impl fmt::Display for RuntimeDir {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
 }
 
 /// Who vouches for an entry.
@@ -184,7 +256,8 @@ impl Entry {
     }
 
     /// Checks what the types alone cannot: schema, a reserved plugin name, trust/publisher
-    /// agreement, protocol range, duplicate inputs, the range of each declared limit.
+    /// agreement, protocol range, duplicate inputs, runtime directories only for `process`, the
+    /// range of each declared limit.
     pub fn validate(&self) -> Result<(), EntryError> {
         if RESERVED_PLUGIN_NAMES.contains(&self.name.as_str()) {
             return Err(EntryError::Invalid {
@@ -233,6 +306,30 @@ impl Entry {
                     message: format!("input {:?} is declared twice", input.name.as_str()),
                 });
             }
+        }
+        if !self.runtime.is_empty() && self.containment != Containment::Process {
+            return Err(EntryError::Invalid {
+                field: "runtime",
+                value: self.runtime[0].to_string(),
+                message: "a runtime is for containment process: at audit the plugin sees the whole host already".to_owned(),
+            });
+        }
+        let mut dirs = BTreeSet::new();
+        for d in &self.runtime {
+            if !dirs.insert(d.as_str()) {
+                return Err(EntryError::Invalid {
+                    field: "runtime",
+                    value: d.to_string(),
+                    message: format!("runtime directory {d} is declared twice"),
+                });
+            }
+        }
+        if self.runtime.len() > MAX_RUNTIME_DIRS {
+            return Err(EntryError::Invalid {
+                field: "runtime",
+                value: self.runtime.len().to_string(),
+                message: format!("at most {MAX_RUNTIME_DIRS} runtime directories"),
+            });
         }
         if let Some(Err(e)) = self.limits.as_ref().map(DeclaredLimits::validate) {
             return Err(EntryError::Invalid {

@@ -195,6 +195,7 @@ kinds! {
     Stage = "stage" => System,
     Identity = "identity" => Refused,
     Namespaces = "namespaces" => Refused,
+    RuntimeUnresolved = "runtime-unresolved" => Refused,
     SeccompPolicy = "seccomp-policy" => System,
     SeccompInstall = "seccomp-install" => System,
     Signals = "signals" => System,

@@ -134,6 +134,9 @@ pub struct Invocation {
     pub landlock_abi: Option<u32>,
     /// The plugin's `argv[0]`: its registry name.
     pub argv0: Name,
+    /// The entry's runtime directories (`--runtime DIR`, repeated): bound read-only into the run's
+    /// private root.
+    pub runtime: Vec<crate::entry::RuntimeDir>,
     /// The plugin path argument ([`PLUGIN_PATH`]; the runner refuses anything else).
     pub plugin: String,
 }
@@ -146,6 +149,7 @@ impl Invocation {
             limits,
             landlock_abi: None,
             argv0,
+            runtime: Vec::new(),
             plugin: PLUGIN_PATH.to_owned(),
         }
     }
@@ -165,6 +169,10 @@ impl Invocation {
         if let Some(abi) = self.landlock_abi {
             argv.push("--landlock-abi".to_owned());
             argv.push(abi.to_string());
+        }
+        for dir in &self.runtime {
+            argv.push("--runtime".to_owned());
+            argv.push(dir.to_string());
         }
         argv.push("--argv0".to_owned());
         argv.push(self.argv0.to_string());
@@ -241,6 +249,15 @@ pub struct Enforced {
     /// `net`, `uts`, and `user` when the run has a user namespace).
     #[serde(default)]
     pub namespaces: Vec<String>,
+    /// The runtime directories bound read-only into the private root (their files are the
+    /// host's, not pinned); empty for a static plugin without one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runtime: Vec<String>,
+    /// What the runner executed: `static` (a static ELF, all of it pinned), `dynamic` (an ELF whose
+    /// interpreter and libraries come from the runtime) or `script` (an interpreter from the
+    /// runtime, handed the pinned script by descriptor).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program: Option<String>,
     pub seccomp_policy_sha256: Sha256,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confine_us: Option<u64>,
@@ -526,6 +543,9 @@ pub const HANDLED_FS: [FsRight; 15] = [
 
 /// What the runner grants on the plugin's own executable (when it is a file on a filesystem).
 pub const PLUGIN_RIGHTS: [FsRight; 2] = [FsRight::ReadFile, FsRight::Execute];
+
+/// What the runner grants beneath each runtime directory (a read-only bind): read and execute.
+pub const RUNTIME_RIGHTS: [FsRight; 3] = [FsRight::ReadFile, FsRight::ReadDir, FsRight::Execute];
 
 /// What the runner grants beneath the stage (its working directory): read and write, never
 /// execute, no special files, no links, no renames across directories.

@@ -213,6 +213,11 @@ pub struct DevArgs {
     /// the containment it requires: audit or process
     #[argh(option)]
     pub containment: Containment,
+    /// with --containment process: a read-only host directory (absolute, e.g. /usr) the plugin's
+    /// interpreter or shared libraries come from, bound at the same path into the run's private
+    /// root (repeatable; a script or dynamic program needs one, and its files are not pinned)
+    #[argh(option)]
+    pub runtime: Vec<proto::RuntimeDir>,
     /// the plugin version (default 0.1.0)
     #[argh(option, default = "String::from(\"0.1.0\")")]
     pub version: String,
@@ -467,6 +472,11 @@ pub struct EntryNewArgs {
     /// the containment it requires: audit or process
     #[argh(option)]
     pub containment: Containment,
+    /// with --containment process: a read-only host directory (absolute, e.g. /usr) the plugin's
+    /// interpreter or shared libraries come from, bound at the same path into the run's private
+    /// root (repeatable; a script or dynamic program needs one, and its files are not pinned)
+    #[argh(option)]
+    pub runtime: Vec<proto::RuntimeDir>,
     /// the plugin version (semantic version)
     #[argh(option)]
     pub version: String,

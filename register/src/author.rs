@@ -32,6 +32,7 @@ pub fn entry_new(a: &EntryNewArgs) -> Result<Entry, RegisterError> {
         containment: a.containment,
         expires: a.expires,
         limits: a.limits(),
+        runtime: a.runtime.clone(),
     };
     entry
         .validate()
@@ -40,10 +41,12 @@ pub fn entry_new(a: &EntryNewArgs) -> Result<Entry, RegisterError> {
             source,
         })?;
     if entry.containment == Containment::Process {
-        verify::elf::check_static_elf(&file).map_err(|source| VerifyError::NotStaticElf {
-            path: a.exe.clone(),
-            source,
-        })?;
+        verify::elf::check_program(&file, &entry.runtime, verify::elf::Depth::All).map_err(
+            |source| VerifyError::Runtime {
+                path: a.exe.clone(),
+                source: Box::new(source),
+            },
+        )?;
     }
     Ok(entry)
 }

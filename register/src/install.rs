@@ -151,6 +151,7 @@ pub fn dev(a: &DevArgs) -> Result<AddReport, RegisterError> {
         containment: a.containment,
         expires: None,
         limits: a.limits(),
+        runtime: a.runtime.clone(),
     };
     entry
         .validate()
@@ -158,8 +159,14 @@ pub fn dev(a: &DevArgs) -> Result<AddReport, RegisterError> {
             path: PathBuf::new(),
             source,
         })?;
-    check_exe_file(&file, &meta, &sha256, size, entry.containment)
-        .map_err(|e| e.with_path(&a.exe))?;
+    check_exe_file(
+        &file,
+        &meta,
+        &sha256,
+        size,
+        (entry.containment, &entry.runtime),
+    )
+    .map_err(|e| e.with_path(&a.exe))?;
     let base = dev_command(a);
     let hint = |add: Vec<Opt>| Next::again(add, vec![], base.clone());
     let dynamic = check_dynamic(&file, &a.exe, &entry, a.allow_dynamic, &hint)?;
@@ -322,8 +329,14 @@ fn check_consent(
 /// Opens the executable and runs the file checks against the entry.
 fn open_checked_exe(path: &Path, entry: &Entry) -> Result<File, RegisterError> {
     let (file, meta) = sys::fs::open_regular(path).map_err(|e| VerifyError::from_open(path, e))?;
-    check_exe_file(&file, &meta, &entry.sha256, entry.size, entry.containment)
-        .map_err(|e| e.with_path(path))?;
+    check_exe_file(
+        &file,
+        &meta,
+        &entry.sha256,
+        entry.size,
+        (entry.containment, &entry.runtime),
+    )
+    .map_err(|e| e.with_path(path))?;
     Ok(file)
 }
 
@@ -528,6 +541,9 @@ fn dev_command(a: &DevArgs) -> Next {
         .arg("--containment")
         .arg(a.containment.to_string())
         .args(["--version", &a.version, "--protocol", &a.protocol]);
+    for dir in &a.runtime {
+        cmd = cmd.arg("--runtime").arg(dir.as_str());
+    }
     for input in &a.input {
         cmd = cmd.args(["--input", input]);
     }

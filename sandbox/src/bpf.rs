@@ -385,6 +385,7 @@ pub mod testing {
     pub const P: Params = Params {
         pid: 4242,
         cookie: 0x1234_5678_9abc_def0,
+        runtime: false,
     };
     pub const EPERM: u32 = RET_ERRNO | libc::EPERM as u32;
     pub const ENOSYS: u32 = RET_ERRNO | libc::ENOSYS as u32;
@@ -433,7 +434,13 @@ mod tests {
     /// syscall number and a spread of arguments.
     #[test]
     fn tree_matches_seccompiler_linear_program() {
-        let rules = deny_rules(P).expect("rules");
+        for p in [P, Params { runtime: true, ..P }] {
+            tree_matches_for(p);
+        }
+    }
+
+    fn tree_matches_for(p: Params) {
+        let rules = deny_rules(p).expect("rules");
         let shared = compile(&rules);
         let mut inline = prefix();
         inline.extend(tree(&segments(&rules)));

@@ -66,6 +66,8 @@ pub enum ExecError {
     PluginFd(io::Error),
     #[error("plugin {0}")]
     NotStaticElf(#[from] ElfError),
+    #[error("{0}")]
+    Program(#[from] elf::runtime::RuntimeError),
     #[error("setting the parent-death signal failed: {0}")]
     ParentDeathSignal(io::Error),
     #[error("the parent is already gone (parent is now pid {ppid})")]
@@ -127,6 +129,7 @@ impl ToErrorObject for ExecError {
             ExecError::BadLimit { .. } => Kind::BadLimit,
             ExecError::PluginFd(_) => Kind::BadPluginFd,
             ExecError::NotStaticElf(e) => e.kind(),
+            ExecError::Program(e) => e.kind(),
             ExecError::ParentDeathSignal(_) => Kind::ParentDeathSignal,
             ExecError::ParentGone { .. } => Kind::ParentGone,
             ExecError::Rlimit { .. } => Kind::Rlimit,
@@ -155,6 +158,7 @@ impl ToErrorObject for ExecError {
             ExecError::BadPluginPath { path } => obj.field("plugin").value(path.clone()),
             ExecError::BadLimit { field, value } => obj.field(*field).value(value.to_string()),
             ExecError::NotStaticElf(e) => e.to_error_object().path(PLUGIN_PATH),
+            ExecError::Program(e) => e.to_error_object().path(PLUGIN_PATH),
             ExecError::PluginFd(_) => obj.path(PLUGIN_PATH),
             ExecError::ReportFd { fd, .. } => obj.field("report-fd").value(fd.to_string()),
             ExecError::LandlockUnsupported { abi } => obj
@@ -232,9 +236,17 @@ fn claim_plugin() -> Result<File, ExecError> {
         .map_err(ExecError::PluginFd)
 }
 
-fn check_static_elf(plugin: &File) -> Result<(), ExecError> {
-    elf::check_static_elf(plugin)?;
-    Ok(())
+/// What the plugin is: a static ELF, or (with runtime directories) a script or dynamic program
+/// whose interpreter and libraries resolve inside them.
+fn check_program(
+    plugin: &File,
+    runtime: &[proto::RuntimeDir],
+) -> Result<elf::runtime::Program, ExecError> {
+    Ok(elf::runtime::check_program(
+        plugin,
+        runtime,
+        elf::runtime::Depth::Plugin,
+    )?)
 }
 
 fn parent_death_signal() -> Result<(), ExecError> {
@@ -397,7 +409,11 @@ pub fn target_abi(kernel_abi: u32, cap: Option<u32>) -> Result<u32, ExecError> {
 /// Applies the ruleset as a kernel with Landlock ABI `min(cap, kernel)` would get it: the ABI 3
 /// file rights always (hard requirement), TCP bind/connect from ABI 4 and the scopes from ABI 6
 /// (best effort).
-fn apply_landlock(plugin: &File, cap: Option<u32>) -> Result<LandlockApplied, ExecError> {
+fn apply_landlock(
+    plugin: &File,
+    runtime: &[proto::RuntimeDir],
+    cap: Option<u32>,
+) -> Result<LandlockApplied, ExecError> {
     use landlock::{
         Access, AccessFs, AccessNet, CompatLevel, Compatible, LandlockStatus, PathBeneath, Ruleset,
         RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope, ABI,
@@ -439,9 +455,23 @@ fn apply_landlock(plugin: &File, cap: Option<u32>) -> Result<LandlockApplied, Ex
             fs_rights(&proto::runner::PLUGIN_RIGHTS),
         ))?
     };
-    let status = ruleset
-        .add_rule(PathBeneath::new(&stage, stage_rights))?
-        .restrict_self()?;
+    let mut ruleset = ruleset.add_rule(PathBeneath::new(&stage, stage_rights))?;
+    for dir in runtime {
+        // The bind made in the private root at the same path (read-only, nosuid, nodev).
+        let beneath = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC)
+            .open(dir.as_str())
+            .map_err(|source| ExecError::Stage {
+                step: "opening a runtime directory in the private root",
+                source,
+            })?;
+        ruleset = ruleset.add_rule(PathBeneath::new(
+            &beneath,
+            fs_rights(&proto::runner::RUNTIME_RIGHTS),
+        ))?;
+    }
+    let status = ruleset.restrict_self()?;
     let abi = match status.landlock {
         LandlockStatus::Available { effective_abi, .. } => abi_number(effective_abi).min(target),
         _ => 0,
@@ -597,7 +627,8 @@ fn confine_and_exec(
     let plugin = claim_plugin()?;
     let mut laps = Laps(Instant::now());
     let mut t = ConfineTimings::default();
-    check_static_elf(&plugin)?;
+    let plugin_program = check_program(&plugin, &inv.runtime)?;
+    let script = matches!(plugin_program, elf::runtime::Program::Script { .. });
     t.elf_us = laps.lap();
     let id = identity::plan().map_err(|source| ExecError::Identity {
         step: "reading /proc/self/uid_map",
@@ -636,7 +667,7 @@ fn confine_and_exec(
         .map_err(|source| ns_err(("init's parent-death signal", source)))?;
     let bound = inv.limits.stage();
     let stage_root = stage::create(bound, owner).map_err(stage_err("creating the tmpfs"))?;
-    namespaces::private_root(&stage_root).map_err(ns_err)?;
+    namespaces::private_root(&stage_root, &inv.runtime, script).map_err(ns_err)?;
     match namespaces::fork_plugin().map_err(ns_err)? {
         Below::Init { plugin: pid } => {
             drop((plugin, inputs, stage_root));
@@ -667,19 +698,25 @@ fn confine_and_exec(
     t.capabilities_us += laps.lap();
     set_no_new_privs()?;
     t.no_new_privs_us = laps.lap();
-    let landlock = apply_landlock(&plugin, inv.landlock_abi)?;
+    let landlock = apply_landlock(&plugin, &inv.runtime, inv.landlock_abi)?;
     t.landlock_us = laps.lap();
     default_signals()?;
     t.signals_us = laps.lap();
     let params = crate::policy::Params {
         pid: std::process::id(),
         cookie: sys::confine::random_u64().map_err(|e| ExecError::SeccompPolicy(e.to_string()))?,
+        runtime: !inv.runtime.is_empty(),
     };
     let (program, seccomp_policy_sha256) = build_seccomp(params)?;
     t.seccomp_build_us = laps.lap();
     install_seccomp(&program)?;
     t.seccomp_install_us = laps.lap();
     cloexec_inherited()?;
+    if script {
+        // The interpreter reads the pinned script through /dev/fd/4.
+        use std::os::fd::AsFd;
+        sys::confine::keep_across_exec(plugin.as_fd()).map_err(ExecError::Cloexec)?;
+    }
     t.cloexec_us = laps.lap();
     t.peak_rss_kib = peak_rss_kib();
     let (uid, gid) = id.ids();
@@ -698,6 +735,8 @@ fn confine_and_exec(
         },
         stage: bound,
         namespaces: namespaces::names(matches!(id, identity::Plan::UserNamespace { .. })),
+        runtime: inv.runtime.iter().map(|d| d.to_string()).collect(),
+        program: Some(plugin_program.word().to_owned()),
         seccomp_policy_sha256,
         confine_us: Some(start.elapsed().as_micros() as u64),
         timings: Some(t),

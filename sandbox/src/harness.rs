@@ -9,7 +9,7 @@
 //! The test suite runs the same probes through [`Run::direct`] too (unconfined, to prove each probe
 //! detects its escape); that part of the harness lives with the tests.
 
-use proto::canary::CanaryResult;
+use proto::canary::{CanaryResult, ProbeSpec};
 use proto::runner::{
     Invocation, Limits, Message, SandboxReport, MAX_REPORT, PLUGIN_FD, REPORT_FD, RUNNER_FD,
     RUNNER_PATH,
@@ -338,6 +338,34 @@ pub fn canary_invocation(limits: Limits, landlock_abi: Option<u32>) -> io::Resul
         landlock_abi,
         ..Invocation::new(limits, name)
     })
+}
+
+/// Runs one probe under the runner with `invocation` (its limits the request's too), as
+/// `probe --prove` does: a fresh scratch stage, the victim beside it, a pty where the probe needs
+/// one. Returns the observed outcome and the run.
+pub fn run_probe_as(
+    runner: &File,
+    canary: &File,
+    probe: &ProbeSpec,
+    invocation: &Invocation,
+) -> io::Result<(String, RunOutput)> {
+    let scratch = Scratch::new(probe.name)?;
+    let targets = Targets::new()?;
+    let request = canary_request(
+        probe.name,
+        &targets,
+        invocation.limits,
+        Some(&scratch.victim()),
+    )?;
+    let run = Run {
+        stage: &scratch.stage,
+        request: &request,
+        input: if probe.pty { Input::Pty } else { Input::Pipe },
+        timeout: Duration::from_secs(30),
+    }
+    .runner(runner, canary, &invocation.argv())?;
+    let observed = outcome(&run, run.read_stage_file("out/result.json"), probe.name);
+    Ok((observed, run))
 }
 
 /// The request the canary reads for `probe`, aiming at `victim` outside the stage when given.

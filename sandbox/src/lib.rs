@@ -27,7 +27,8 @@ mod stage;
 
 pub use exec::ExecError;
 pub use harness::{
-    canary_invocation, canary_request, outcome, Input, Run, RunOutput, Scratch, Targets, CANARY,
+    canary_invocation, canary_request, outcome, run_probe_as, Input, Run, RunOutput, Scratch,
+    Targets, CANARY,
 };
 pub use prove::PROVE_LIMITS;
 pub use prove::{prove, prove_sibling, run_probe, ProbeResult, ProveError, ProveReport};
@@ -88,6 +89,11 @@ pub struct ExecArgs {
     /// scopes below 6); below 3 is refused like such a kernel
     #[argh(option)]
     pub landlock_abi: Option<u32>,
+    /// a host directory bound read-only at the same path into the run's private root, with read
+    /// and execute beneath it (repeatable): the entry's runtime, for a script's interpreter or a
+    /// dynamic program's libraries
+    #[argh(option)]
+    pub runtime: Vec<proto::RuntimeDir>,
     /// the plugin's argv[0]: its registry name
     #[argh(option)]
     pub argv0: Name,
@@ -112,6 +118,7 @@ impl ExecArgs {
             },
             landlock_abi: self.landlock_abi,
             argv0: self.argv0.clone(),
+            runtime: self.runtime.clone(),
             plugin: self.plugin.clone(),
         }
     }
@@ -164,14 +171,15 @@ impl ToErrorObject for Error {
 pub fn version_about() -> String {
     let protocol = proto::protocol::PROTOCOL_VERSION;
     #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-    let policy = match seccomp::policy_sha256() {
-        Ok(d) => format!(
-            "seccomp policy sha256:{}, allowing {} system calls: {}",
+    let policy = match (seccomp::policy_sha256(false), seccomp::policy_sha256(true)) {
+        (Ok(d), Ok(r)) => format!(
+            "seccomp policy sha256:{}, with a runtime sha256:{}, allowing {} system calls: {}",
             d.to_hex(),
+            r.to_hex(),
             policy::ALLOWED.len(),
             allowed_syscalls().join(" ")
         ),
-        Err(e) => format!("seccomp policy unavailable: {e}"),
+        (Err(e), _) | (_, Err(e)) => format!("seccomp policy unavailable: {e}"),
     };
     #[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
     let policy = "no process containment on this platform".to_owned();
@@ -202,8 +210,8 @@ pub fn run(args: Args) -> Result<Output, Error> {
 /// The seccomp policy's identity: SHA-256 of its program with the per-launch values set to zero
 /// (what every report's `seccomp_policy_sha256` says).
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-pub fn policy_sha256() -> Result<Sha256, seccompiler::BackendError> {
-    seccomp::policy_sha256()
+pub fn policy_sha256(runtime: bool) -> Result<Sha256, seccompiler::BackendError> {
+    seccomp::policy_sha256(runtime)
 }
 
 /// The names of the system calls the seccomp policy allows (some only in part, by argument), in
@@ -216,7 +224,12 @@ pub fn allowed_syscalls() -> Vec<&'static str> {
 /// How many instructions the seccomp program the runner installs has.
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 pub fn policy_instructions() -> Result<usize, seccompiler::BackendError> {
-    seccomp::program_and_digest(policy::Params { pid: 0, cookie: 0 }).map(|(p, _)| p.len())
+    seccomp::program_and_digest(policy::Params {
+        pid: 0,
+        cookie: 0,
+        runtime: false,
+    })
+    .map(|(p, _)| p.len())
 }
 
 #[cfg(test)]
@@ -253,6 +266,10 @@ mod tests {
             argv0: Name::new("a.b-c_9").expect("name"),
             limits: Limits::MIN,
             landlock_abi: Some(0),
+            runtime: vec![
+                "/usr".parse().expect("dir"),
+                "/opt/py 3".parse().expect("dir"),
+            ],
         };
         for inv in [plain, knob, odd] {
             match parse(&inv.argv()) {

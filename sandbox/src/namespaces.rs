@@ -149,18 +149,90 @@ pub fn init_parent_death(status: &OwnedFd) -> io::Result<()> {
 }
 
 /// Init makes the run's root: mounts private, the host name the run's own, the stage's tmpfs
-/// attached on the working directory, `pivot_root` onto it, the host's tree detached, `/` the
-/// working directory.
-pub fn private_root(stage: &OwnedFd) -> Result<(), (&'static str, io::Error)> {
+/// attached on the working directory; each runtime directory bound read-only at its own path in it
+/// (with the host's top-level links into them, such as a merged `/usr`'s `/lib64 -> usr/lib64`),
+/// and for a script a procfs of the run's PID namespace with `/dev/fd` (its interpreter reads it
+/// through `/dev/fd/4`); then `pivot_root` onto it, the host's tree detached, `/` the working
+/// directory.
+pub fn private_root(
+    stage: &OwnedFd,
+    runtime: &[proto::RuntimeDir],
+    script: bool,
+) -> Result<(), (&'static str, io::Error)> {
     use sys::namespace as ns;
     ns::make_mounts_private().map_err(|e| ("making every mount private", e))?;
     ns::set_host_name(HOST_NAME).map_err(|e| ("setting the run's host name", e))?;
     ns::attach_mount(stage.as_fd(), c".").map_err(|e| ("attaching the stage", e))?;
     nix::unistd::fchdir(stage).map_err(|e| ("entering the stage", e.into()))?;
+    for dir in runtime {
+        bind_runtime(dir).map_err(|e| ("binding a runtime directory", e))?;
+    }
+    if !runtime.is_empty() {
+        link_into_runtime(runtime).map_err(|e| ("linking into a runtime directory", e))?;
+    }
+    if script {
+        script_proc().map_err(|e| ("mounting the run's /proc", e))?;
+    }
     ns::pivot_root_here().map_err(|e| ("pivot_root onto the stage", e))?;
     ns::detach_old_root().map_err(|e| ("detaching the host's tree", e))?;
     nix::unistd::chdir("/").map_err(|e| ("entering the new root", e.into()))?;
     Ok(())
+}
+
+/// Makes `dir`'s path inside the stage (the working directory) and binds the host's `dir` there,
+/// read-only.
+fn bind_runtime(dir: &proto::RuntimeDir) -> io::Result<()> {
+    let inside = dir.as_str().trim_start_matches('/');
+    make_dirs(inside)?;
+    let host = std::ffi::CString::new(dir.as_str()).map_err(io::Error::other)?;
+    let tree = sys::namespace::read_only_bind(&host)?;
+    let at = std::ffi::CString::new(inside).map_err(io::Error::other)?;
+    sys::namespace::attach_mount(tree.as_fd(), &at)
+}
+
+/// `mkdir -p` relative to the working directory, each new directory 0755.
+fn make_dirs(path: &str) -> io::Result<()> {
+    let mut at = String::new();
+    for part in path.split('/') {
+        if !at.is_empty() {
+            at.push('/');
+        }
+        at.push_str(part);
+        match std::fs::create_dir(&at) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// The host's top-level symbolic links (`/lib64`, `/bin`, … on a merged-`/usr` system) whose
+/// target lies inside a runtime directory, made again with the same text in the stage: the
+/// interpreter path a program names (`/lib64/ld-linux-x86-64.so.2`) then resolves as on the host.
+fn link_into_runtime(runtime: &[proto::RuntimeDir]) -> io::Result<()> {
+    for e in std::fs::read_dir("/")?.flatten() {
+        let path = e.path();
+        let Ok(text) = std::fs::read_link(&path) else {
+            continue;
+        };
+        let Ok(real) = std::fs::canonicalize(&path) else {
+            continue;
+        };
+        let name = e.file_name();
+        if runtime.iter().any(|d| d.contains(&real)) && std::fs::symlink_metadata(&name).is_err() {
+            std::os::unix::fs::symlink(&text, &name)?;
+        }
+    }
+    Ok(())
+}
+
+/// A procfs of the run's own PID namespace on `proc` and `dev/fd -> /proc/self/fd`.
+fn script_proc() -> io::Result<()> {
+    make_dirs("proc")?;
+    sys::namespace::mount_pid_proc(c"proc")?;
+    make_dirs("dev")?;
+    std::os::unix::fs::symlink("/proc/self/fd", "dev/fd")
 }
 
 /// Which process of the run this is after [`fork_plugin`].

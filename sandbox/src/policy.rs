@@ -380,6 +380,11 @@ pub struct Params {
     pub pid: u32,
     /// The value `execveat`'s unused sixth argument must carry; only the runner's final exec has it.
     pub cookie: u64,
+    /// The run has runtime directories: its dynamic loader maps their libraries executable. A
+    /// file's pages may then be mapped executable, never writable at once and never anonymous
+    /// memory (the stage is mounted `noexec`, the runtime read-only: no file the plugin can write
+    /// can be mapped so).
+    pub runtime: bool,
 }
 
 /// A condition on the low 32 bits of argument `arg`.
@@ -463,7 +468,7 @@ pub fn refused_by_argument(p: Params) -> Result<Vec<(i64, Vec<Deny>)>, BackendEr
         (SYS_prlimit64, pid_other()?),
         // MAP_HUGETLB takes pages from the host's huge page pool, which is not the run's: its
         // size is set aside for whatever the host reserved it for.
-        (SYS_mmap, vec![exec(2)?, flag_set(3, MAP_HUGETLB as u64)?]),
+        (SYS_mmap, mmap_refusals(p)?),
         (
             SYS_madvise,
             vec![Deny::NoneOf {
@@ -518,6 +523,29 @@ pub fn refused_by_argument(p: Params) -> Result<Vec<(i64, Vec<Deny>)>, BackendEr
             vec![flag_set(2, CLOSE_RANGE_UNSHARE as u64)?],
         ),
     ])
+}
+
+/// When `mmap` is refused: executable memory (without a runtime: any; with one: anonymous, or
+/// writable at once), and huge pages.
+fn mmap_refusals(p: Params) -> Result<Vec<Deny>, BackendError> {
+    use libc::{MAP_ANONYMOUS, MAP_HUGETLB, PROT_EXEC, PROT_WRITE};
+    let exec = || dword(2, Op::MaskedEq(PROT_EXEC as u64), PROT_EXEC as u64);
+    let mut v = if p.runtime {
+        vec![
+            rule(vec![
+                exec()?,
+                dword(3, Op::MaskedEq(MAP_ANONYMOUS as u64), MAP_ANONYMOUS as u64)?,
+            ])?,
+            rule(vec![
+                exec()?,
+                dword(2, Op::MaskedEq(PROT_WRITE as u64), PROT_WRITE as u64)?,
+            ])?,
+        ]
+    } else {
+        vec![rule(vec![exec()?])?]
+    };
+    v.push(flag_set(3, MAP_HUGETLB as u64)?);
+    Ok(v)
 }
 
 /// Whether `nr` is in [`ALLOWED`].
@@ -1122,6 +1150,55 @@ mod tests {
         let read_implies_exec = 0x0040_0000;
         assert_eq!(
             call(libc::SYS_personality, [read_implies_exec, 0, 0, 0, 0, 0]),
+            EPERM
+        );
+    }
+
+    /// With a runtime the loader maps its libraries' text: a file mapping may be executable, never
+    /// anonymous memory, never writable at once; `mprotect` never adds execute.
+    #[test]
+    fn with_a_runtime_only_file_mappings_may_be_executable() {
+        let p = Params { runtime: true, ..P };
+        let code = crate::bpf::program(p).expect("policy");
+        let mmap = |prot: i32, flags: i32| {
+            let args = [0, 4096, prot as u64, flags as u64, 3, 0];
+            run(
+                &code,
+                crate::bpf::AUDIT_ARCH_X86_64,
+                libc::SYS_mmap as u32,
+                args,
+            )
+        };
+        use libc::{MAP_ANONYMOUS, MAP_PRIVATE, PROT_EXEC, PROT_READ, PROT_WRITE};
+        assert_eq!(mmap(PROT_READ | PROT_EXEC, MAP_PRIVATE), RET_ALLOW);
+        assert_eq!(
+            mmap(PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS),
+            EPERM
+        );
+        assert_eq!(mmap(PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE), EPERM);
+        assert_eq!(
+            mmap(PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS),
+            RET_ALLOW
+        );
+        let mprotect = [0, 4096, (PROT_READ | PROT_EXEC) as u64, 0, 0, 0];
+        let nr = libc::SYS_mprotect as u32;
+        assert_eq!(
+            run(&code, crate::bpf::AUDIT_ARCH_X86_64, nr, mprotect),
+            EPERM
+        );
+        // Without one, no executable mapping at all.
+        assert_eq!(
+            call(
+                libc::SYS_mmap,
+                [
+                    0,
+                    4096,
+                    (PROT_READ | PROT_EXEC) as u64,
+                    MAP_PRIVATE as u64,
+                    3,
+                    0
+                ]
+            ),
             EPERM
         );
     }

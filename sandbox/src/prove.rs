@@ -2,8 +2,7 @@
 //! `proto::canary::PROBES`, exactly as `dot-launch` would run it (see `harness`), each outcome
 //! compared with the outcomes the list accepts under `process`.
 
-use crate::harness::{canary_invocation, canary_request, outcome, Input, Run, RunOutput};
-use crate::harness::{Scratch, Targets};
+use crate::harness::{canary_invocation, RunOutput};
 use proto::canary::{Probe, ProbeSpec, PROBES};
 use proto::runner::Limits;
 use proto::{ErrorObject, Kind, ToErrorObject};
@@ -11,7 +10,6 @@ use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::io;
 use std::path::PathBuf;
-use std::time::Duration;
 
 /// The limits `--prove` runs the canary with.
 pub const PROVE_LIMITS: Limits = Limits {
@@ -90,19 +88,8 @@ pub fn run_probe(
     limits: Limits,
     landlock_abi: Option<u32>,
 ) -> io::Result<(String, RunOutput)> {
-    let scratch = Scratch::new(probe.name)?;
-    let targets = Targets::new()?;
-    let request = canary_request(probe.name, &targets, limits, Some(&scratch.victim()))?;
-    let argv = canary_invocation(limits, landlock_abi)?.argv();
-    let run = Run {
-        stage: &scratch.stage,
-        request: &request,
-        input: if probe.pty { Input::Pty } else { Input::Pipe },
-        timeout: Duration::from_secs(30),
-    }
-    .runner(runner, canary, &argv)?;
-    let observed = outcome(&run, run.read_stage_file("out/result.json"), probe.name);
-    Ok((observed, run))
+    let invocation = canary_invocation(limits, landlock_abi)?;
+    crate::harness::run_probe_as(runner, canary, probe, &invocation)
 }
 
 /// Runs `only` (or every probe) confined and compares each outcome with the table; the runner

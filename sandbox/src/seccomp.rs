@@ -26,7 +26,7 @@ mod built {
 /// The program built at build time (`false` when the build machine could not build it, and the
 /// runner compiles the policy itself).
 pub fn prebuilt() -> bool {
-    !built::TEMPLATE.is_empty()
+    !built::fixed::TEMPLATE.is_empty()
 }
 
 /// Converts seccompiler's instructions to the kernel's type.
@@ -46,17 +46,34 @@ pub fn to_kernel(code: &[seccompiler::sock_filter]) -> Vec<SockFilter> {
 /// cookie never leaves the runner.
 pub fn program_and_digest(p: Params) -> Result<(Vec<SockFilter>, Sha256), BackendError> {
     if !prebuilt() {
-        let zero = bpf::program(Params { pid: 0, cookie: 0 })?;
+        let zero = bpf::program(Params {
+            pid: 0,
+            cookie: 0,
+            runtime: p.runtime,
+        })?;
         let code = to_kernel(&bpf::program(p)?);
         return Ok((code, Sha256::of(&bpf::program_bytes(&zero))));
     }
-    let mut code: Vec<SockFilter> = built::TEMPLATE
+    let (template, slots, sha256) = if p.runtime {
+        (
+            built::runtime::TEMPLATE,
+            built::runtime::SLOTS,
+            built::runtime::SHA256,
+        )
+    } else {
+        (
+            built::fixed::TEMPLATE,
+            built::fixed::SLOTS,
+            built::fixed::SHA256,
+        )
+    };
+    let mut code: Vec<SockFilter> = template
         .iter()
         .map(|&(code, jt, jf, k)| SockFilter { code, jt, jf, k })
         .collect();
     // Taken at build time over these very bytes (the tests check it): no hashing at run time.
-    let digest = Sha256(built::SHA256);
-    for &(at, slot) in built::SLOTS {
+    let digest = Sha256(sha256);
+    for &(at, slot) in slots {
         code[at].k = match slot {
             Slot::Pid => p.pid,
             Slot::CookieHigh => (p.cookie >> 32) as u32,
@@ -66,9 +83,14 @@ pub fn program_and_digest(p: Params) -> Result<(Vec<SockFilter>, Sha256), Backen
     Ok((code, digest))
 }
 
-/// The policy's digest alone.
-pub fn policy_sha256() -> Result<Sha256, BackendError> {
-    program_and_digest(Params { pid: 0, cookie: 0 }).map(|(_, d)| d)
+/// The policy's digest alone (`runtime`: the variant for a run with runtime directories).
+pub fn policy_sha256(runtime: bool) -> Result<Sha256, BackendError> {
+    program_and_digest(Params {
+        pid: 0,
+        cookie: 0,
+        runtime,
+    })
+    .map(|(_, d)| d)
 }
 
 #[cfg(test)]
@@ -81,38 +103,48 @@ mod tests {
             prebuilt(),
             "build.rs built the program on this x86-64 Linux build"
         );
-        for p in [
-            Params { pid: 0, cookie: 0 },
-            Params { pid: 1, cookie: 1 },
-            Params {
-                pid: 4242,
-                cookie: 0x1234_5678_9abc_def0,
-            },
-            Params {
-                pid: u32::MAX,
-                cookie: u64::MAX,
-            },
-        ] {
-            let (code, _) = program_and_digest(p).expect("program");
-            let compiled = to_kernel(&bpf::program(p).expect("policy"));
-            let fields = |c: &[SockFilter]| -> Vec<_> {
-                c.iter().map(|i| (i.code, i.jt, i.jf, i.k)).collect()
-            };
-            assert_eq!(fields(&code), fields(&compiled), "{p:?}");
+        for runtime in [false, true] {
+            for (pid, cookie) in [
+                (0, 0),
+                (1, 1),
+                (4242, 0x1234_5678_9abc_def0),
+                (u32::MAX, u64::MAX),
+            ] {
+                let p = Params {
+                    pid,
+                    cookie,
+                    runtime,
+                };
+                let (code, _) = program_and_digest(p).expect("program");
+                let compiled = to_kernel(&bpf::program(p).expect("policy"));
+                let fields = |c: &[SockFilter]| -> Vec<_> {
+                    c.iter().map(|i| (i.code, i.jt, i.jf, i.k)).collect()
+                };
+                assert_eq!(fields(&code), fields(&compiled), "{p:?}");
+            }
         }
-        assert!(!built::SLOTS.is_empty());
+        assert!(!built::fixed::SLOTS.is_empty() && !built::runtime::SLOTS.is_empty());
     }
 
     #[test]
     fn the_digest_ignores_the_per_launch_values() {
-        let zero = bpf::program(Params { pid: 0, cookie: 0 }).expect("policy");
-        let want = Sha256::of(&bpf::program_bytes(&zero));
-        assert_eq!(policy_sha256().ok(), Some(want));
-        let (_, d) = program_and_digest(Params {
-            pid: 77,
-            cookie: 0xfeed,
-        })
-        .expect("program");
-        assert_eq!(d, want);
+        for runtime in [false, true] {
+            let zero = bpf::program(Params {
+                pid: 0,
+                cookie: 0,
+                runtime,
+            })
+            .expect("policy");
+            let want = Sha256::of(&bpf::program_bytes(&zero));
+            assert_eq!(policy_sha256(runtime).ok(), Some(want));
+            let (_, d) = program_and_digest(Params {
+                pid: 77,
+                cookie: 0xfeed,
+                runtime,
+            })
+            .expect("program");
+            assert_eq!(d, want);
+        }
+        assert_ne!(policy_sha256(false).ok(), policy_sha256(true).ok());
     }
 }

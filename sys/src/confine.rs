@@ -474,6 +474,16 @@ pub fn cloexec_from(first: u32) -> io::Result<()> {
     Ok(())
 }
 
+/// Clears close-on-exec on `fd`: it stays open across the exec (a script's interpreter opens its
+/// script through `/dev/fd/4`).
+pub fn keep_across_exec(fd: BorrowedFd<'_>) -> io::Result<()> {
+    // SAFETY: F_GETFD/F_SETFD take only integer arguments on an open descriptor.
+    let flags = check(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFD) })?;
+    // SAFETY: as above.
+    check(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, flags & !libc::FD_CLOEXEC) })
+        .map(drop)
+}
+
 /// Marks `fd` close-on-exec; a number that is not open is left alone.
 pub(crate) fn set_cloexec_raw(fd: RawFd) -> io::Result<()> {
     // SAFETY: F_GETFD/F_SETFD take only integer arguments; a closed number gives EBADF.

@@ -126,3 +126,80 @@ pub fn exit_now(code: i32) -> ! {
     // SAFETY: _exit takes an integer and does not return.
     unsafe { libc::_exit(code) }
 }
+
+const OPEN_TREE_CLONE: libc::c_uint = 1;
+const OPEN_TREE_CLOEXEC: libc::c_uint = libc::O_CLOEXEC as libc::c_uint;
+const AT_RECURSIVE: libc::c_uint = 0x8000;
+const MOUNT_ATTR_RDONLY: u64 = 0x0000_0001;
+const MOUNT_ATTR_NOSUID: u64 = 0x0000_0002;
+const MOUNT_ATTR_NODEV: u64 = 0x0000_0004;
+
+/// `struct mount_attr` of `mount_setattr(2)`.
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+/// A detached copy of the host directory `path` and every mount beneath it (`open_tree` with
+/// `OPEN_TREE_CLONE`), made read-only, `nosuid` and `nodev` throughout (`mount_setattr`), ready
+/// for [`attach_mount`].
+pub fn read_only_bind(path: &CStr) -> io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: `path` is NUL-terminated and alive for the call; the flags are integers.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_open_tree,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE,
+        )
+    };
+    if ret < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let fd = i32::try_from(ret).map_err(|_| io::Error::from_raw_os_error(libc::EBADF))?;
+    // SAFETY: the kernel just returned `fd` as a fresh descriptor that nothing else owns.
+    let tree = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+    let attr = MountAttr {
+        attr_set: MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    // SAFETY: `tree` is open, the empty path is a NUL-terminated literal, `attr` is a valid
+    // `struct mount_attr` of the size passed, read by the kernel only.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            tree.as_raw_fd(),
+            c"".as_ptr(),
+            libc::AT_EMPTY_PATH as libc::c_uint | AT_RECURSIVE,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    if ret < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(tree)
+}
+
+/// Mounts a new procfs instance on `at` (relative to the working directory), `nosuid,nodev,noexec`,
+/// showing only the processes of this PID namespace (`subset=pid`: no `/proc/sys`, no kernel files).
+pub fn mount_pid_proc(at: &CStr) -> io::Result<()> {
+    // SAFETY: every string is NUL-terminated and alive for the call; the data is a string of
+    // options, as procfs takes them.
+    check(unsafe {
+        libc::mount(
+            c"proc".as_ptr(),
+            at.as_ptr(),
+            c"proc".as_ptr(),
+            libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+            c"subset=pid".as_ptr().cast(),
+        )
+    })
+    .map(drop)
+}

@@ -82,6 +82,7 @@ pub fn entry_for_bytes(
         containment,
         expires: None,
         limits: None,
+        runtime: Vec::new(),
     }
 }
 

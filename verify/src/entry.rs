@@ -199,7 +199,7 @@ pub(crate) fn verify_checked(
         digested,
         &entry.sha256,
         entry.size,
-        entry.containment,
+        (entry.containment, &entry.runtime),
     )
     .map_err(|e| match e {
         VerifyError::SizeMismatch {
@@ -212,6 +212,8 @@ pub(crate) fn verify_checked(
     })?;
     let (elf, dependencies) = match elf {
         Some(facts) => (Some(facts), Dependencies::Pinned),
+        // A script or dynamic program whose interpreter and libraries resolve in the runtime.
+        None if entry.containment == Containment::Process => (None, Dependencies::Runtime),
         None => match elf::check_static_elf(&exe) {
             Ok(facts) => (Some(facts), Dependencies::Pinned),
             Err(source) => {
@@ -296,11 +298,18 @@ pub fn check_exe_file(
     meta: &Metadata,
     expect_sha: &Sha256,
     expect_size: u64,
-    containment: Containment,
+    (containment, runtime): (Containment, &[proto::RuntimeDir]),
 ) -> Result<Option<ElfFacts>, VerifyError> {
     let digested =
         crate::digest::digest_file(file).map_err(|e| VerifyError::io(Path::new(""), e))?;
-    check_digested(file, meta, digested, expect_sha, expect_size, containment)
+    check_digested(
+        file,
+        meta,
+        digested,
+        expect_sha,
+        expect_size,
+        (containment, runtime),
+    )
 }
 
 /// `check_exe_file` for a file whose digest and length were already taken (`digested`).
@@ -310,7 +319,7 @@ fn check_digested(
     (found, len): (Sha256, u64),
     expect_sha: &Sha256,
     expect_size: u64,
-    containment: Containment,
+    (containment, runtime): (Containment, &[proto::RuntimeDir]),
 ) -> Result<Option<ElfFacts>, VerifyError> {
     sys::fs::check_regular(meta).map_err(|e| VerifyError::from_open(Path::new(""), e))?;
     if meta.len() != expect_size {
@@ -328,14 +337,22 @@ fn check_digested(
     }
     match containment {
         Containment::Audit => Ok(None),
-        Containment::Process => {
-            elf::check_static_elf(file)
-                .map(Some)
-                .map_err(|source| VerifyError::NotStaticElf {
-                    path: PathBuf::new(),
-                    source,
-                })
-        }
+        Containment::Process if runtime.is_empty() => elf::check_static_elf(file)
+            .map(Some)
+            .map_err(|source| VerifyError::NotStaticElf {
+                path: PathBuf::new(),
+                source,
+            }),
+        // With a runtime: a static ELF, or a script or dynamic program whose interpreter and every
+        // library (all levels) resolve inside it; `None` for the latter two.
+        Containment::Process => match elf::check_program(file, runtime, elf::Depth::All) {
+            Ok(elf::Program::Static(facts)) => Ok(Some(facts)),
+            Ok(_) => Ok(None),
+            Err(source) => Err(VerifyError::Runtime {
+                path: PathBuf::new(),
+                source: Box::new(source),
+            }),
+        },
     }
 }
 

@@ -113,6 +113,11 @@ pub enum VerifyError {
     },
     #[error("{} {source}", Shown(.path, FILE))]
     NotStaticElf { path: PathBuf, source: ElfError },
+    #[error("{} {source}", Shown(.path, FILE))]
+    Runtime {
+        path: PathBuf,
+        source: Box<crate::elf::RuntimeError>,
+    },
     #[error("{} cannot be executed from a sealed copy: {source}{}", Shown(.path, FILE), seal_hint(.source))]
     ExecSealUnavailable {
         path: PathBuf,
@@ -247,6 +252,7 @@ impl VerifyError {
             | E::SizeMismatch { path, .. }
             | E::DigestMismatch { path, .. }
             | E::NotStaticElf { path, .. }
+            | E::Runtime { path, .. }
             | E::ExecSealUnavailable { path, .. }
             | E::PubkeyMalformed { path, .. }
             | E::SignatureInvalid { path, .. }
@@ -295,6 +301,7 @@ impl VerifyError {
             | E::DigestMismatch { path, .. }
             | E::StoreTampered { path, .. }
             | E::NotStaticElf { path, .. }
+            | E::Runtime { path, .. }
             | E::ExecSealUnavailable { path, .. }
             | E::PubkeyMalformed { path, .. }
             | E::Denied { path, .. }
@@ -374,6 +381,7 @@ impl ToErrorObject for VerifyError {
             E::DigestMismatch { .. } => Kind::DigestMismatch,
             E::StoreTampered { .. } => Kind::StoreTampered,
             E::NotStaticElf { source, .. } => source.kind(),
+            E::Runtime { source, .. } => source.kind(),
             E::ExecSealUnavailable { .. } => Kind::ExecSealUnavailable,
             E::PubkeyMalformed { .. } => Kind::PubkeyMalformed,
             E::Denied { .. } => Kind::Denied,
@@ -406,6 +414,13 @@ impl ToErrorObject for VerifyError {
                 obj.value(value)
             }
             E::Usage(_) => obj.next(&Next::cmd("dot-verify").arg("--help")),
+            E::Runtime { source, .. } => {
+                let inner = source.to_error_object();
+                match (inner.field, inner.value) {
+                    (Some(f), Some(v)) => obj.field(f).value(v),
+                    _ => obj,
+                }
+            }
             E::EntryMissing { name, next, .. } | E::EntryMasked { name, next, .. } => {
                 obj.value(name.clone()).next(next)
             }

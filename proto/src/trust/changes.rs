@@ -27,6 +27,9 @@ pub struct Changes {
     /// Limits the new entry raises above the old one's (docs/protocol.md "Limits").
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub limits_raised: Vec<RaisedLimit>,
+    /// Runtime directories the new entry declares that the old did not: more of the host visible.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runtime_added: Vec<crate::entry::RuntimeDir>,
 }
 
 /// One limit raised by a replacement: its entry field, the old value and the new.
@@ -64,10 +67,17 @@ impl Changes {
                 to,
             })
             .collect();
+        let runtime_added: Vec<crate::entry::RuntimeDir> = new
+            .runtime
+            .iter()
+            .filter(|d| !old.runtime.contains(d))
+            .cloned()
+            .collect();
         if containment.is_none()
             && inputs_added.is_empty()
             && protocol.is_none()
             && limits_raised.is_empty()
+            && runtime_added.is_empty()
         {
             return None;
         }
@@ -79,6 +89,7 @@ impl Changes {
             inputs_added,
             protocol,
             limits_raised,
+            runtime_added,
         })
     }
 
@@ -107,6 +118,9 @@ impl Changes {
         }
         for r in &self.limits_raised {
             parts.push(format!("limit {} {} -> {}", r.limit, r.from, r.to));
+        }
+        for d in &self.runtime_added {
+            parts.push(format!("runtime added: {d}"));
         }
         parts.join("; ")
     }

@@ -41,4 +41,8 @@ pub enum Dependencies {
     /// A script or dynamic ELF run under an owner's `--allow-dynamic` grant: its interpreter and
     /// libraries come from the host and are not pinned.
     Unpinned,
+    /// A script or dynamic ELF under `process` with the entry's runtime directories: its own bytes
+    /// are pinned, its interpreter and libraries are the host's files in those directories, read
+    /// only and not pinned.
+    Runtime,
 }
