@@ -71,10 +71,10 @@ pub enum Depth {
 #[derive(Debug, thiserror::Error)]
 pub enum RuntimeError {
     /// Not a static ELF, and no runtime declared: what the static rule said.
-    #[error("plugin {0} (a script or dynamic program needs --runtime DIR at process)")]
+    #[error("{0} (a script or dynamic program needs --runtime DIR at process)")]
     Static(ElfError),
     /// The plugin's own headers break the rule.
-    #[error("plugin {0}")]
+    #[error("{0}")]
     Elf(ElfError),
     #[error("{what} {path} is not inside the runtime directories ({runtime}): it resolves to {resolved}")]
     Outside {

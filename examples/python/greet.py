@@ -1,7 +1,8 @@
 #!/usr/bin/python3 -I
-# A dot plugin in Python. Scripts run only at `audit` (no OS boundary), registered with
-# --allow-dynamic: the interpreter and its libraries are not pinned by the entry's digest. The
-# environment is empty, so the #! line names the interpreter by its absolute path.
+# A dot plugin in Python. Under `process` it runs with a declared runtime (--runtime /usr: the
+# interpreter and its libraries come from there, read-only, not pinned by the entry's digest); at
+# `audit` (no OS boundary) it is registered with --allow-dynamic. The environment is empty and
+# there is no PATH, so the #! line names the interpreter by its absolute path (not /usr/bin/env).
 import json
 import sys
 

@@ -66,7 +66,7 @@ pub enum ExecError {
     PluginFd(io::Error),
     #[error("plugin {0}")]
     NotStaticElf(#[from] ElfError),
-    #[error("{0}")]
+    #[error("plugin {0}")]
     Program(#[from] elf::runtime::RuntimeError),
     #[error("setting the parent-death signal failed: {0}")]
     ParentDeathSignal(io::Error),

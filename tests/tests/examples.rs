@@ -21,10 +21,22 @@ fn build(cmd: &mut Command, what: &str) {
 }
 
 fn run_example(env: &Env, name: &str, exe: &Path, containment: &str, expect: &str) {
+    run_example_with(env, name, exe, containment, expect, &[]);
+}
+
+fn run_example_with(
+    env: &Env,
+    name: &str,
+    exe: &Path,
+    containment: &str,
+    expect: &str,
+    more: &[&str],
+) {
     let mut extra = vec!["--input", "name:string:optional"];
     if containment == "audit" {
         extra.push("--allow-dynamic");
     }
+    extra.extend(more);
     env.register_with(name, exe, containment, &extra);
     let consent = match containment {
         "process" => "--require-process-sandbox",
@@ -93,6 +105,20 @@ fn the_rust_example_runs_under_process() {
         &workspace_bin("example-greet"),
         "process",
         "Rust",
+    );
+}
+
+#[test]
+fn the_python_example_runs_under_process_with_a_runtime() {
+    common::require_program("python3", "python3");
+    let env = Env::new();
+    run_example_with(
+        &env,
+        "greet-py",
+        &examples().join("python/greet.py"),
+        "process",
+        "Python",
+        &["--runtime", "/usr"],
     );
 }
 

@@ -337,14 +337,8 @@ fn check_digested(
     }
     match containment {
         Containment::Audit => Ok(None),
-        Containment::Process if runtime.is_empty() => elf::check_static_elf(file)
-            .map(Some)
-            .map_err(|source| VerifyError::NotStaticElf {
-                path: PathBuf::new(),
-                source,
-            }),
-        // With a runtime: a static ELF, or a script or dynamic program whose interpreter and every
-        // library (all levels) resolve inside it; `None` for the latter two.
+        // A static ELF; with a runtime, also a script or dynamic program whose interpreter and
+        // every library (all levels) resolve inside it (`None` for those two).
         Containment::Process => match elf::check_program(file, runtime, elf::Depth::All) {
             Ok(elf::Program::Static(facts)) => Ok(Some(facts)),
             Ok(_) => Ok(None),
