@@ -46,6 +46,12 @@ for c in audit process; do
     --input name:string:optional --input write:string:optional >/dev/null
 done
 stat -c %s "$HELLO" >"$R/hello-size.txt"
+# The Python example under process, with /usr as its runtime.
+PY=$PWD/examples/python/greet.py
+"$REL/dot-register" dev --root "$W/root" --name python-process --exe "$PY" --containment process \
+  --runtime /usr --input name:string:optional >/dev/null
+LAUNCH_PYTHON=("$REL/dot-launch" --root "$W/root" python-process --require-process-sandbox --target "$W/target-py")
+mkdir -p "$W/target-py" "$W/stage-py/out"
 REQ=$W/request.json
 printf '{"protocol":"1.0","plugin":"hello","inputs":{"write":"no"}}\n' >"$REQ"
 LAUNCH_AUDIT=("$REL/dot-launch" --root "$W/root" hello-audit --allow-audit-plugin --input write=no --target "$W/target")
@@ -63,13 +69,18 @@ pair_spec() {
   printf '{"name":"hello","argv":%s,"stdin":"%s","cwd":"%s"},\n' "$(json_argv "$HELLO")" "$REQ" "$W/stage"
   printf '{"name":"launch-audit","argv":%s},\n' "$(json_argv "${LAUNCH_AUDIT[@]}")"
   printf '{"name":"launch-process","argv":%s},\n' "$(json_argv "${LAUNCH_PROCESS[@]}")"
-  printf '{"name":"digest-hello","argv":%s}' "$(json_argv "$REL/dot-verify" digest "$HELLO")"
+  printf '{"name":"digest-hello","argv":%s},\n' "$(json_argv "$REL/dot-verify" digest "$HELLO")"
+  printf '{"name":"python","argv":%s,"stdin":"%s","cwd":"%s"},\n' "$(json_argv "$PY")" "$REQ" "$W/stage-py"
+  printf '{"name":"launch-python-process","argv":%s}' "$(json_argv "${LAUNCH_PYTHON[@]}")"
   if command -v bwrap >/dev/null 2>&1 && bwrap --ro-bind / / --unshare-all true >/dev/null 2>&1; then
     printf ',\n{"name":"bwrap-minimal","argv":%s,"stdin":"%s","cwd":"%s"}' \
       "$(json_argv bwrap --ro-bind / / "$HELLO")" "$REQ" "$W/stage"
     printf ',\n{"name":"bwrap-full","argv":%s,"stdin":"%s","cwd":"%s"}' \
       "$(json_argv bwrap --ro-bind / / --dev /dev --proc /proc --unshare-all --die-with-parent "$HELLO")" \
       "$REQ" "$W/stage"
+    printf ',\n{"name":"bwrap-python","argv":%s,"stdin":"%s","cwd":"%s"}' \
+      "$(json_argv bwrap --ro-bind / / --bind "$W/stage-py" "$W/stage-py" --dev /dev --proc /proc --unshare-all --die-with-parent "$PY")" \
+      "$REQ" "$W/stage-py"
   fi
   printf '\n]\n'
 } >"$W/wall-spec.json"

@@ -156,6 +156,25 @@ pub fn write(dir: &Path) -> Result<String, BenchError> {
             met,
         });
     }
+    if let (Some(py), Some(launch), Some(bwrap)) = (
+        median("python"),
+        median("launch-python-process"),
+        median("bwrap-python"),
+    ) {
+        let _ = writeln!(
+            body,
+            "\nThe Python example (`examples/python/greet.py`, which writes its greeting) under \
+             `process` with `--runtime /usr`: {} directly, {} through `dot-launch` ({:.2}× \
+             direct, {:.3}× bwrap with every namespace and `/` read-only, which takes {}). The \
+             launch also commits the greeting file; the other two write it into a scratch \
+             directory.",
+            ms(py),
+            ms(launch),
+            launch / py,
+            launch / bwrap,
+            ms(bwrap)
+        );
+    }
     if let (Some(h), Some(a), Some(p)) = (hello, audit, process) {
         let confine = timings.as_ref().map(|t| t.confine.median_us).unwrap_or(0.0);
         let _ = writeln!(

@@ -112,10 +112,11 @@ pub struct Timings {
     pub runner_peak_rss_kib: u64,
 }
 
-fn steps_of(t: &ConfineTimings) -> [(&'static str, u64); 12] {
+fn steps_of(t: &ConfineTimings) -> [(&'static str, u64); 13] {
     [
         ("elf", t.elf_us),
         ("identity", t.identity_us),
+        ("namespaces", t.namespaces_us),
         ("stage", t.stage_us),
         ("parent_death", t.parent_death_us),
         ("rlimits", t.rlimits_us),

@@ -30,9 +30,27 @@ fn every_tool_says_its_version() {
     let digest = sandbox
         .split("seccomp policy sha256:")
         .nth(1)
-        .map(|d| d.trim_end_matches(|c: char| !c.is_ascii_hexdigit()))
+        .and_then(|d| d.get(..64))
         .expect("the policy digest");
-    assert_eq!(digest.len(), 64, "{sandbox}");
+    assert!(digest.bytes().all(|b| b.is_ascii_hexdigit()), "{sandbox}");
+    // The allowed system calls by name, not only a digest.
+    let names: Vec<&str> = sandbox
+        .split("system calls: ")
+        .nth(1)
+        .expect("the allowed calls")
+        .trim_end()
+        .trim_end_matches(')')
+        .split(' ')
+        .collect();
+    assert!(
+        names.contains(&"read") && names.contains(&"execveat"),
+        "{sandbox}"
+    );
+    assert!(
+        !names.contains(&"socket") && !names.contains(&"execve"),
+        "{sandbox}"
+    );
+    assert!(names.len() <= 140, "{sandbox}");
     let launch =
         String::from_utf8(tool("dot-launch").arg("--version").output().unwrap().stdout).unwrap();
     assert!(launch.contains("protocol 1.0"), "{launch}");
