@@ -140,7 +140,7 @@ impl<'r> Batch<'r> {
 /// Pinned store files kept for one call, by inode and by how they were to be pinned; and what the
 /// entry being verified now got from them.
 #[derive(Debug, Default)]
-pub struct Pins {
+pub(crate) struct Pins {
     kept: RefCell<HashMap<PinKey, Kept>>,
     /// The bytes of the sealed copies in `kept`.
     sealed_bytes: std::cell::Cell<u64>,
