@@ -98,3 +98,19 @@ fn a_tampered_store_file_is_every_sharing_entrys_problem() {
     }
     assert_same_as_alone(&root, &items);
 }
+
+#[test]
+fn a_malformed_policy_is_every_entrys_problem() {
+    let dir = TempDir::new();
+    let root = root_of(&dir, 3);
+    fs::write(root.policy(), b"{\"schema\":1,\"bogus\":true}").unwrap();
+    fs::set_permissions(root.policy(), fs::Permissions::from_mode(0o600)).unwrap();
+    let items = list(&root);
+    assert_eq!(items.len(), 3);
+    for item in &items {
+        let problem = item.problem.as_ref().unwrap_or_else(|| panic!("{item:?}"));
+        testkit::assert_kind!(problem, Kind::TrustMalformed, "{}", item.name);
+        assert!(item.digest.is_none() && item.checks.is_empty(), "{item:?}");
+    }
+    assert_same_as_alone(&root, &items);
+}
