@@ -2,12 +2,32 @@
 //!
 //! Accept iff: ELF64 little-endian for this build's machine; no `PT_INTERP`; no `DT_NEEDED`, no text
 //! relocations; `ET_EXEC`, or `ET_DYN` whose `DT_FLAGS_1` has `DF_1_PIE` (static-pie — this is what
-//! rejects a plain shared object); `PT_GNU_STACK` present without execute; no `PT_LOAD` segment both
-//! writable and executable (the kernel would map it so, and the plugin could write code and run it
-//! without any syscall a filter could refuse); nonzero entry point.
+//! rejects a plain shared object); `PT_GNU_STACK` present, and none with execute; nonzero entry
+//! point; and no header that makes the kernel's loader (`fs/binfmt_elf.c`) create writable and
+//! executable memory, which the plugin could write code into and run without any syscall a filter
+//! could refuse:
 //!
-//! A refusal is `not-static-elf`, except the writable-and-executable segment: `exe-wx-segment`
-//! (the fix is a different link, not a static build).
+//! - no `PT_LOAD` segment both writable and executable: it is mapped with both rights;
+//! - no executable `PT_LOAD` segment with `p_memsz > p_filesz`: the loader maps the pages past the
+//!   file part with `vm_brk_flags`, which makes anonymous memory that is always read-write and
+//!   gets execute from the segment (`R+X`, `p_filesz` 0, `p_memsz` 0x2000 is two pages of
+//!   read-write-execute memory at a fixed address);
+//! - no writable and executable `PT_LOAD` segments that share a page: one page has one set of
+//!   rights, those of the segment mapped (or zero-filled) last, so code ends up writable or data
+//!   executable;
+//! - every `PT_LOAD` has `p_filesz <= p_memsz` and ends inside the address space (the kernel
+//!   refuses to exec anything else).
+//!
+//! What else could make such memory, and why it does not here: an executable stack
+//! (`PT_GNU_STACK` with `PF_X`, refused; with it missing the x86-64 stack is not executable, but
+//! it is refused too); the `READ_IMPLIES_EXEC` personality, which `elf_read_implies_exec` sets only
+//! for 32-bit (compat) binaries without `PT_GNU_STACK` (ELF32 is refused) and which the 64-bit
+//! loader clears when inherited (measured: `setarch -X` then exec gives personality 0);
+//! `PT_GNU_PROPERTY`, which the x86-64 loader does not act on and the arm64 one turns into BTI,
+//! never into write or execute.
+//!
+//! A refusal is `not-static-elf`, except the rules on writable and executable memory:
+//! `exe-wx-segment` (the fix is a different link, not a static build).
 //!
 //! Only the ELF header, the program headers and the dynamic segment are read (positioned reads on
 //! the open descriptor into buffers of exactly their size), never the whole file; goblin decodes
@@ -35,6 +55,13 @@ use std::io;
 use std::os::unix::fs::FileExt;
 
 const MAX_PHNUM: usize = 512;
+
+/// The page size the loader maps segments with (`ELF_MIN_ALIGN`): the largest this architecture
+/// runs with, so two segments that could share a page on some kernel are seen to.
+#[cfg(not(target_arch = "aarch64"))]
+const PAGE: u64 = 4096;
+#[cfg(target_arch = "aarch64")]
+const PAGE: u64 = 64 * 1024;
 const MAX_DYNAMIC: u64 = 64 * 1024;
 
 /// The ELF machine this build runs on.
@@ -83,6 +110,18 @@ pub enum ElfError {
     ExecStack,
     #[error("has a PT_LOAD segment that is both writable and executable (program header {index}, flags {flags:#x})")]
     WritableExecutable { index: usize, flags: u32 },
+    #[error("has an executable PT_LOAD segment (program header {index}) with more bytes in memory ({memsz:#x}) than in the file ({filesz:#x}): the kernel zero-fills the rest as writable and executable memory")]
+    ExecutableZeroFill {
+        index: usize,
+        filesz: u64,
+        memsz: u64,
+    },
+    #[error("has a writable PT_LOAD segment (program header {writable}) and an executable one (program header {executable}) in the same page at {page:#x}: the kernel gives the page the rights of one of them, so code becomes writable or data executable")]
+    SharedPage {
+        writable: usize,
+        executable: usize,
+        page: u64,
+    },
     #[error("has no entry point")]
     NoEntry,
     #[error("could not be read: {0}")]
@@ -92,7 +131,9 @@ pub enum ElfError {
 impl ToErrorObject for ElfError {
     fn kind(&self) -> Kind {
         match self {
-            ElfError::WritableExecutable { .. } => Kind::ExeWxSegment,
+            ElfError::WritableExecutable { .. }
+            | ElfError::ExecutableZeroFill { .. }
+            | ElfError::SharedPage { .. } => Kind::ExeWxSegment,
             ElfError::Script
             | ElfError::NotElf
             | ElfError::Truncated(_)
@@ -215,7 +256,9 @@ fn check_program_headers(
         return Err(ElfError::Truncated("program headers"));
     }
     let mut dynamic = None;
-    let mut stack = None;
+    let (mut stack, mut exec_stack) = (false, false);
+    // The page span of every writable or executable PT_LOAD: (index, first page, end, flags).
+    let mut spans: Vec<(usize, u64, u64, u32)> = Vec::new();
     for (index, ph) in ProgramHeader::parse(&table, 0, phnum, CTX)
         .map_err(malformed)?
         .into_iter()
@@ -223,13 +266,16 @@ fn check_program_headers(
     {
         match ph.p_type {
             PT_INTERP => return Err(ElfError::Interpreter),
-            PT_LOAD if ph.p_flags & (PF_W | PF_X) == PF_W | PF_X => {
-                return Err(ElfError::WritableExecutable {
-                    index,
-                    flags: ph.p_flags,
-                })
+            PT_LOAD => {
+                if let Some(span) = check_load(index, &ph)? {
+                    spans.push(span);
+                }
             }
-            PT_GNU_STACK => stack = Some(ph.p_flags),
+            // The kernel takes the last one; refuse if any asks for execute.
+            PT_GNU_STACK => {
+                stack = true;
+                exec_stack |= ph.p_flags & PF_X != 0;
+            }
             PT_DYNAMIC => {
                 let (offset, len) = (ph.p_offset, ph.p_filesz);
                 if offset.checked_add(len).is_none_or(|end| end > size) {
@@ -245,11 +291,66 @@ fn check_program_headers(
             _ => {}
         }
     }
-    match stack {
-        None => Err(ElfError::NoStackHeader),
-        Some(flags) if flags & PF_X != 0 => Err(ElfError::ExecStack),
-        Some(_) => Ok(dynamic),
+    check_shared_pages(&spans)?;
+    match (stack, exec_stack) {
+        (false, _) => Err(ElfError::NoStackHeader),
+        (true, true) => Err(ElfError::ExecStack),
+        (true, false) => Ok(dynamic),
     }
+}
+
+/// One `PT_LOAD` against the loader's rules; returns its page span when it is writable or
+/// executable (for [`check_shared_pages`]).
+fn check_load(
+    index: usize,
+    ph: &ProgramHeader,
+) -> Result<Option<(usize, u64, u64, u32)>, ElfError> {
+    let (flags, filesz, memsz) = (ph.p_flags, ph.p_filesz, ph.p_memsz);
+    if flags & (PF_W | PF_X) == PF_W | PF_X {
+        return Err(ElfError::WritableExecutable { index, flags });
+    }
+    if filesz > memsz {
+        return Err(ElfError::Malformed(format!(
+            "program header {index}: p_filesz {filesz:#x} is larger than p_memsz {memsz:#x}"
+        )));
+    }
+    let end = ph
+        .p_vaddr
+        .checked_add(memsz)
+        .and_then(|end| end.checked_add(PAGE - 1))
+        .ok_or_else(|| {
+            ElfError::Malformed(format!(
+                "program header {index}: the segment ends past the address space"
+            ))
+        })?
+        & !(PAGE - 1);
+    if flags & PF_X != 0 && memsz > filesz {
+        return Err(ElfError::ExecutableZeroFill {
+            index,
+            filesz,
+            memsz,
+        });
+    }
+    let start = ph.p_vaddr & !(PAGE - 1);
+    Ok((flags & (PF_W | PF_X) != 0 && memsz > 0).then_some((index, start, end, flags)))
+}
+
+/// No page holds both a writable and an executable segment (`spans` from [`check_load`]).
+/// Quadratic in the (few) loaded segments, and only over those that are writable or executable.
+fn check_shared_pages(spans: &[(usize, u64, u64, u32)]) -> Result<(), ElfError> {
+    let writable = spans.iter().filter(|s| s.3 & PF_W != 0);
+    for &(w, w_start, w_end, _) in writable {
+        for &(x, x_start, x_end, _) in spans.iter().filter(|s| s.3 & PF_X != 0) {
+            if w_start < x_end && x_start < w_end {
+                return Err(ElfError::SharedPage {
+                    writable: w,
+                    executable: x,
+                    page: w_start.max(x_start),
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 fn check_dynamic(
@@ -474,6 +575,121 @@ mod tests {
         // Every other refusal keeps its kind.
         let err = check_bytes(&image(ET_EXEC, HOST_MACHINE, &[(1, 5)], &[])).expect_err("stack");
         assert_eq!(err.kind(), Kind::NotStaticElf);
+    }
+
+    /// An `ET_EXEC` image with `loads` as its `PT_LOAD` headers — (flags, vaddr, filesz, memsz) —
+    /// then a non-executable `PT_GNU_STACK`.
+    fn image_loads(loads: &[(u32, u64, u64, u64)]) -> Vec<u8> {
+        let mut phdrs: Vec<(u32, u32)> = loads.iter().map(|l| (PT_LOAD, l.0)).collect();
+        phdrs.push(STACK);
+        let mut b = image(ET_EXEC, HOST_MACHINE, &phdrs, &[]);
+        for (i, &(_, vaddr, filesz, memsz)) in loads.iter().enumerate() {
+            let at = 64 + i * PHDR_LEN;
+            b[at + 16..at + 24].copy_from_slice(&vaddr.to_le_bytes());
+            b[at + 24..at + 32].copy_from_slice(&vaddr.to_le_bytes());
+            b[at + 32..at + 40].copy_from_slice(&filesz.to_le_bytes());
+            b[at + 40..at + 48].copy_from_slice(&memsz.to_le_bytes());
+        }
+        b
+    }
+
+    /// What gcc -static links: read-only headers, text, read-only data, data with its bss.
+    const GCC_LAYOUT: [(u32, u64, u64, u64); 4] = [
+        (4, 0x40_0000, 0x518, 0x518),
+        (5, 0x40_1000, 0x7_7d01, 0x7_7d01),
+        (4, 0x47_9000, 0x2_6fbc, 0x2_6fbc),
+        (6, 0x4a_06d8, 0x5b98, 0xb3c8),
+    ];
+
+    #[test]
+    fn refuses_an_executable_segment_zero_filled_past_its_file_part() {
+        assert!(check_bytes(&image_loads(&GCC_LAYOUT)).is_ok());
+        // A patched PT_NOTE: R+X, nothing from the file, two pages in memory (read-write-execute
+        // pages from the loader's zero fill); and one byte more than the file part, even inside
+        // the last file page; with execute alone as well.
+        for (flags, filesz, memsz) in [(5, 0, 0x2000), (5, 0x100, 0x101), (1, 0x1000, 0x3000)] {
+            let mut loads = GCC_LAYOUT.to_vec();
+            loads.push((flags, 0x1000_0000, filesz, memsz));
+            let err = check_bytes(&image_loads(&loads)).expect_err("zero-filled code");
+            assert!(
+                matches!(err, ElfError::ExecutableZeroFill { index: 4, filesz: f, memsz: m }
+                    if (f, m) == (filesz, memsz)),
+                "{err:?}"
+            );
+            assert_eq!(err.kind(), Kind::ExeWxSegment);
+            assert!(err.to_string().contains("writable and executable"), "{err}");
+        }
+        // A writable or read-only segment may have a bss: its zero fill is not executable.
+        for flags in [4, 6] {
+            let loads = [
+                (5, 0x40_1000, 0x1000, 0x1000),
+                (flags, 0x50_0000, 0, 0x2000),
+            ];
+            assert!(check_bytes(&image_loads(&loads)).is_ok(), "flags {flags}");
+        }
+    }
+
+    #[test]
+    fn refuses_writable_and_executable_segments_sharing_a_page() {
+        let text = (5, 0x40_1000, 0x800, 0x800);
+        let cases = [
+            // Data starting in the text's last page, after it or before it in the table.
+            (vec![text, (6, 0x40_1800, 0x100, 0x100)], (1, 0)),
+            (vec![(6, 0x40_1800, 0x100, 0x100), text], (0, 1)),
+            // A writable segment whose zero fill (nothing from the file) lands in the text's last
+            // page, and one whose bss runs on into the text's first page.
+            (vec![text, (6, 0x40_1900, 0, 0x10)], (1, 0)),
+            (vec![(6, 0x40_0000, 0x100, 0x1001), text], (0, 1)),
+        ];
+        for (loads, (w, x)) in cases {
+            let err = check_bytes(&image_loads(&loads)).expect_err("shared page");
+            assert!(
+                matches!(err, ElfError::SharedPage { writable, executable, page: 0x40_1000 }
+                    if (writable, executable) == (w, x)),
+                "{loads:x?}: {err:?}"
+            );
+            assert_eq!(err.kind(), Kind::ExeWxSegment);
+        }
+        // Next pages, a read-only segment in the text's page, and an empty writable segment
+        // are fine.
+        for loads in [
+            vec![text, (6, 0x40_2000, 0x100, 0x100)],
+            vec![(6, 0x40_0000, 0x100, 0x1000), text],
+            vec![text, (4, 0x40_1800, 0x100, 0x100)],
+            vec![text, (6, 0x40_1800, 0, 0)],
+        ] {
+            assert!(check_bytes(&image_loads(&loads)).is_ok(), "{loads:x?}");
+        }
+    }
+
+    #[test]
+    fn refuses_load_headers_the_kernel_would_not_exec() {
+        let r = |loads: &[(u32, u64, u64, u64)]| check_bytes(&image_loads(loads)).expect_err("bad");
+        let err = r(&[(6, 0x40_0000, 0x200, 0x100)]);
+        assert!(
+            matches!(&err, ElfError::Malformed(m) if m.contains("p_filesz")),
+            "{err:?}"
+        );
+        assert_eq!(err.kind(), Kind::NotStaticElf);
+        let err = r(&[(4, u64::MAX - 0x10, 0x100, 0x100)]);
+        assert!(
+            matches!(&err, ElfError::Malformed(m) if m.contains("address space")),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn refuses_an_executable_stack_in_any_stack_header() {
+        // The kernel takes the last PT_GNU_STACK; any one asking for execute is refused.
+        for stacks in [
+            [(PT_GNU_STACK, 6), (PT_GNU_STACK, 7)],
+            [(PT_GNU_STACK, 7), (PT_GNU_STACK, 6)],
+        ] {
+            let err =
+                check_bytes(&image(ET_EXEC, HOST_MACHINE, &stacks, &[])).expect_err("exec stack");
+            assert!(matches!(err, ElfError::ExecStack), "{err:?}");
+            assert_eq!(err.kind(), Kind::NotStaticElf);
+        }
     }
 
     #[test]

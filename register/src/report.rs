@@ -77,6 +77,13 @@ pub struct ListItem {
     /// does (`overridden`), or an admin mask hides it (`masked`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<Status>,
+    /// For a valid entry: the checks it passed, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<verify::batch::Check>,
+    /// When its store file was reached: which entry of this list it was read and hashed for (each
+    /// distinct store file is digested once per list).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<verify::batch::DigestSource>,
 }
 
 /// `list` without `--root`: every system layer, every entry of each, every admin mask.

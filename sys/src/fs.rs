@@ -474,6 +474,51 @@ pub fn map_leased(file: &File) -> io::Result<Option<LeasedMapping<'_>>> {
     }))
 }
 
+/// [`map_leased`] for the `len` bytes of `file` at `offset` (a multiple of the page size; the range
+/// must lie within the file), the pages read in at once (`MAP_POPULATE`): a window of a file
+/// digested a window at a time, each checked against the lease just before it is mapped, so a
+/// lease break can only start while one window is hashed — milliseconds, against the break time of
+/// at least [`MAP_LEASED_MIN_BREAK`]. `None` under the same conditions as [`map_leased`], or for an
+/// empty range.
+pub fn map_leased_range(
+    file: &File,
+    offset: u64,
+    len: usize,
+) -> io::Result<Option<LeasedMapping<'_>>> {
+    if !lease_held(file) || lease_break_time() < MAP_LEASED_MIN_BREAK || len == 0 {
+        return Ok(None);
+    }
+    let end = offset.checked_add(len as u64);
+    if end.is_none_or(|end| end > file.metadata().map_or(0, |m| m.len())) {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    let offset =
+        libc::off_t::try_from(offset).map_err(|_| io::Error::from_raw_os_error(libc::EFBIG))?;
+    // SAFETY: a new private read-only mapping of `len` bytes of an open file at `offset`; the kernel
+    // picks the address, nothing of ours is overwritten. Its soundness while it lives is the
+    // lease's (see `map_leased`), and the range was checked to lie within the file.
+    let ptr = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_PRIVATE | libc::MAP_POPULATE,
+            file.as_raw_fd(),
+            offset,
+        )
+    };
+    if ptr == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    let ptr =
+        std::ptr::NonNull::new(ptr).ok_or_else(|| io::Error::from_raw_os_error(libc::EFAULT))?;
+    Ok(Some(LeasedMapping {
+        ptr,
+        len,
+        _file: std::marker::PhantomData,
+    }))
+}
+
 /// How long the kernel lets a lease holder keep a would-be writer waiting before it breaks the
 /// lease by force (`/proc/sys/fs/lease-break-time`, 45 s by default). Read once per process: a
 /// launch asks twice (before it maps the leased file, and when it decides whether the lease is

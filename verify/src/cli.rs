@@ -196,7 +196,7 @@ fn digest(files: &[PathBuf]) -> Result<Output, VerifyError> {
         let (file, _meta) =
             sys::fs::open_regular(path).map_err(|e| VerifyError::from_open(path, e))?;
         let (sha256, size) =
-            crate::digest::digest_file(&file).map_err(|e| VerifyError::io(path, e))?;
+            crate::digest::digest_mapped(&file).map_err(|e| VerifyError::io(path, e))?;
         let line = DigestLine {
             path: path.display().to_string(),
             sha256,

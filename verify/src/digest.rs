@@ -34,15 +34,61 @@ pub fn digest_leased(file: &File) -> io::Result<(Sha256, u64)> {
     }
 }
 
+/// The window [`digest_mapped`] maps at a time: small enough that one is hashed in well under a
+/// millisecond, large enough that the calls cost nothing (measured on a 64 MiB file: 1 MiB
+/// windows took the system time of one whole-file mapping).
+pub const WINDOW: usize = 1 << 20;
+
+/// The SHA-256 and byte length of a file opened only to be digested (`dot-verify digest`), where
+/// this process can take a read lease on it (`sys::fs::read_lease`: it owns the file or holds
+/// `CAP_LEASE`, and nobody has it open for writing): hashed through mappings of its pages, a
+/// [`WINDOW`] at a time (`sys::fs::map_leased_range`), no copy made — about half the system time
+/// of reading it. Else, and from the first window the lease no longer covers, read as
+/// [`digest_file`] does. The lease is released before it returns.
+pub fn digest_mapped(file: &File) -> io::Result<(Sha256, u64)> {
+    if sys::fs::read_lease(file).is_err() {
+        return digest_file(file);
+    }
+    let digested = digest_windows(file);
+    let released = sys::fs::release_lease(file);
+    let digested = digested?;
+    released?;
+    Ok(digested)
+}
+
+fn digest_windows(file: &File) -> io::Result<(Sha256, u64)> {
+    let size = file.metadata()?.len();
+    let mut hasher = sha2::Sha256::new();
+    let mut offset: u64 = 0;
+    while offset < size {
+        let len = usize::try_from(size - offset).map_or(WINDOW, |rest| rest.min(WINDOW));
+        match sys::fs::map_leased_range(file, offset, len)? {
+            Some(window) => hasher.update(window.bytes()),
+            None => break,
+        }
+        offset += len as u64;
+    }
+    read_from(file, hasher, offset, |_| Ok(()))
+}
+
 /// `digest_file`, handing every chunk to `sink` as it is hashed (to copy exactly the bytes that were
 /// digested).
 pub fn digest_file_with(
     file: &File,
+    sink: impl FnMut(&[u8]) -> io::Result<()>,
+) -> io::Result<(Sha256, u64)> {
+    read_from(file, sha2::Sha256::new(), 0, sink)
+}
+
+/// Reads `file` from `offset` to its end in `CHUNK`-sized positioned reads into `hasher` (and
+/// `sink`); returns the digest and the offset reached.
+fn read_from(
+    file: &File,
+    mut hasher: sha2::Sha256,
+    mut offset: u64,
     mut sink: impl FnMut(&[u8]) -> io::Result<()>,
 ) -> io::Result<(Sha256, u64)> {
-    let mut hasher = sha2::Sha256::new();
     let mut buf = vec![0u8; CHUNK];
-    let mut offset: u64 = 0;
     loop {
         let n = match file.read_at(&mut buf, offset) {
             Ok(0) => break,
@@ -132,6 +178,31 @@ mod tests {
         std::fs::remove_file(&path).expect("cleanup");
         assert_eq!(n, data.len() as u64);
         assert_eq!(d, Sha256::of(&data));
+    }
+
+    #[test]
+    fn digest_mapped_gives_the_digest_of_the_bytes_leased_or_not() {
+        let path = std::env::temp_dir().join(format!("verify-mapped-{}", std::process::id()));
+        // Two whole windows and a part of one: mapped, where the lease can be taken.
+        let data: Vec<u8> = (0..(WINDOW * 2 + 4097)).map(|i| (i % 253) as u8).collect();
+        std::fs::write(&path, &data).expect("write");
+        let f = File::open(&path).expect("open");
+        assert_eq!(
+            digest_mapped(&f).expect("digest"),
+            (Sha256::of(&data), data.len() as u64)
+        );
+        assert!(!sys::fs::lease_held(&f), "the lease was released");
+        // A writer has it open: no lease, so it is read.
+        let writer = File::options().append(true).open(&path).expect("writer");
+        assert!(sys::fs::read_lease(&f).is_err());
+        assert_eq!(
+            digest_mapped(&f).expect("digest"),
+            (Sha256::of(&data), data.len() as u64)
+        );
+        drop(writer);
+        std::fs::write(&path, b"").expect("empty");
+        assert_eq!(digest_mapped(&f).expect("digest"), (Sha256::of(b""), 0));
+        std::fs::remove_file(&path).expect("cleanup");
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //!
 //! `due` is the one place these warnings are computed; `dot-register list` uses it too.
 
+use crate::batch::{Batch, Check, DigestSource};
 use crate::entry::{self, Verified};
 use crate::error::VerifyError;
 use crate::root;
@@ -127,6 +128,13 @@ pub struct DoctorEntry {
     /// For a valid entry: what comes due within the window.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub due: Vec<Due>,
+    /// For a valid entry: the checks it passed, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<Check>,
+    /// When its store file was reached: which entry of this report it was read and hashed for
+    /// (each distinct store file is digested once per report).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<DigestSource>,
 }
 
 /// One publisher of the doctor report.
@@ -145,17 +153,18 @@ pub struct DoctorPublisher {
 
 /// Checks the root, then every entry with `verify_entry` and every publisher record, against the
 /// warning window (`warn_days`, default the policy's `expiry_warning_days`).
+/// The entries share one [`Batch`]: each distinct store file is digested once.
 pub fn doctor(root: &Root, warn_days: Option<u64>) -> Result<DoctorReport, VerifyError> {
-    root::check_root(root)?;
-    let ctx = TrustContext::load(root)?;
+    let batch = Batch::new(root)?;
+    let ctx = batch.ctx();
     let warn_days = warn_days.unwrap_or(ctx.policy.expiry_warning_days);
     let entries: Vec<DoctorEntry> = root::json_stems(&root.plugins())?
         .into_iter()
-        .map(|stem| doctor_entry(root, &ctx, warn_days, stem))
+        .map(|stem| doctor_entry(&batch, warn_days, stem))
         .collect();
     let publishers: Vec<DoctorPublisher> = root::json_stems(&root.publishers())?
         .into_iter()
-        .map(|stem| doctor_publisher(root, &ctx, warn_days, stem))
+        .map(|stem| doctor_publisher(root, ctx, warn_days, stem))
         .collect();
     let ok = entries.iter().all(|e| e.valid && e.due.is_empty())
         && publishers
@@ -171,22 +180,25 @@ pub fn doctor(root: &Root, warn_days: Option<u64>) -> Result<DoctorReport, Verif
     })
 }
 
-fn doctor_entry(root: &Root, ctx: &TrustContext, warn_days: u64, name: String) -> DoctorEntry {
-    let verified = Name::new(&name)
-        .map_err(VerifyError::BadName)
-        .and_then(|n| entry::verify_entry(root, &n));
-    match verified {
+fn doctor_entry(batch: &Batch, warn_days: u64, name: String) -> DoctorEntry {
+    let outcome = batch.verify(&name);
+    let checks = outcome.checks();
+    match outcome.verified {
         Ok(v) => DoctorEntry {
-            due: due(ctx, &v, warn_days),
+            due: due(batch.ctx(), &v, warn_days),
             name,
             valid: true,
             problem: None,
+            checks,
+            digest: outcome.digest,
         },
         Err(e) => DoctorEntry {
             name,
             valid: false,
             problem: Some(e.to_error_object()),
             due: Vec::new(),
+            checks,
+            digest: outcome.digest,
         },
     }
 }

@@ -108,6 +108,17 @@ pub(crate) fn verify_checked(
     ctx: &TrustContext,
     name: &Name,
 ) -> Result<Verified, VerifyError> {
+    verify_checked_with(root, info, ctx, name, &crate::batch::Pins::default())
+}
+
+/// `verify_checked` reusing the store files `pins` kept pinned in this call (`crate::batch`).
+pub(crate) fn verify_checked_with(
+    root: &Root,
+    info: root::RootInfo,
+    ctx: &TrustContext,
+    name: &Name,
+    pins: &crate::batch::Pins,
+) -> Result<Verified, VerifyError> {
     let entry_path = root.entry(name);
     let entry_bytes =
         read_doc_limited(&entry_path, ctx.policy.limit(Limit::Entry))?.ok_or_else(|| {
@@ -192,7 +203,7 @@ pub(crate) fn verify_checked(
     }
     // Pin what will run, then digest exactly that (see `Pinned`): the store file itself under a
     // read lease, or a sealed private copy of it.
-    let (exe, meta, digested, pinned) = pin(exe, meta, &exe_path, entry.containment)?;
+    let (exe, meta, digested, pinned) = pin(exe, meta, &exe_path, entry.containment, pins)?;
     let elf = check_digested(
         &exe,
         &meta,
@@ -251,11 +262,13 @@ pub(crate) fn verify_checked(
 /// Pins the opened store file `store` (see `Pinned`) and digests what was pinned, in one pass: a
 /// lease and the file itself where a lease can be taken and the file is not a script, else a sealed
 /// private copy. Returns what runs, its metadata, its SHA-256 and length, and how it is pinned.
+/// What `pins` kept of this very file, pinned the same way, is reused instead (`crate::batch`).
 fn pin(
     store: File,
     meta: Metadata,
     path: &Path,
     containment: Containment,
+    pins: &crate::batch::Pins,
 ) -> Result<(File, Metadata, (Sha256, u64), Pinned), VerifyError> {
     let mut magic = [0u8; 2];
     let script =
@@ -263,14 +276,21 @@ fn pin(
     // Under `process` the plugin runs as an identity of its own, which must be able to execute
     // the store file itself (a copy registered before store copies were 0555 is sealed instead).
     let executable = containment == Containment::Audit || meta.mode() & 0o111 == 0o111;
-    if !script && executable && sys::fs::read_lease(&store).is_ok() {
+    let lease = !script && executable;
+    if let Some(kept) = pins.get(&meta, path, lease) {
+        return Ok(kept);
+    }
+    let pinned = if lease && sys::fs::read_lease(&store).is_ok() {
         let since = std::time::Instant::now();
         let digested =
             crate::digest::digest_leased(&store).map_err(|e| VerifyError::io(path, e))?;
-        return Ok((store, meta, digested, Pinned::Leased { since }));
-    }
-    let (copy, meta, digested) = sealed_copy(&store, path)?;
-    Ok((copy, meta, digested, Pinned::Sealed))
+        (store, meta.clone(), digested, Pinned::Leased { since })
+    } else {
+        let (copy, copy_meta, digested) = sealed_copy(&store, path)?;
+        (copy, copy_meta, digested, Pinned::Sealed)
+    };
+    pins.keep(&meta, path, lease, &pinned);
+    Ok(pinned)
 }
 
 /// The pinned copy `store` copied into a sealed private memfd (`sys::fs::exec_memfd`, `freeze`),

@@ -3,6 +3,7 @@
 //! entry that `dot-launch` makes before every spawn, and the doctor's look ahead at what comes due.
 #![forbid(unsafe_code)]
 
+pub mod batch;
 pub mod cli;
 pub mod digest;
 pub mod doctor;

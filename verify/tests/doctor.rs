@@ -231,3 +231,126 @@ fn a_missing_root_is_an_error_not_a_report() {
     testkit::assert_refused(&out, 1, Kind::RootMissing);
     assert!(out.stdout.is_empty());
 }
+
+// ---- each distinct store file digested once -----------------------------------------------------
+
+/// `dot-verify entry NAME`'s verdict: `None` when valid, else its error object.
+fn entry_alone(root: &Root, name: &str) -> Option<proto::ErrorObject> {
+    let out = cargo_bin_cmd!("dot-verify")
+        .args(["entry", "--root"])
+        .arg(root.path())
+        .arg(name)
+        .output()
+        .unwrap();
+    match out.status.code() {
+        Some(0) => None,
+        _ => Some(testkit::decode_error(&out.stderr)),
+    }
+}
+
+/// Every entry of the report has exactly the verdict `dot-verify entry` gives it alone.
+fn assert_same_as_alone(fx: &Fx, r: &DoctorReport) {
+    for e in &r.entries {
+        let alone = entry_alone(&fx.root, &e.name);
+        assert_eq!(e.problem, alone, "{}", e.name);
+        assert_eq!(e.valid, alone.is_none(), "{}", e.name);
+    }
+}
+
+impl Fx {
+    /// Registers `name` (signed) for the executable `exe` under `containment`, its size as given.
+    fn install_exe(&self, name: &str, exe: &[u8], containment: Containment, size: u64) {
+        let mut e = testkit::entry_for_bytes(name, exe, containment, Some("acme"));
+        e.size = size;
+        let bytes = e.to_bytes();
+        let sig = self.key.sign(&bytes, true);
+        testkit::install_entry(&self.root, name, &bytes, Some(&sig), exe);
+    }
+}
+
+#[test]
+fn entries_sharing_a_store_file_get_one_digest_and_the_verdicts_each_gets_alone() {
+    use verify::batch::Check;
+    let fx = root(None);
+    let hello = fs::read(testkit::static_fixture("hello")).unwrap();
+    // A script at audit (pinned as a sealed copy) and a static ELF under process (leased), each
+    // shared by several entries; one entry of the script claims a size it does not have.
+    for i in 0..6 {
+        fx.install_exe(&format!("s{i}"), EXE, Containment::Audit, EXE.len() as u64);
+        let name = format!("p{i}");
+        fx.install_exe(&name, &hello, Containment::Process, hello.len() as u64);
+    }
+    fx.install_exe("s9", EXE, Containment::Audit, EXE.len() as u64 + 1);
+    let r = fx.report(None, 1);
+    assert_eq!(r.entries.len(), 13);
+    assert_same_as_alone(&fx, &r);
+    let store = |exe: &[u8]| fx.root.store_file(&proto::Sha256::of(exe));
+    for e in &r.entries {
+        let (first, exe_check, bytes) = match e.name.starts_with('s') {
+            true => ("s0", Check::Grant, EXE),
+            false => ("p0", Check::StaticElf, hello.as_slice()),
+        };
+        if e.name == "s9" {
+            // Refused on its size before any digest: its verdict, no checks passed, no digest.
+            testkit::assert_kind!(e.problem.as_ref().unwrap(), Kind::StoreTampered);
+            assert!(e.checks.is_empty() && e.digest.is_none(), "{e:?}");
+            continue;
+        }
+        let digest = e.digest.as_ref().expect("the store file was digested");
+        assert_eq!(digest.read_for, first, "{}", e.name);
+        assert_eq!(digest.store, store(bytes).display().to_string());
+        assert!(e.valid, "{e:?}");
+        assert_eq!(
+            e.checks,
+            [
+                Check::Entry,
+                Check::DenyList,
+                Check::Signature,
+                Check::Expiry,
+                Check::StoreFile,
+                Check::Digest,
+                exe_check
+            ],
+            "{}",
+            e.name
+        );
+    }
+}
+
+#[test]
+fn a_tampered_store_file_is_reported_for_every_entry_that_uses_it() {
+    let fx = root(None);
+    let hello = fs::read(testkit::static_fixture("hello")).unwrap();
+    for i in 0..12 {
+        fx.install_exe(
+            &format!("p{i:02}"),
+            &hello,
+            Containment::Process,
+            hello.len() as u64,
+        );
+    }
+    // One byte changed in the pinned copy, as root could (chmod, write, chmod back).
+    let store = fx.root.store_file(&proto::Sha256::of(&hello));
+    let mut changed = hello.clone();
+    changed[4096] ^= 1;
+    fs::set_permissions(&store, fs::Permissions::from_mode(0o700)).unwrap();
+    fs::write(&store, &changed).unwrap();
+    fs::set_permissions(&store, fs::Permissions::from_mode(0o555)).unwrap();
+    let r = fx.report(None, 1);
+    assert_eq!(r.entries.len(), 12);
+    for e in &r.entries {
+        let problem = e
+            .problem
+            .as_ref()
+            .unwrap_or_else(|| panic!("{} valid", e.name));
+        testkit::assert_kind!(problem, Kind::StoreTampered, "{}", e.name);
+        assert!(
+            problem
+                .message
+                .contains(&proto::Sha256::of(&changed).to_hex()),
+            "{problem:?}"
+        );
+        assert_eq!(e.digest.as_ref().map(|d| d.read_for.as_str()), Some("p00"));
+    }
+    assert_same_as_alone(&fx, &r);
+}
