@@ -255,27 +255,11 @@ fn check_program_headers(
     if read_up_to(file, &mut table, h.e_phoff)? != table.len() {
         return Err(ElfError::Truncated("program headers"));
     }
+    let phs = ProgramHeader::parse(&table, 0, phnum, CTX).map_err(malformed)?;
     let mut dynamic = None;
-    let (mut stack, mut exec_stack) = (false, false);
-    // The page span of every writable or executable PT_LOAD: (index, first page, end, flags).
-    let mut spans: Vec<(usize, u64, u64, u32)> = Vec::new();
-    for (index, ph) in ProgramHeader::parse(&table, 0, phnum, CTX)
-        .map_err(malformed)?
-        .into_iter()
-        .enumerate()
-    {
+    for ph in &phs {
         match ph.p_type {
             PT_INTERP => return Err(ElfError::Interpreter),
-            PT_LOAD => {
-                if let Some(span) = check_load(index, &ph)? {
-                    spans.push(span);
-                }
-            }
-            // The kernel takes the last one; refuse if any asks for execute.
-            PT_GNU_STACK => {
-                stack = true;
-                exec_stack |= ph.p_flags & PF_X != 0;
-            }
             PT_DYNAMIC => {
                 let (offset, len) = (ph.p_offset, ph.p_filesz);
                 if offset.checked_add(len).is_none_or(|end| end > size) {
@@ -286,7 +270,32 @@ fn check_program_headers(
                         "dynamic segment of {len} bytes"
                     )));
                 }
-                dynamic = Some(ph);
+                dynamic = Some(ph.clone());
+            }
+            _ => {}
+        }
+    }
+    check_segments(&phs)?;
+    Ok(dynamic)
+}
+
+/// The segment rules: every `PT_LOAD` against the loader's rules ([`check_load`]), no page both
+/// writable and executable ([`check_shared_pages`]), a stack header without execute (the kernel
+/// takes the last one; any with execute is refused). `runtime` applies them to a dynamic program.
+pub(crate) fn check_segments(phs: &[ProgramHeader]) -> Result<(), ElfError> {
+    let (mut stack, mut exec_stack) = (false, false);
+    // The page span of every writable or executable PT_LOAD: (index, first page, end, flags).
+    let mut spans: Vec<(usize, u64, u64, u32)> = Vec::new();
+    for (index, ph) in phs.iter().enumerate() {
+        match ph.p_type {
+            PT_LOAD => {
+                if let Some(span) = check_load(index, ph)? {
+                    spans.push(span);
+                }
+            }
+            PT_GNU_STACK => {
+                stack = true;
+                exec_stack |= ph.p_flags & PF_X != 0;
             }
             _ => {}
         }
@@ -295,7 +304,7 @@ fn check_program_headers(
     match (stack, exec_stack) {
         (false, _) => Err(ElfError::NoStackHeader),
         (true, true) => Err(ElfError::ExecStack),
-        (true, false) => Ok(dynamic),
+        (true, false) => Ok(()),
     }
 }
 

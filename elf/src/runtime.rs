@@ -12,7 +12,6 @@
 
 use crate::{check_static_elf, ElfError, ElfFacts};
 use goblin::elf::dynamic::{DF_TEXTREL, DT_FLAGS, DT_TEXTREL};
-use goblin::elf::program_header::{PF_W, PF_X, PT_GNU_STACK, PT_LOAD};
 use proto::entry::RuntimeDir;
 use proto::{Kind, ToErrorObject};
 use std::fs::File;
@@ -383,34 +382,10 @@ fn find_library(name: &str, paths: &[String]) -> Result<PathBuf, RuntimeError> {
         })
 }
 
-/// The program's own segments: none writable and executable, an executable segment without a
-/// zero-filled tail (the kernel maps that tail writable and executable), a non-executable stack
-/// header, no text relocations.
+/// The program's own segments by the static rule's segment checks (`crate::check_segments`), and
+/// no text relocations.
 fn check_segments(elf: &goblin::elf::Elf<'_>) -> Result<(), RuntimeError> {
-    let mut stack = None;
-    for (index, ph) in elf.program_headers.iter().enumerate() {
-        match ph.p_type {
-            PT_LOAD if ph.p_flags & (PF_W | PF_X) == PF_W | PF_X => {
-                return Err(RuntimeError::Elf(ElfError::WritableExecutable {
-                    index,
-                    flags: ph.p_flags,
-                }))
-            }
-            PT_LOAD if ph.p_flags & PF_X != 0 && ph.p_memsz > ph.p_filesz => {
-                return Err(RuntimeError::Elf(ElfError::WritableExecutable {
-                    index,
-                    flags: ph.p_flags,
-                }))
-            }
-            PT_GNU_STACK => stack = Some(ph.p_flags),
-            _ => {}
-        }
-    }
-    match stack {
-        None => return Err(RuntimeError::Elf(ElfError::NoStackHeader)),
-        Some(f) if f & PF_X != 0 => return Err(RuntimeError::Elf(ElfError::ExecStack)),
-        Some(_) => {}
-    }
+    crate::check_segments(&elf.program_headers).map_err(RuntimeError::Elf)?;
     if let Some(d) = &elf.dynamic {
         for dy in &d.dyns {
             if dy.d_tag == DT_TEXTREL || (dy.d_tag == DT_FLAGS && dy.d_val & DF_TEXTREL != 0) {
