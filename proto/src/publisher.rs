@@ -19,6 +19,80 @@ pub struct Publisher {
     /// Set when the whole publisher is revoked: none of its keys is accepted any more.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revoked: Option<Revocation>,
+    /// How many distinct keys of the publisher must sign an entry (absent: 1).
+    #[serde(default = "one")]
+    pub threshold: u32,
+    /// What the publisher's entries may ask for (absent: `trusted`).
+    #[serde(default)]
+    pub level: Level,
+    /// Globs of the plugin names the publisher may sign (`*` within a name); empty: any name
+    /// that no other publisher of the trust store has pinned.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub names: Vec<String>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// Most signatures one entry may carry (`NAME.json.minisig` and `NAME.json.2.minisig` …).
+pub const MAX_SIGNATURES: usize = 8;
+
+/// How far the root's owner trusts a publisher.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    /// Its entries run at the containment they require (today's behaviour).
+    #[default]
+    Trusted,
+    /// Its entries run only under `process`: an `audit` entry is refused at registration and
+    /// at launch.
+    Verified,
+}
+
+impl std::fmt::Display for Level {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Level::Trusted => "trusted",
+            Level::Verified => "verified",
+        })
+    }
+}
+
+impl std::str::FromStr for Level {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "trusted" => Ok(Level::Trusted),
+            "verified" => Ok(Level::Verified),
+            other => Err(format!(
+                "unknown level {other:?}; expected trusted or verified"
+            )),
+        }
+    }
+}
+
+/// A glob of plugin names: name characters and `*` (any run of them, possibly empty).
+pub fn is_name_glob(g: &str) -> bool {
+    !g.is_empty()
+        && g.len() <= 64
+        && g.bytes().all(|b| {
+            b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'_' | b'-' | b'*')
+        })
+}
+
+/// Whether the name glob `g` matches `name` (`*` matches any run of characters).
+pub fn name_glob_matches(g: &str, name: &str) -> bool {
+    fn go(g: &[u8], n: &[u8]) -> bool {
+        match g.split_first() {
+            None => n.is_empty(),
+            Some((b'*', rest)) => (0..=n.len()).any(|i| go(rest, &n[i..])),
+            Some((c, rest)) => n
+                .split_first()
+                .is_some_and(|(d, nr)| c == d && go(rest, nr)),
+        }
+    }
+    go(g.as_bytes(), name.as_bytes())
 }
 
 /// One minisign public key of a publisher.
@@ -80,6 +154,18 @@ impl Publisher {
                 ),
             });
         }
+        if p.threshold == 0 || p.threshold as usize > MAX_SIGNATURES {
+            return Err(PublisherError::Invalid {
+                field: "threshold",
+                message: format!("{} is outside 1..={MAX_SIGNATURES}", p.threshold),
+            });
+        }
+        if let Some(g) = p.names.iter().find(|g| !is_name_glob(g)) {
+            return Err(PublisherError::Invalid {
+                field: "names",
+                message: format!("{g:?} is not a name glob (name characters and `*`)"),
+            });
+        }
         if p.keys.is_empty() {
             return Err(PublisherError::Invalid {
                 field: "keys",
@@ -113,6 +199,11 @@ impl Publisher {
         let mut v = serde_json::to_vec_pretty(self).unwrap_or_default();
         v.push(b'\n');
         v
+    }
+
+    /// Whether the publisher may sign an entry named `name` by its own pins (`names`; none: any).
+    pub fn pins(&self, name: &str) -> bool {
+        self.names.iter().any(|g| name_glob_matches(g, name))
     }
 
     /// The key with this id that is not revoked, if the publisher itself is not revoked.
