@@ -216,3 +216,57 @@ impl Publisher {
             .find(|k| k.key_id == key_id && k.revoked.is_none())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(extra: &str) -> String {
+        format!(
+            r#"{{"schema":1,"id":"acme","added_at":1,"keys":[{{"key_id":"0123456789ABCDEF",
+            "public_key":"RWQf6LRCGA9i53mlYecO4IzT51TGPpvWucNSCh1CBM0QTaLn73Y7GFO3","added_at":1}}]{extra}}}"#
+        )
+    }
+
+    #[test]
+    fn a_record_without_the_new_fields_reads_as_one_signature_trusted_any_name() {
+        let p = Publisher::parse(record("").as_bytes()).expect("valid");
+        assert_eq!(
+            (p.threshold, p.level, p.names.len()),
+            (1, Level::Trusted, 0)
+        );
+        let text = String::from_utf8(p.to_bytes()).expect("utf-8");
+        assert!(text.contains("\"threshold\": 1") && text.contains("\"level\": \"trusted\""));
+        assert!(!text.contains("names"));
+    }
+
+    #[test]
+    fn threshold_level_and_names_are_checked() {
+        let p = Publisher::parse(
+            record(r#","threshold":2,"level":"verified","names":["hello","acme-*"]"#).as_bytes(),
+        )
+        .expect("valid");
+        assert_eq!((p.threshold, p.level), (2, Level::Verified));
+        assert!(p.pins("hello") && p.pins("acme-x") && p.pins("acme-") && !p.pins("hello2"));
+        for (extra, field) in [
+            (r#","threshold":0"#, "threshold"),
+            (r#","threshold":9"#, "threshold"),
+            (r#","names":["Hello"]"#, "names"),
+            (r#","names":["a/b"]"#, "names"),
+            (r#","level":"root""#, "level"),
+        ] {
+            let e = Publisher::parse(record(extra).as_bytes()).expect_err(extra);
+            assert_eq!(e.field(), Some(field), "{extra}");
+        }
+    }
+
+    #[test]
+    fn name_globs_match_whole_names() {
+        assert!(name_glob_matches("*", "anything"));
+        assert!(name_glob_matches("a*c", "abbc") && name_glob_matches("a*c", "ac"));
+        assert!(!name_glob_matches("a*c", "acb") && !name_glob_matches("hello", "hello-x"));
+        assert!(name_glob_matches("*-tool", "x-tool") && !name_glob_matches("*-tool", "x-tools"));
+        assert_eq!("verified".parse::<Level>(), Ok(Level::Verified));
+        assert!("root".parse::<Level>().is_err());
+    }
+}

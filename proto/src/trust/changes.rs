@@ -248,6 +248,24 @@ mod tests {
     }
 
     #[test]
+    fn another_publisher_for_the_name_is_a_change() {
+        let json = |publisher: &str| {
+            format!(
+                r#"{{"schema":1,"name":"hello","version":"1.0.0","trust":"signed","publisher":"{publisher}",
+                "sha256":"{}","size":1,"protocol":">=1.0, <2","inputs":[],"containment":"process"}}"#,
+                "ab".repeat(32)
+            )
+        };
+        let acme = Entry::parse(json("acme").as_bytes()).expect("valid");
+        let beta = Entry::parse(json("beta").as_bytes()).expect("valid");
+        assert_eq!(Changes::between(&acme, &acme), None);
+        let c = Changes::between(&acme, &beta).expect("a change");
+        let names = c.publisher.as_ref().map(|[a, b]| [a.as_str(), b.as_str()]);
+        assert_eq!(names, Some(["acme", "beta"]));
+        assert_eq!(c.describe(), "publisher acme -> beta");
+    }
+
+    #[test]
     fn raising_a_limit_is_a_widening_and_lowering_is_not() {
         let standard = entry(None);
         let strict = entry(Some(r#"{"preset":"strict"}"#));
