@@ -33,12 +33,10 @@ pub struct GivenInputs {
 /// devices. Matched against the path the opened file resolves to; `*` matches within one path
 /// component, `**` across components. The root policy's `sensitive_inputs` add to it.
 pub const SENSITIVE_PATHS: &[&str] = &[
-    "/etc/shadow",
-    "/etc/shadow-",
-    "/etc/gshadow",
-    "/etc/gshadow-",
+    "/etc/shadow*",
+    "/etc/gshadow*",
     "/etc/security/opasswd",
-    "/etc/sudoers",
+    "/etc/sudoers*",
     "/etc/sudoers.d/**",
     "/etc/ssh/ssh_host_*",
     "/etc/ssl/private/**",
@@ -63,6 +61,8 @@ pub const SENSITIVE_PATHS: &[&str] = &[
     "**/id_ecdsa",
     "**/id_ed25519",
     "**/*.key",
+    "**/*.p12",
+    "**/*.pfx",
 ];
 
 /// Whether the path glob `pattern` matches `path` (`*`: any run within a component; `**`: any
@@ -356,7 +356,9 @@ mod tests {
     #[test]
     fn sensitive_paths_match_after_resolution_and_globs_stay_in_their_component() {
         let hit = |p: &str| sensitive_match(Path::new(p), &[]);
-        assert_eq!(hit("/etc/shadow"), Some("/etc/shadow"));
+        assert_eq!(hit("/etc/shadow"), Some("/etc/shadow*"));
+        assert_eq!(hit("/etc/shadow-"), Some("/etc/shadow*"));
+        assert_eq!(hit("/etc/sudoers.bak"), Some("/etc/sudoers*"));
         assert_eq!(hit("/etc/sudoers.d/90-cloud"), Some("/etc/sudoers.d/**"));
         assert_eq!(hit("/root/.ssh/id_rsa"), Some("**/.ssh/**"));
         assert_eq!(hit("/home/a/.aws/credentials"), Some("**/.aws/**"));
@@ -367,7 +369,7 @@ mod tests {
         assert_eq!(hit("/proc/1/environ"), Some("/proc/**"));
         assert_eq!(hit("/srv/x/site.key"), Some("**/*.key"));
         assert_eq!(hit("/etc/hostname"), None);
-        assert_eq!(hit("/etc/shadows"), None);
+        assert_eq!(hit("/etc/passwd"), None);
         assert_eq!(hit("/tmp/keys/x"), None);
         assert!(!path_glob_matches("/etc/*", b"/etc/a/b"));
         assert!(path_glob_matches("/etc/*", b"/etc/a"));
