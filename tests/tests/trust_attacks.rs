@@ -949,6 +949,11 @@ fn threshold_one_leaked_key() {
         (rec.action, rec.outcome, rec.key_ids.len()),
         (AuditAction::Launch, AuditOutcome::Allowed, 2)
     );
+    // `remove` takes every signature with the entry.
+    let r: register::report::RemoveReport =
+        testkit::assert_ok(&fx.reg(&["remove", "--name", "hello"]));
+    assert_eq!(r.removed.len(), 3, "{:?}", r.removed);
+    assert!(!fx.root.entry_sig_n(&name, 0).exists() && !fx.root.entry_sig_n(&name, 1).exists());
 }
 
 /// Raising the threshold makes entries with fewer signatures fail everywhere (verify, launch,

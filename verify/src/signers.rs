@@ -120,7 +120,12 @@ pub fn check_signed(
             ctx.check_key(root, &key_id)?;
         }
     }
-    let (publisher, pub_path) = load_publisher(root, id)?;
+    // Every record is read once: the publisher's own from the store (absent: `publisher-unknown`).
+    let store = load_store(root)?;
+    let (publisher, pub_path) = match store.iter().find(|(p, _)| p.id == *id) {
+        Some(found) => found.clone(),
+        None => load_publisher(root, id)?,
+    };
     if let Some(rev) = &publisher.revoked {
         return Err(VerifyError::PublisherRevoked {
             id: id.to_string(),
@@ -128,7 +133,6 @@ pub fn check_signed(
             reason: rev.reason.clone(),
         });
     }
-    let store = load_store(root)?;
     let rules = Rules::of(root, &publisher, &pub_path, ctx);
     check_name(root, entry, &publisher, &store, &rules, ctx)?;
     let revoked = trust::revocations(&store);
