@@ -360,6 +360,12 @@ fn check_transition(
     let info = verify::entry::check_by_publisher(p, pub_path, &signer, &sig, &stmt)
         .map_err(|e| e.with_path(&sig_path))?;
     let key = p.keys.iter().find(|k| k.key_id == signer);
+    // The signer is known by its bytes too: denied or revoked under another id, it signs nothing.
+    if let Some(hex) = key.and_then(|k| verify::signature::key_bytes_hex(&k.public_key)) {
+        ctx.check_key_bytes(root, &hex, &signer)?;
+        let store = verify::signers::load_store(root)?;
+        verify::trust::check_bytes_not_revoked(&verify::trust::revocations(&store), &hex, &signer)?;
+    }
     // The signing key must be valid now (a rotation is a present act), and at its signature's
     // timestamp when it carries one.
     if let Some(k) = key {

@@ -1066,6 +1066,25 @@ fn revoked_key_relisted_under_another_id() {
     let err = testkit::assert_refused(&fx.verify("hello"), 1, Kind::KeyRevoked);
     assert!(err.message.contains(&kid), "{}", err.message);
     fx.launch_refused("hello", Kind::KeyRevoked);
+    // Nor does it sign a rotation for the record it was planted in.
+    let fresh = KeyPair::generate();
+    let (stmt, sig) = relisted.transition_to("mallory", &fresh);
+    fs::write(fx.dir.join("in/rot.json"), stmt).unwrap();
+    fs::write(fx.dir.join("in/rot.json.minisig"), sig).unwrap();
+    let fresh_pk = fresh.pk_path(fx.dir.path());
+    let rot = fx.dir.join("in/rot.json");
+    let before = fx.snap();
+    let out = fx.reg(&[
+        "publisher",
+        "rotate",
+        "--id",
+        "mallory",
+        "--pubkey",
+        fresh_pk.to_str().unwrap(),
+        "--transition",
+        rot.to_str().unwrap(),
+    ]);
+    fx.refused(&before, &out, Kind::KeyRevoked);
     // A key denied by id is denied by its bytes too.
     let kid2 = second.key_id();
     ok(&fx.reg(&["deny", "add", "--key", &kid2, "--reason", "pulled"]));
