@@ -43,13 +43,13 @@ pub struct Verified {
     pub key_ids: Vec<String>,
     /// The publisher's level (`None` for a local entry).
     pub level: Option<proto::publisher::Level>,
-    /// The signature's trusted timestamp, when it has one.
+    /// The oldest trusted timestamp of the signatures that counted, when they carry one.
     pub signed_at: Option<u64>,
     /// The static-ELF facts (`Some` exactly when the executable is a static ELF).
     pub elf: Option<ElfFacts>,
     /// `unpinned` for a script or dynamic ELF accepted under the owner's `--allow-dynamic` grant.
     pub dependencies: Dependencies,
-    /// The signing key's `not_after` (new signatures by it are refused from then on).
+    /// The earliest `not_after` of the keys that counted (new signatures by it are refused from then on).
     pub key_not_after: Option<u64>,
     /// The root has the DEV marker.
     pub dev_root: bool,
@@ -422,7 +422,7 @@ pub fn parse_entry(path: &Path, bytes: &[u8]) -> Result<Entry, VerifyError> {
 #[derive(Clone, Debug)]
 pub struct Signed {
     pub info: SignatureInfo,
-    /// Its trusted timestamp, when it carries one.
+    /// The oldest trusted timestamp of the signatures that counted, when they carry one.
     pub signed_at: Option<u64>,
     /// The earliest `not_after` of the keys that counted, when one has one.
     pub key_not_after: Option<u64>,

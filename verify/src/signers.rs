@@ -155,7 +155,7 @@ pub fn check_signed(
             }
         }
     }
-    let needed = rules.threshold as usize;
+    let needed = (rules.threshold as usize).max(1);
     if counted.len() < needed {
         if needed == 1 {
             if let Some(e) = failed.into_iter().next() {
@@ -183,10 +183,14 @@ pub fn check_signed(
         });
     }
     let key_ids: Vec<String> = counted.iter().map(|(_, s)| s.info.key_id.clone()).collect();
+    // What comes due first: the earliest key end, the oldest signature (it reaches the maximum
+    // age first).
     let key_not_after = counted.iter().filter_map(|(_, s)| s.key_not_after).min();
+    let signed_at = counted.iter().filter_map(|(_, s)| s.signed_at).min();
     let mut first = counted.swap_remove(0).1;
     first.key_ids = key_ids;
     first.key_not_after = key_not_after;
+    first.signed_at = signed_at;
     first.level = rules.level;
     first.threshold = rules.threshold;
     Ok(first)
