@@ -27,6 +27,10 @@ pub(crate) fn record_decision(
             rec.version = Some(e.version.to_string());
             rec.publisher = e.publisher.as_ref().map(|p| p.to_string());
             rec.key_id = d.verified.key_id.clone();
+            if d.verified.key_ids.len() > 1 {
+                rec.key_ids = d.verified.key_ids.clone();
+            }
+            rec.level = d.verified.level;
             rec.sha256 = Some(e.sha256);
             rec
         }

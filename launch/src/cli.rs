@@ -40,6 +40,10 @@ pub struct Args {
     /// a file input, KEY=PATH, copied into the stage's in/ (repeatable)
     #[argh(option, from_str_fn(proto::cli::os_string))]
     pub input_file: Vec<OsString>,
+    /// read the file input KEY even though its path is on the sensitive list (shadow files, keys,
+    /// credentials, sudoers, /proc …, and the root policy's sensitive_inputs); repeatable
+    #[argh(option)]
+    pub allow_sensitive_input: Vec<String>,
     /// a request document whose string inputs are used (FILE, or - for stdin)
     #[argh(option, from_str_fn(proto::cli::path))]
     pub request: Option<PathBuf>,
@@ -222,6 +226,7 @@ pub fn run(args: Args) -> Result<Output, LaunchError> {
             strings: args.input,
             files: args.input_file,
             request,
+            allow_sensitive: args.allow_sensitive_input,
         },
         target: args.target,
         streams: StreamLimits {

@@ -174,7 +174,21 @@ pub(crate) fn decide(
     }
     check_protocol(entry)?;
     let limits = check_limits(entry, opts)?;
-    let inputs = inputs::check(&opts.inputs, entry)?;
+    let sensitive = verify::layers::sensitive_inputs(&opts.registry)?;
+    let inputs = inputs::check(&opts.inputs, entry, &sensitive).map_err(|e| match e {
+        LaunchError::InputFileSensitive(mut s) => {
+            s.next = Some(Next::again(
+                vec![Opt::with("--allow-sensitive-input", s.key.clone())],
+                vec![],
+                opts.command()
+                    .arg(entry.name.as_str())
+                    .arg("--allow-sensitive-input")
+                    .arg(&s.key),
+            ));
+            LaunchError::InputFileSensitive(s)
+        }
+        other => other,
+    })?;
     let target = target::check(&opts.target, root)?;
     // Outputs never land in a system layer either.
     if let verify::layers::Registry::System(sys) = &opts.registry {

@@ -60,6 +60,8 @@ pub enum LaunchError {
         path: PathBuf,
         why: String,
     },
+    #[error("{0}")]
+    InputFileSensitive(Box<SensitiveInput>),
     #[error("request {path}: {why}")]
     Request { path: String, why: String },
     #[error("the entry accepts protocol {req:?}, which excludes this launcher's protocol {ours}")]
@@ -119,6 +121,20 @@ fn cause_prefix(cause: &Option<Box<LaunchError>>) -> String {
     cause.as_ref().map(|c| format!("{c}; ")).unwrap_or_default()
 }
 
+/// A file input on the sensitive list (`input-file-sensitive`).
+#[derive(Debug, thiserror::Error)]
+#[error("file input {key:?} ({}) is {} ({pattern}), on the sensitive list: it would be read with dot-launch's rights (uid {uid}) and handed to the plugin; pass --allow-sensitive-input {key} to read it anyway", .path.display(), .resolved.display())]
+pub struct SensitiveInput {
+    pub key: String,
+    pub path: PathBuf,
+    /// The file the path resolved to (the opened descriptor's).
+    pub resolved: PathBuf,
+    /// The sensitive-path pattern it matched.
+    pub pattern: String,
+    pub uid: u32,
+    /// The launch again with `--allow-sensitive-input KEY` (set by the caller).
+    pub next: Option<Next>,
+}
 impl LaunchError {
     /// The plugin's `failure`, with the run's result marked failed and carrying the failure's
     /// message (and, for `plugin-error`, the plugin's own response).
@@ -160,6 +176,7 @@ impl ToErrorObject for LaunchError {
             LaunchError::InputTwice { .. } => Kind::InputTwice,
             LaunchError::InputSyntax { .. } => Kind::InputSyntax,
             LaunchError::InputFileUnsafe { .. } => Kind::InputFileUnsafe,
+            LaunchError::InputFileSensitive(_) => Kind::InputFileSensitive,
             LaunchError::Request { .. } => Kind::RequestInvalid,
             LaunchError::ProtocolUnsupported { .. } => Kind::ProtocolUnsupported,
             LaunchError::Target { .. } => Kind::TargetInvalid,
@@ -222,6 +239,13 @@ impl ToErrorObject for LaunchError {
             LaunchError::InputSyntax { arg, .. } => base.value(arg.clone()),
             LaunchError::InputFileUnsafe { key, path, .. } => {
                 base.field("inputs").value(key.clone()).path(path)
+            }
+            LaunchError::InputFileSensitive(s) => {
+                let base = base.field("inputs").value(s.key.clone()).path(&s.resolved);
+                match &s.next {
+                    Some(n) => base.next(n),
+                    None => base,
+                }
             }
             LaunchError::Request { path, .. } => base.path(path),
             LaunchError::ProtocolUnsupported { req, .. } => {

@@ -139,7 +139,14 @@ pub fn explain(opts: &Options) -> Result<Explanation, LaunchError> {
             .map(|f| InputFile {
                 key: f.key.clone(),
                 path: f.path.display().to_string(),
+                resolved: f.resolved.display().to_string(),
                 size: f.file.metadata().map(|m| m.len()).unwrap_or(0),
+                read_by: format!(
+                    "dot-launch, with the invoker's rights (uid {}), before the plugin starts; the plugin reads a copy, stage/in/{}",
+                    nix::unistd::geteuid().as_raw(),
+                    f.key
+                ),
+                sensitive: f.sensitive.clone(),
             })
             .collect(),
         target: target.display().to_string(),

@@ -1,6 +1,9 @@
 //! Inputs: checked against the entry's declarations before anything is created; file inputs are
 //! opened (no symlink, regular, no setuid/setgid) now and copied into the stage later from the very
-//! descriptors opened here.
+//! descriptors opened here. A file input is read with dot-launch's own rights (as root: any file),
+//! so the file each one resolves to (the opened descriptor's path) is matched against the sensitive
+//! list — [`SENSITIVE_PATHS`] and the root policy's `sensitive_inputs` — and refused unless the
+//! invoker names its key with `--allow-sensitive-input` (docs/trust.md "Sensitive inputs").
 
 use crate::error::LaunchError;
 use proto::protocol::{Request, PROTOCOL_VERSION};
@@ -8,8 +11,9 @@ use proto::{Entry, InputKind};
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
+use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Inputs as given on the command line.
 #[derive(Debug, Default)]
@@ -20,6 +24,76 @@ pub struct GivenInputs {
     pub files: Vec<OsString>,
     /// `--request FILE|-`: the request's string inputs.
     pub request: Option<RequestSource>,
+    /// `--allow-sensitive-input KEY`: file inputs read even though their path is sensitive.
+    pub allow_sensitive: Vec<String>,
+}
+
+/// Paths no file input reads unless the invoker says so by key (`--allow-sensitive-input`):
+/// shadow and sudoers files, host and user keys, credentials, the kernel's views of processes and
+/// devices. Matched against the path the opened file resolves to; `*` matches within one path
+/// component, `**` across components. The root policy's `sensitive_inputs` add to it.
+pub const SENSITIVE_PATHS: &[&str] = &[
+    "/etc/shadow*",
+    "/etc/gshadow*",
+    "/etc/security/opasswd",
+    "/etc/sudoers*",
+    "/etc/sudoers.d/**",
+    "/etc/ssh/ssh_host_*",
+    "/etc/ssl/private/**",
+    "/etc/krb5.keytab",
+    "/proc/**",
+    "/sys/**",
+    "/dev/**",
+    "**/.ssh/**",
+    "**/.gnupg/**",
+    "**/.minisign/**",
+    "**/.aws/**",
+    "**/.azure/**",
+    "**/.config/gcloud/**",
+    "**/.kube/config",
+    "**/.docker/config.json",
+    "**/.netrc",
+    "**/.git-credentials",
+    "**/.pgpass",
+    "**/.my.cnf",
+    "**/id_rsa",
+    "**/id_dsa",
+    "**/id_ecdsa",
+    "**/id_ed25519",
+    "**/*.key",
+    "**/*.p12",
+    "**/*.pfx",
+];
+
+/// Whether the path glob `pattern` matches `path` (`*`: any run within a component; `**`: any
+/// run, `/` included).
+pub fn path_glob_matches(pattern: &str, path: &[u8]) -> bool {
+    fn go(p: &[u8], s: &[u8]) -> bool {
+        match p {
+            [] => s.is_empty(),
+            [b'*', b'*', rest @ ..] => (0..=s.len()).any(|i| go(rest, &s[i..])),
+            [b'*', rest @ ..] => (0..=s.len())
+                .take_while(|&i| i == 0 || s[i - 1] != b'/')
+                .any(|i| go(rest, &s[i..])),
+            [c, rest @ ..] => s
+                .split_first()
+                .is_some_and(|(d, sr)| c == d && go(rest, sr)),
+        }
+    }
+    go(pattern.as_bytes(), path)
+}
+
+/// The first pattern of the built-in list, then of `extra`, that matches `path`.
+pub fn sensitive_match<'a>(path: &Path, extra: &'a [String]) -> Option<&'a str>
+where
+    'static: 'a,
+{
+    let bytes = path.as_os_str().as_bytes();
+    SENSITIVE_PATHS
+        .iter()
+        .copied()
+        .chain(extra.iter().map(String::as_str))
+        .find(|p| path_glob_matches(p, bytes))
 }
 
 /// Where a `--request` document comes from.
@@ -41,6 +115,10 @@ pub struct Inputs {
 pub struct FileInput {
     pub key: String,
     pub path: PathBuf,
+    /// What the opened descriptor resolves to (`/proc/self/fd/N`).
+    pub resolved: PathBuf,
+    /// The sensitive-path pattern it matched, when `--allow-sensitive-input` allowed it.
+    pub sensitive: Option<String>,
     pub file: File,
 }
 
@@ -134,8 +212,14 @@ fn request_inputs(
     Ok(req.inputs)
 }
 
-/// Checks the given inputs against `entry` and opens file inputs.
-pub fn check(given: &GivenInputs, entry: &Entry) -> Result<Inputs, LaunchError> {
+/// Checks the given inputs against `entry` and opens file inputs; a file input whose path is
+/// sensitive (the built-in list and `sensitive`, the policy's) is refused unless its key is in
+/// `given.allow_sensitive`.
+pub fn check(
+    given: &GivenInputs,
+    entry: &Entry,
+    sensitive: &[String],
+) -> Result<Inputs, LaunchError> {
     let mut strings = BTreeMap::new();
     let mut seen = std::collections::BTreeSet::new();
     let mut add_string = |key: String, value: String| -> Result<(), LaunchError> {
@@ -163,6 +247,20 @@ pub fn check(given: &GivenInputs, entry: &Entry) -> Result<Inputs, LaunchError> 
         let (k, v) = split(arg)?;
         add_string(k, v)?;
     }
+    let file_keys: Vec<String> = given
+        .files
+        .iter()
+        .filter_map(|a| split_file(a).ok().map(|(k, _)| k))
+        .collect();
+    if let Some(k) = given
+        .allow_sensitive
+        .iter()
+        .find(|k| !file_keys.contains(k))
+    {
+        return Err(LaunchError::Usage(format!(
+            "--allow-sensitive-input {k:?} names no --input-file of this launch"
+        )));
+    }
     let mut files = Vec::new();
     for arg in &given.files {
         let (key, path) = split_file(arg)?;
@@ -189,7 +287,30 @@ pub fn check(given: &GivenInputs, entry: &Entry) -> Result<Inputs, LaunchError> 
                 why: e.to_string(),
             },
         })?;
-        files.push(FileInput { key, path, file });
+        let resolved = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()))
+            .map_err(|e| LaunchError::io("resolving a file input", &path, e))?;
+        let matched = sensitive_match(&resolved, sensitive).map(str::to_owned);
+        if let Some(pattern) = &matched {
+            if !given.allow_sensitive.contains(&key) {
+                return Err(LaunchError::InputFileSensitive(Box::new(
+                    crate::error::SensitiveInput {
+                        key,
+                        path,
+                        resolved,
+                        pattern: pattern.clone(),
+                        uid: nix::unistd::geteuid().as_raw(),
+                        next: None,
+                    },
+                )));
+            }
+        }
+        files.push(FileInput {
+            key,
+            path,
+            resolved,
+            sensitive: matched,
+            file,
+        });
     }
     for decl in &entry.inputs {
         let present = strings.contains_key(decl.name.as_str()) || seen.contains(decl.name.as_str());
@@ -225,5 +346,37 @@ impl Inputs {
             plugin: entry.name.clone(),
             inputs,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sensitive_paths_match_after_resolution_and_globs_stay_in_their_component() {
+        let hit = |p: &str| sensitive_match(Path::new(p), &[]);
+        assert_eq!(hit("/etc/shadow"), Some("/etc/shadow*"));
+        assert_eq!(hit("/etc/shadow-"), Some("/etc/shadow*"));
+        assert_eq!(hit("/etc/sudoers.bak"), Some("/etc/sudoers*"));
+        assert_eq!(hit("/etc/sudoers.d/90-cloud"), Some("/etc/sudoers.d/**"));
+        assert_eq!(hit("/root/.ssh/id_rsa"), Some("**/.ssh/**"));
+        assert_eq!(hit("/home/a/.aws/credentials"), Some("**/.aws/**"));
+        assert_eq!(
+            hit("/etc/ssh/ssh_host_ed25519_key"),
+            Some("/etc/ssh/ssh_host_*")
+        );
+        assert_eq!(hit("/proc/1/environ"), Some("/proc/**"));
+        assert_eq!(hit("/srv/x/site.key"), Some("**/*.key"));
+        assert_eq!(hit("/etc/hostname"), None);
+        assert_eq!(hit("/etc/passwd"), None);
+        assert_eq!(hit("/tmp/keys/x"), None);
+        assert!(!path_glob_matches("/etc/*", b"/etc/a/b"));
+        assert!(path_glob_matches("/etc/*", b"/etc/a"));
+        let extra = vec!["/srv/secret/**".to_owned()];
+        assert_eq!(
+            sensitive_match(Path::new("/srv/secret/a/b"), &extra),
+            Some("/srv/secret/**")
+        );
     }
 }

@@ -114,5 +114,14 @@ pub struct InputFile {
     pub key: String,
     /// The file given.
     pub path: String,
+    /// The file it resolved to (the opened descriptor's path), which the sensitive-path list
+    /// is matched against.
+    pub resolved: String,
     pub size: u64,
+    /// Who reads it: dot-launch, with the invoker's rights (this uid), before the plugin starts;
+    /// the plugin reads a copy in its stage.
+    pub read_by: String,
+    /// The sensitive-path pattern it matched, read anyway on `--allow-sensitive-input KEY`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sensitive: Option<String>,
 }

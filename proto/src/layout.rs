@@ -103,6 +103,17 @@ impl Root {
         self.plugins().join(format!("{name}.json.minisig"))
     }
 
+    /// The entry's `i`-th signature (from 0): `NAME.json.minisig`, then `NAME.json.2.minisig`,
+    /// `NAME.json.3.minisig` … (docs/registry.md "Signatures").
+    pub fn entry_sig_n(&self, name: &Name, i: usize) -> PathBuf {
+        match i {
+            0 => self.entry_sig(name),
+            n => self
+                .plugins()
+                .join(format!("{name}.json.{}.minisig", n + 1)),
+        }
+    }
+
     /// The owner's grant for the entry `name` (`--allow-dynamic`).
     pub fn entry_grant(&self, name: &Name) -> PathBuf {
         self.plugins().join(format!("{name}.json.grant"))

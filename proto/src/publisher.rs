@@ -19,6 +19,80 @@ pub struct Publisher {
     /// Set when the whole publisher is revoked: none of its keys is accepted any more.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revoked: Option<Revocation>,
+    /// How many distinct keys of the publisher must sign an entry (absent: 1).
+    #[serde(default = "one")]
+    pub threshold: u32,
+    /// What the publisher's entries may ask for (absent: `trusted`).
+    #[serde(default)]
+    pub level: Level,
+    /// Globs of the plugin names the publisher may sign (`*` within a name); empty: any name
+    /// that no other publisher of the trust store has pinned.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub names: Vec<String>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// Most signatures one entry may carry (`NAME.json.minisig` and `NAME.json.2.minisig` …).
+pub const MAX_SIGNATURES: usize = 8;
+
+/// How far the root's owner trusts a publisher.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    /// Its entries run at the containment they require (today's behaviour).
+    #[default]
+    Trusted,
+    /// Its entries run only under `process`: an `audit` entry is refused at registration and
+    /// at launch.
+    Verified,
+}
+
+impl std::fmt::Display for Level {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Level::Trusted => "trusted",
+            Level::Verified => "verified",
+        })
+    }
+}
+
+impl std::str::FromStr for Level {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "trusted" => Ok(Level::Trusted),
+            "verified" => Ok(Level::Verified),
+            other => Err(format!(
+                "unknown level {other:?}; expected trusted or verified"
+            )),
+        }
+    }
+}
+
+/// A glob of plugin names: name characters and `*` (any run of them, possibly empty).
+pub fn is_name_glob(g: &str) -> bool {
+    !g.is_empty()
+        && g.len() <= 64
+        && g.bytes().all(|b| {
+            b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'_' | b'-' | b'*')
+        })
+}
+
+/// Whether the name glob `g` matches `name` (`*` matches any run of characters).
+pub fn name_glob_matches(g: &str, name: &str) -> bool {
+    fn go(g: &[u8], n: &[u8]) -> bool {
+        match g.split_first() {
+            None => n.is_empty(),
+            Some((b'*', rest)) => (0..=n.len()).any(|i| go(rest, &n[i..])),
+            Some((c, rest)) => n
+                .split_first()
+                .is_some_and(|(d, nr)| c == d && go(rest, nr)),
+        }
+    }
+    go(g.as_bytes(), name.as_bytes())
 }
 
 /// One minisign public key of a publisher.
@@ -80,6 +154,18 @@ impl Publisher {
                 ),
             });
         }
+        if p.threshold == 0 || p.threshold as usize > MAX_SIGNATURES {
+            return Err(PublisherError::Invalid {
+                field: "threshold",
+                message: format!("{} is outside 1..={MAX_SIGNATURES}", p.threshold),
+            });
+        }
+        if let Some(g) = p.names.iter().find(|g| !is_name_glob(g)) {
+            return Err(PublisherError::Invalid {
+                field: "names",
+                message: format!("{g:?} is not a name glob (name characters and `*`)"),
+            });
+        }
         if p.keys.is_empty() {
             return Err(PublisherError::Invalid {
                 field: "keys",
@@ -115,6 +201,11 @@ impl Publisher {
         v
     }
 
+    /// Whether the publisher may sign an entry named `name` by its own pins (`names`; none: any).
+    pub fn pins(&self, name: &str) -> bool {
+        self.names.iter().any(|g| name_glob_matches(g, name))
+    }
+
     /// The key with this id that is not revoked, if the publisher itself is not revoked.
     pub fn usable_key(&self, key_id: &str) -> Option<&PublisherKey> {
         if self.revoked.is_some() {
@@ -123,5 +214,59 @@ impl Publisher {
         self.keys
             .iter()
             .find(|k| k.key_id == key_id && k.revoked.is_none())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(extra: &str) -> String {
+        format!(
+            r#"{{"schema":1,"id":"acme","added_at":1,"keys":[{{"key_id":"0123456789ABCDEF",
+            "public_key":"RWQf6LRCGA9i53mlYecO4IzT51TGPpvWucNSCh1CBM0QTaLn73Y7GFO3","added_at":1}}]{extra}}}"#
+        )
+    }
+
+    #[test]
+    fn a_record_without_the_new_fields_reads_as_one_signature_trusted_any_name() {
+        let p = Publisher::parse(record("").as_bytes()).expect("valid");
+        assert_eq!(
+            (p.threshold, p.level, p.names.len()),
+            (1, Level::Trusted, 0)
+        );
+        let text = String::from_utf8(p.to_bytes()).expect("utf-8");
+        assert!(text.contains("\"threshold\": 1") && text.contains("\"level\": \"trusted\""));
+        assert!(!text.contains("names"));
+    }
+
+    #[test]
+    fn threshold_level_and_names_are_checked() {
+        let p = Publisher::parse(
+            record(r#","threshold":2,"level":"verified","names":["hello","acme-*"]"#).as_bytes(),
+        )
+        .expect("valid");
+        assert_eq!((p.threshold, p.level), (2, Level::Verified));
+        assert!(p.pins("hello") && p.pins("acme-x") && p.pins("acme-") && !p.pins("hello2"));
+        for (extra, field) in [
+            (r#","threshold":0"#, "threshold"),
+            (r#","threshold":9"#, "threshold"),
+            (r#","names":["Hello"]"#, "names"),
+            (r#","names":["a/b"]"#, "names"),
+            (r#","level":"root""#, "level"),
+        ] {
+            let e = Publisher::parse(record(extra).as_bytes()).expect_err(extra);
+            assert_eq!(e.field(), Some(field), "{extra}");
+        }
+    }
+
+    #[test]
+    fn name_globs_match_whole_names() {
+        assert!(name_glob_matches("*", "anything"));
+        assert!(name_glob_matches("a*c", "abbc") && name_glob_matches("a*c", "ac"));
+        assert!(!name_glob_matches("a*c", "acb") && !name_glob_matches("hello", "hello-x"));
+        assert!(name_glob_matches("*-tool", "x-tool") && !name_glob_matches("*-tool", "x-tools"));
+        assert_eq!("verified".parse::<Level>(), Ok(Level::Verified));
+        assert!("root".parse::<Level>().is_err());
     }
 }

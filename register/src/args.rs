@@ -2,6 +2,7 @@
 
 use argh::FromArgs;
 use proto::limits::Preset;
+use proto::publisher::Level;
 use proto::Containment;
 use std::path::PathBuf;
 
@@ -68,6 +69,9 @@ pub enum PublisherCommand {
     Revoke(PublisherRevokeArgs),
     List(PublisherListArgs),
     Transition(PublisherTransitionArgs),
+    Threshold(PublisherThresholdArgs),
+    Level(PublisherLevelArgs),
+    Names(PublisherNamesArgs),
 }
 
 /// Trust a publisher's minisign public key (adds the key to an existing publisher).
@@ -94,6 +98,61 @@ pub struct PublisherAddArgs {
     /// ISO 8601)
     #[argh(option, from_str_fn(proto::time::instant))]
     pub not_after: Option<u64>,
+    /// a new publisher's level: trusted (the default: its entries run at the containment they
+    /// require) or verified (its entries run only under process)
+    #[argh(option)]
+    pub level: Option<Level>,
+    /// a new publisher's name pins: a glob of the plugin names it may sign (`*` within a name);
+    /// repeatable; none: any name no other publisher pins
+    #[argh(option)]
+    pub names: Vec<String>,
+}
+
+/// Set how many distinct keys of a publisher must sign each of its entries (raising it makes
+/// entries with fewer signatures fail verification; every change is recorded).
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "threshold")]
+pub struct PublisherThresholdArgs {
+    /// the platform root
+    #[argh(option, from_str_fn(proto::cli::path))]
+    pub root: PathBuf,
+    /// the publisher id
+    #[argh(option)]
+    pub id: String,
+    /// the number of distinct keys, from 1 to the publisher's keys that are not revoked
+    #[argh(option)]
+    pub signatures: u32,
+}
+
+/// Set a publisher's level: trusted, or verified (its entries run only under process); recorded.
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "level")]
+pub struct PublisherLevelArgs {
+    /// the platform root
+    #[argh(option, from_str_fn(proto::cli::path))]
+    pub root: PathBuf,
+    /// the publisher id
+    #[argh(option)]
+    pub id: String,
+    /// trusted or verified
+    #[argh(option)]
+    pub level: Level,
+}
+
+/// Set the plugin names a publisher may sign (its pins); without --names, any name no other
+/// publisher pins. Recorded.
+#[derive(FromArgs, Debug)]
+#[argh(subcommand, name = "names")]
+pub struct PublisherNamesArgs {
+    /// the platform root
+    #[argh(option, from_str_fn(proto::cli::path))]
+    pub root: PathBuf,
+    /// the publisher id
+    #[argh(option)]
+    pub id: String,
+    /// a glob of plugin names (`*` within a name); repeatable
+    #[argh(option)]
+    pub names: Vec<String>,
 }
 
 /// Add a new key to a publisher, accepted only with a transition statement signed by a currently
@@ -166,9 +225,10 @@ pub struct AddArgs {
     /// the entry file (JSON), exactly as signed
     #[argh(option, from_str_fn(proto::cli::path))]
     pub entry: PathBuf,
-    /// the entry's minisign signature (ENTRY.minisig)
+    /// the entry's minisign signature (ENTRY.minisig); repeatable, one per key, for a publisher
+    /// whose threshold is above 1
     #[argh(option, from_str_fn(proto::cli::path))]
-    pub signature: PathBuf,
+    pub signature: Vec<PathBuf>,
     /// the plugin executable the entry describes
     #[argh(option, from_str_fn(proto::cli::path))]
     pub exe: PathBuf,
@@ -334,7 +394,8 @@ pub enum DenyCommand {
     List(DenyListArgs),
 }
 
-/// Deny a digest or a key id (exactly one of --sha256, --key).
+/// Deny a digest or a key (exactly one of --sha256, --key, --pubkey). A key is denied by its
+/// bytes too: listed or signing under another key id, it stays denied.
 #[derive(FromArgs, Debug)]
 #[argh(subcommand, name = "add")]
 pub struct DenyAddArgs {
@@ -344,15 +405,19 @@ pub struct DenyAddArgs {
     /// a sha256 (64 lowercase hex digits) of an executable or an entry file
     #[argh(option)]
     pub sha256: Option<String>,
-    /// a minisign key id (16 uppercase hex digits)
+    /// a minisign key id (16 uppercase hex digits); the bytes of the trust store's key of that
+    /// id are denied with it
     #[argh(option)]
     pub key: Option<String>,
+    /// a public key file, as `minisign -G` writes it: its key id and its bytes are denied
+    #[argh(option, from_str_fn(proto::cli::path))]
+    pub pubkey: Option<PathBuf>,
     /// why (recorded)
     #[argh(option)]
     pub reason: String,
 }
 
-/// Take a digest or key id off the deny list (exactly one of --sha256, --key).
+/// Take a digest or key off the deny list (exactly one of --sha256, --key, --pubkey).
 #[derive(FromArgs, Debug)]
 #[argh(subcommand, name = "remove")]
 pub struct DenyRemoveArgs {
@@ -362,9 +427,12 @@ pub struct DenyRemoveArgs {
     /// the denied sha256
     #[argh(option)]
     pub sha256: Option<String>,
-    /// the denied key id
+    /// the denied key id (and the bytes of the trust store's keys of that id)
     #[argh(option)]
     pub key: Option<String>,
+    /// a public key file: its key id and its bytes
+    #[argh(option, from_str_fn(proto::cli::path))]
+    pub pubkey: Option<PathBuf>,
 }
 
 /// Print the deny list (JSON).
@@ -416,6 +484,13 @@ pub struct PolicySetArgs {
     /// largest pinned executable in bytes (default 268435456, 256 MiB)
     #[argh(option)]
     pub max_exe_bytes: Option<u64>,
+    /// a path glob dot-launch --input-file refuses besides its built-in list (absolute; `*`
+    /// within a component, `**` across); repeatable, added to the policy's list
+    #[argh(option)]
+    pub sensitive_input: Vec<String>,
+    /// empty the policy's own list of sensitive input paths first (the built-in list stays)
+    #[argh(switch)]
+    pub clear_sensitive_inputs: bool,
 }
 
 /// Print the effective policy (JSON; defaults when trust/policy.json is absent).

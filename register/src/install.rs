@@ -50,10 +50,16 @@ pub fn add(a: &AddArgs) -> Result<AddReport, RegisterError> {
             next: proto::next::register_local(&a.root, &entry, Some(&a.exe)),
         });
     }
-    let sig = read_input_limited(&a.signature, ctx.policy.limit(Limit::Signature))?;
-    ctx.check_size(&root, &a.signature, Limit::Signature, sig.len() as u64)?;
-    let signed = check_signed(&root, &ctx, &entry, &entry_bytes, &sig)
-        .map_err(|e| e.with_path(&a.signature))?;
+    let sigs = read_signatures(&root, &ctx, &a.signature)?;
+    let signed = check_signed(&root, &ctx, &entry, &entry_bytes, &sigs).map_err(|e| {
+        match e.with_path(&a.signature[0]) {
+            VerifyError::ThresholdNotMet(mut s) => {
+                s.next = Some(add_command(a).arg("--signature").raw("FILE.minisig"));
+                VerifyError::ThresholdNotMet(s)
+            }
+            other => other,
+        }
+    })?;
     ctx.check_expiry(&entry, &a.entry)?;
     ctx.check_size(&root, &a.exe, Limit::Exe, entry.size)?;
     let base = add_command(a);
@@ -103,7 +109,13 @@ pub fn add(a: &AddArgs) -> Result<AddReport, RegisterError> {
     };
     let store = pin(&root, &exe, &entry)?;
     write_grant(&root, &entry, dynamic, &mut overrides)?;
-    write_private(&root.entry_sig(&entry.name), &sig)?;
+    for (i, sig) in sigs.iter().enumerate() {
+        write_private(&root.entry_sig_n(&entry.name, i), sig)?;
+    }
+    // Signatures left by an earlier registration with more of them no longer belong to it.
+    for i in sigs.len()..proto::publisher::MAX_SIGNATURES {
+        remove_if_present(&root.entry_sig_n(&entry.name, i))?;
+    }
     write_private(&root.entry(&entry.name), &entry_bytes)?;
     // Staged for a package, no high-water file: a vendor layer's files are shared by every plugin
     // package (one file cannot be shipped by two), and its versions are the package manager's to
@@ -116,6 +128,10 @@ pub fn add(a: &AddArgs) -> Result<AddReport, RegisterError> {
     let replaced = old.is_some();
     let mut rec = entry_record(&entry, replaced, overrides);
     rec.key_id = Some(signed.info.key_id.clone());
+    if signed.key_ids.len() > 1 {
+        rec.key_ids = signed.key_ids.clone();
+    }
+    rec.level = Some(signed.level);
     crate::audit_staged(&root, &rec, staging)?;
     Ok(report(&entry, Some(signed.info.key_id), store, replaced))
 }
@@ -184,8 +200,10 @@ pub fn dev(a: &DevArgs) -> Result<AddReport, RegisterError> {
     write_grant(&root, &entry, dynamic, &mut overrides)?;
     let plugins = root.plugins();
     write_private(&root.entry(&entry.name), &entry.to_bytes())?;
-    // A signature left by an earlier signed entry of this name no longer means anything.
-    remove_if_present(&root.entry_sig(&entry.name))?;
+    // Signatures left by an earlier signed entry of this name no longer mean anything.
+    for i in 0..proto::publisher::MAX_SIGNATURES {
+        remove_if_present(&root.entry_sig_n(&entry.name, i))?;
+    }
     sys::fs::fsync_dir(&plugins).map_err(|e| VerifyError::io(&plugins, e))?;
     audit(&root, &entry_record(&entry, old.is_some(), overrides))?;
     Ok(report(&entry, None, store, old.is_some()))
@@ -216,7 +234,11 @@ pub fn remove(root: &Root, plugin: &Name) -> Result<RemoveReport, RegisterError>
         .flatten()
         .and_then(|b| Entry::parse(&b).ok());
     let mut removed = Vec::new();
-    for p in [entry_path, root.entry_sig(plugin), root.entry_grant(plugin)] {
+    let sigs = (0..proto::publisher::MAX_SIGNATURES).map(|i| root.entry_sig_n(plugin, i));
+    let files = [entry_path, root.entry_grant(plugin)]
+        .into_iter()
+        .chain(sigs);
+    for p in files {
         if remove_if_present(&p)? {
             removed.push(p.display().to_string());
         }
@@ -235,6 +257,30 @@ pub fn remove(root: &Root, plugin: &Name) -> Result<RemoveReport, RegisterError>
         name: plugin.clone(),
         removed,
     })
+}
+
+/// Reads every `--signature` (at least one, at most `proto::publisher::MAX_SIGNATURES`), each
+/// within the policy's size.
+fn read_signatures(
+    root: &Root,
+    ctx: &TrustContext,
+    paths: &[PathBuf],
+) -> Result<Vec<Vec<u8>>, RegisterError> {
+    if paths.is_empty() || paths.len() > proto::publisher::MAX_SIGNATURES {
+        return Err(RegisterError::Usage(format!(
+            "give --signature from 1 to {} times (one per key); {} given",
+            proto::publisher::MAX_SIGNATURES,
+            paths.len()
+        )));
+    }
+    paths
+        .iter()
+        .map(|p| {
+            let sig = read_input_limited(p, ctx.policy.limit(Limit::Signature))?;
+            ctx.check_size(root, p, Limit::Signature, sig.len() as u64)?;
+            Ok(sig)
+        })
+        .collect()
 }
 
 /// The audit record of a registration.
@@ -517,11 +563,11 @@ fn add_command(a: &AddArgs) -> Next {
         .args(["add", "--root"])
         .arg(&a.root)
         .arg("--entry")
-        .arg(&a.entry)
-        .arg("--signature")
-        .arg(&a.signature)
-        .arg("--exe")
-        .arg(&a.exe);
+        .arg(&a.entry);
+    for s in &a.signature {
+        cmd = cmd.arg("--signature").arg(s);
+    }
+    cmd = cmd.arg("--exe").arg(&a.exe);
     cmd = cmd
         .flag_if(a.replace, "--replace")
         .flag_if(a.allow_downgrade, "--allow-downgrade")

@@ -56,6 +56,32 @@ pub fn run(args: Args) -> Result<Output, RegisterError> {
                     &a.pubkey,
                     bounds,
                     crate::Staging::from_switch(a.staging),
+                    a.level,
+                    &a.names,
+                )?))
+            }
+            PublisherCommand::Threshold(a) => {
+                let id = name(&a.id)?;
+                Ok(Output::json(&publisher::threshold(
+                    &Root::single(a.root),
+                    &id,
+                    a.signatures,
+                )?))
+            }
+            PublisherCommand::Level(a) => {
+                let id = name(&a.id)?;
+                Ok(Output::json(&publisher::level(
+                    &Root::single(a.root),
+                    &id,
+                    a.level,
+                )?))
+            }
+            PublisherCommand::Names(a) => {
+                let id = name(&a.id)?;
+                Ok(Output::json(&publisher::names(
+                    &Root::single(a.root),
+                    &id,
+                    &a.names,
                 )?))
             }
             PublisherCommand::Rotate(a) => {
@@ -105,16 +131,24 @@ pub fn run(args: Args) -> Result<Output, RegisterError> {
         }
         Command::Deny(d) => match d.command {
             DenyCommand::Add(a) => {
-                let t = deny::Target::from_options(a.sha256.as_deref(), a.key.as_deref())?;
-                Ok(Output::json(&deny::add(
-                    &Root::single(a.root),
-                    &t,
-                    &a.reason,
-                )?))
+                let root = Root::single(a.root);
+                let t = deny::Target::from_options(
+                    &root,
+                    a.sha256.as_deref(),
+                    a.key.as_deref(),
+                    a.pubkey.as_deref(),
+                )?;
+                Ok(Output::json(&deny::add(&root, &t, &a.reason)?))
             }
             DenyCommand::Remove(a) => {
-                let t = deny::Target::from_options(a.sha256.as_deref(), a.key.as_deref())?;
-                Ok(Output::json(&deny::remove(&Root::single(a.root), &t)?))
+                let root = Root::single(a.root);
+                let t = deny::Target::from_options(
+                    &root,
+                    a.sha256.as_deref(),
+                    a.key.as_deref(),
+                    a.pubkey.as_deref(),
+                )?;
+                Ok(Output::json(&deny::remove(&root, &t)?))
             }
             DenyCommand::List(a) => Ok(Output::json(&deny::list(&Root::single(a.root))?)),
         },

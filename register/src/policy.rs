@@ -34,6 +34,14 @@ pub fn set(root: &Root, a: &PolicySetArgs) -> Result<Policy, RegisterError> {
             *field = v;
         }
     }
+    if a.clear_sensitive_inputs {
+        p.sensitive_inputs.clear();
+    }
+    for g in &a.sensitive_input {
+        if !p.sensitive_inputs.contains(g) {
+            p.sensitive_inputs.push(g.clone());
+        }
+    }
     p.validate()
         .map_err(|e| RegisterError::Usage(format!("policy: {e}")))?;
     write_private(&root.policy(), &p.to_bytes())?;

@@ -4,6 +4,7 @@ use crate::args::PublisherRotateArgs;
 use crate::error::RegisterError;
 use crate::{audit, now, read_input_limited, write_private, WriterLock};
 use proto::layout::Root;
+use proto::publisher::Level;
 use proto::publisher::{Revocation, PUBLISHER_SCHEMA};
 use proto::trust::{AuditAction, AuditOutcome, AuditRecord, KeyTransition, Limit};
 use proto::{Name, Next, Publisher, PublisherKey};
@@ -30,6 +31,24 @@ fn read_key(
     ctx.check_size(root, pubkey_file, Limit::Key, bytes.len() as u64)?;
     let (key_id, b64) = verify::signature::parse_public_key_file(pubkey_file, &bytes)?;
     ctx.check_key(root, &key_id)?;
+    // The key's bytes, not its id, are what a deny or a revocation names: a revoked or denied key
+    // is not trusted again under another id, in this publisher or any other of the store.
+    let hex =
+        verify::signature::key_bytes_hex(&b64).ok_or_else(|| VerifyError::PubkeyMalformed {
+            path: pubkey_file.to_path_buf(),
+            reason: "not an Ed25519 minisign key".to_owned(),
+        })?;
+    ctx.check_key_bytes(root, &hex, &key_id)?;
+    let store = verify::signers::load_store(root)?;
+    for r in verify::trust::revocations(&store) {
+        if r.bytes.contains(&hex) {
+            return Err(RegisterError::KeyWasRevoked {
+                id: r.publisher.to_string(),
+                key_id: r.key_id.unwrap_or_else(|| key_id.clone()),
+                path: r.path,
+            });
+        }
+    }
     if let (Some(nb), Some(na)) = (bounds.not_before, bounds.not_after) {
         if na <= nb {
             return Err(RegisterError::Usage(format!(
@@ -57,14 +76,25 @@ pub fn add(
     pubkey_file: &Path,
     bounds: Bounds,
     staging: crate::Staging,
+    level: Option<Level>,
+    names: &[String],
 ) -> Result<Publisher, RegisterError> {
     crate::check_registry_writable(root)?;
+    check_globs(names)?;
     let ctx = TrustContext::load(root)?;
     let new_key = read_key(root, &ctx, pubkey_file, bounds)?;
     let _lock = WriterLock::take(root)?;
     let record = match verify::entry::load_publisher(root, id) {
         Ok((mut p, path)) => {
             if !add_key(&mut p, &path, new_key.clone(), pubkey_file)? {
+                let unchanged = level.is_none_or(|l| l == p.level)
+                    && (names.is_empty() || names == p.names.as_slice());
+                if !unchanged {
+                    return Err(RegisterError::Usage(format!(
+                        "publisher {:?} exists: change its level with `publisher level` and its names with `publisher names`",
+                        id.as_str()
+                    )));
+                }
                 return Ok(p);
             }
             // A new key for a publisher already trusted is a rotation: `publisher rotate`.
@@ -79,16 +109,109 @@ pub fn add(
             added_at: new_key.added_at,
             keys: vec![new_key.clone()],
             revoked: None,
+            threshold: 1,
+            level: level.unwrap_or_default(),
+            names: names.to_vec(),
         },
         Err(e) => return Err(e.into()),
     };
     write(root, &record)?;
-    crate::audit_staged(
-        root,
-        &key_record(AuditAction::PublisherAdd, id, &new_key, None),
-        staging,
-    )?;
+    let mut rec = key_record(AuditAction::PublisherAdd, id, &new_key, None);
+    rec.level = Some(record.level);
+    if !record.names.is_empty() {
+        rec.detail = Some(format!("names {}", record.names.join(" ")));
+    }
+    crate::audit_staged(root, &rec, staging)?;
     Ok(record)
+}
+
+/// Refuses a `--names` value that is not a name glob.
+fn check_globs(names: &[String]) -> Result<(), RegisterError> {
+    match names.iter().find(|g| !proto::publisher::is_name_glob(g)) {
+        Some(g) => Err(RegisterError::Usage(format!(
+            "--names {g:?} is not a glob of plugin names ([a-z0-9._-] and `*`, at most 64)"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// `publisher threshold`: entries of publisher `id` need signatures by `k` distinct keys of it,
+/// from 1 to the number of its keys that are not revoked. Raising or lowering it is recorded
+/// (`publisher-threshold`, `detail` "threshold OLD -> NEW"); the same value changes nothing.
+pub fn threshold(root: &Root, id: &Name, k: u32) -> Result<Publisher, RegisterError> {
+    crate::check_registry_writable(root)?;
+    let _lock = WriterLock::take(root)?;
+    let (mut p, _) = verify::entry::load_publisher(root, id)?;
+    let usable = p.keys.iter().filter(|k| k.revoked.is_none()).count();
+    if k == 0 || k as usize > usable.min(proto::publisher::MAX_SIGNATURES) {
+        return Err(RegisterError::Usage(format!(
+            "--signatures {k}: publisher {:?} has {usable} key(s) that are not revoked; the threshold is from 1 to that (at most {})",
+            id.as_str(),
+            proto::publisher::MAX_SIGNATURES
+        )));
+    }
+    if p.threshold == k {
+        return Ok(p);
+    }
+    let old = p.threshold;
+    p.threshold = k;
+    write(root, &p)?;
+    let mut rec = AuditRecord::new(
+        now(),
+        AuditAction::PublisherThreshold,
+        AuditOutcome::Allowed,
+    );
+    rec.publisher = Some(id.to_string());
+    rec.level = Some(p.level);
+    rec.detail = Some(format!(
+        "threshold {old} -> {k}{}",
+        if k < old { " (lowered)" } else { "" }
+    ));
+    audit(root, &rec)?;
+    Ok(p)
+}
+
+/// `publisher level`: sets the level of publisher `id`, recorded (`publisher-level`).
+pub fn level(root: &Root, id: &Name, level: Level) -> Result<Publisher, RegisterError> {
+    crate::check_registry_writable(root)?;
+    let _lock = WriterLock::take(root)?;
+    let (mut p, _) = verify::entry::load_publisher(root, id)?;
+    if p.level == level {
+        return Ok(p);
+    }
+    let old = p.level;
+    p.level = level;
+    write(root, &p)?;
+    let mut rec = AuditRecord::new(now(), AuditAction::PublisherLevel, AuditOutcome::Allowed);
+    rec.publisher = Some(id.to_string());
+    rec.level = Some(level);
+    rec.detail = Some(format!("level {old} -> {level}"));
+    audit(root, &rec)?;
+    Ok(p)
+}
+
+/// `publisher names`: sets the name pins of publisher `id` (none: any name no other publisher
+/// pins), recorded (`publisher-names`).
+pub fn names(root: &Root, id: &Name, names: &[String]) -> Result<Publisher, RegisterError> {
+    crate::check_registry_writable(root)?;
+    check_globs(names)?;
+    let _lock = WriterLock::take(root)?;
+    let (mut p, _) = verify::entry::load_publisher(root, id)?;
+    if p.names == names {
+        return Ok(p);
+    }
+    let old = std::mem::replace(&mut p.names, names.to_vec());
+    write(root, &p)?;
+    let mut rec = AuditRecord::new(now(), AuditAction::PublisherNames, AuditOutcome::Allowed);
+    rec.publisher = Some(id.to_string());
+    rec.level = Some(p.level);
+    let shown = |n: &[String]| match n {
+        [] => "(any)".to_owned(),
+        n => n.join(" "),
+    };
+    rec.detail = Some(format!("names {} -> {}", shown(&old), shown(names)));
+    audit(root, &rec)?;
+    Ok(p)
 }
 
 /// Adds `key` to an existing publisher record. `Ok(false)`: it already has this exact key.
@@ -106,6 +229,30 @@ fn add_key(
             reason: rev.reason.clone(),
         }
         .into());
+    }
+    let hex = verify::signature::key_bytes_hex(&key.public_key);
+    if let Some(k) = p
+        .keys
+        .iter()
+        .find(|k| k.key_id != key.key_id && verify::signature::key_bytes_hex(&k.public_key) == hex)
+    {
+        // The same key under another id: it would count twice toward a threshold.
+        return match &k.revoked {
+            Some(_) => Err(RegisterError::KeyWasRevoked {
+                id: id.to_string(),
+                key_id: k.key_id.clone(),
+                path: path.to_path_buf(),
+            }),
+            None => Err(VerifyError::PubkeyMalformed {
+                path: pubkey_file.to_path_buf(),
+                reason: format!(
+                    "publisher {:?} already has this key, as key id {}",
+                    id.as_str(),
+                    k.key_id
+                ),
+            }
+            .into()),
+        };
     }
     match p.keys.iter().find(|k| k.key_id == key.key_id) {
         Some(k) if k.revoked.is_some() => Err(RegisterError::KeyWasRevoked {
@@ -213,6 +360,12 @@ fn check_transition(
     let info = verify::entry::check_by_publisher(p, pub_path, &signer, &sig, &stmt)
         .map_err(|e| e.with_path(&sig_path))?;
     let key = p.keys.iter().find(|k| k.key_id == signer);
+    // The signer is known by its bytes too: denied or revoked under another id, it signs nothing.
+    if let Some(hex) = key.and_then(|k| verify::signature::key_bytes_hex(&k.public_key)) {
+        ctx.check_key_bytes(root, &hex, &signer)?;
+        let store = verify::signers::load_store(root)?;
+        verify::trust::check_bytes_not_revoked(&verify::trust::revocations(&store), &hex, &signer)?;
+    }
     // The signing key must be valid now (a rotation is a present act), and at its signature's
     // timestamp when it carries one.
     if let Some(k) = key {

@@ -430,3 +430,67 @@ fn key_windows_take_iso_8601_dates_or_unix_seconds() {
     let e = testkit::assert_refused(&bad, 2, proto::Kind::Usage);
     assert!(e.message.contains("2028-02-30"), "{}", e.message);
 }
+
+/// `dot-register publisher WORD --root R ARGS…`.
+fn publisher(word: &str, root: &Root, args: &[&str]) -> Output {
+    let mut v: Vec<&OsStr> = vec![
+        OsStr::new("publisher"),
+        word.as_ref(),
+        "--root".as_ref(),
+        root.path().as_os_str(),
+    ];
+    v.extend(args.iter().map(OsStr::new));
+    reg(v)
+}
+
+#[test]
+fn threshold_level_and_names_are_checked_and_the_same_value_changes_nothing() {
+    let (d, root) = root();
+    let key = KeyPair::generate();
+    testkit::assert_ok::<Publisher>(&add(&root, "acme", &key.pk_path(d.path())));
+    let before = testkit::tree_snapshot(root.path());
+    for k in ["0", "2"] {
+        let out = publisher("threshold", &root, &["--id", "acme", "--signatures", k]);
+        testkit::assert_refused(&out, 2, Kind::Usage);
+    }
+    let out = publisher("names", &root, &["--id", "acme", "--names", "Hello"]);
+    testkit::assert_refused(&out, 2, Kind::Usage);
+    let out = publisher("level", &root, &["--id", "acme", "--level", "root"]);
+    testkit::assert_refused(&out, 2, Kind::Usage);
+    // `add` of the publisher's own key does not change its level: `publisher level` does.
+    let pk = key.pk_path(d.path());
+    let out = reg([
+        OsStr::new("publisher"),
+        "add".as_ref(),
+        "--root".as_ref(),
+        root.path().as_os_str(),
+        "--id".as_ref(),
+        "acme".as_ref(),
+        "--pubkey".as_ref(),
+        pk.as_os_str(),
+        "--level".as_ref(),
+        "verified".as_ref(),
+    ]);
+    testkit::assert_refused(&out, 2, Kind::Usage);
+    let p: Publisher = testkit::assert_ok(&publisher(
+        "threshold",
+        &root,
+        &["--id", "acme", "--signatures", "1"],
+    ));
+    assert_eq!(p.threshold, 1);
+    assert_eq!(
+        before,
+        testkit::tree_snapshot(root.path()),
+        "nothing changed"
+    );
+    let p: Publisher = testkit::assert_ok(&publisher(
+        "level",
+        &root,
+        &["--id", "acme", "--level", "verified"],
+    ));
+    assert_eq!(p.level, proto::publisher::Level::Verified);
+    let p: Publisher = testkit::assert_ok(&publisher("names", &root, &["--id", "acme"]));
+    assert!(p.names.is_empty());
+    let unknown = publisher("level", &root, &["--id", "nobody", "--level", "verified"]);
+    testkit::assert_refused(&unknown, 1, Kind::PublisherUnknown);
+}

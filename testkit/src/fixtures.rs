@@ -130,6 +130,9 @@ pub fn publisher_record(id: &str, keys: &[&KeyPair]) -> proto::Publisher {
             })
             .collect(),
         revoked: None,
+        threshold: 1,
+        level: proto::publisher::Level::Trusted,
+        names: Vec::new(),
     }
 }
 

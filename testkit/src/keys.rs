@@ -19,6 +19,24 @@ impl KeyPair {
         }
     }
 
+    /// The same Ed25519 key under another minisign key id: minisign's key id (the `keynum` in the
+    /// public key, the secret key and every signature) is covered by no signature, so whoever holds
+    /// a key, or only its public half, can list it under any id. Signs with the new id.
+    pub fn relisted(&self) -> KeyPair {
+        let mut skb = self.inner.sk.to_bytes();
+        let mut pkb = self.inner.pk.to_bytes();
+        for (i, b) in skb[54..62].iter_mut().enumerate() {
+            *b = !*b ^ (i as u8);
+        }
+        pkb[2..10].copy_from_slice(&skb[54..62]);
+        KeyPair {
+            inner: minisign::KeyPair {
+                pk: minisign::PublicKey::from_bytes(&pkb).expect("relisted public key"),
+                sk: minisign::SecretKey::from_bytes(&skb).expect("relisted secret key"),
+            },
+        }
+    }
+
     /// The key id as minisign prints it: 16 uppercase hex digits.
     pub fn key_id(&self) -> String {
         let mut b = [0u8; 8];
@@ -204,5 +222,29 @@ mod tests {
             assert_eq!(pk.verify(b"data", &s, false).is_ok(), prehashed);
         }
         assert_eq!(kp.key_id().len(), 16);
+    }
+
+    #[test]
+    fn a_relisted_key_signs_under_its_new_id_with_the_same_key() {
+        let kp = KeyPair::generate();
+        let again = kp.relisted();
+        assert_ne!(again.key_id(), kp.key_id());
+        assert_eq!(
+            base64_decode_tail(&again.public_key_b64()),
+            base64_decode_tail(&kp.public_key_b64())
+        );
+        let pk = minisign_verify::PublicKey::decode(&again.public_key_file()).unwrap();
+        let sig = String::from_utf8(again.sign(b"data", true)).unwrap();
+        pk.verify(
+            b"data",
+            &minisign_verify::Signature::decode(&sig).unwrap(),
+            false,
+        )
+        .unwrap();
+    }
+
+    /// The last 40 base64 characters of a public key line: bytes 12 to 42, inside the Ed25519 key.
+    fn base64_decode_tail(b64: &str) -> String {
+        b64[b64.len() - 40..].to_owned()
     }
 }

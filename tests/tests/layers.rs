@@ -518,3 +518,91 @@ fn explain_resolves_the_layers_as_a_launch_and_makes_no_state() {
         .unwrap();
     assert_refused(&out, 1, Kind::EntryMasked);
 }
+
+/// `dot-register CMD… --root LAYER rest…` (the layer after the subcommand words), which must
+/// succeed.
+fn in_layer(layer: &std::path::Path, words: &[&str], rest: &[&std::ffi::OsStr]) {
+    let mut c = common::tool("dot-register");
+    c.args(words).arg("--root").arg(layer).args(rest);
+    ok(c.output().unwrap(), "dot-register");
+}
+
+/// A vendor layer cannot lower what the admin decided about a publisher: the admin's threshold of
+/// 2 for `acme` refuses the vendor's singly signed entry, also when the vendor lists acme's key
+/// under another publisher id; the admin's level refuses the vendor's audit entry of acme.
+#[test]
+fn a_vendor_layer_cannot_lower_an_admin_threshold() {
+    let (sys, acme) = vendor_hello();
+    ok(sys.verify("hello"), "the vendor entry verifies before");
+    let admin = &sys.layers.admin;
+    System::init_layer(admin);
+    let k2 = Publisher::new("acme", sys.dir.path());
+    let os = |s: &str| std::ffi::OsString::from(s);
+    in_layer(
+        admin,
+        &["publisher", "add"],
+        &[
+            &os("--id"),
+            &os("acme"),
+            &os("--pubkey"),
+            acme.pubkey.as_os_str(),
+        ],
+    );
+    in_layer(
+        admin,
+        &["publisher", "rotate"],
+        &[
+            &os("--id"),
+            &os("acme"),
+            &os("--force-by-owner"),
+            &os("--pubkey"),
+            k2.pubkey.as_os_str(),
+        ],
+    );
+    in_layer(
+        admin,
+        &["publisher", "threshold"],
+        &[&os("--id"), &os("acme"), &os("--signatures"), &os("2")],
+    );
+    let e = assert_refused(&sys.verify("hello"), 1, Kind::ThresholdNotMet);
+    assert_eq!(e.value.as_deref(), Some("1/2"));
+    let record = admin.join("trust/publishers/acme.json");
+    assert!(
+        e.message.contains(record.to_str().unwrap()),
+        "{}",
+        e.message
+    );
+    // acme's key under another id in the vendor layer is still acme's for the admin.
+    let alias = Publisher {
+        id: "acme2".into(),
+        key: acme.key.clone(),
+        pubkey: acme.pubkey.clone(),
+    };
+    System::publish(
+        true,
+        &sys.layers.vendor,
+        &alias,
+        "other",
+        &workspace_bin("hello"),
+        "audit",
+        "1.0.0",
+    );
+    assert_refused(&sys.verify("other"), 1, Kind::ThresholdNotMet);
+    // The admin's level binds the vendor's entries of acme too.
+    in_layer(
+        admin,
+        &["publisher", "threshold"],
+        &[&os("--id"), &os("acme"), &os("--signatures"), &os("1")],
+    );
+    ok(sys.verify("other"), "back to one signature");
+    in_layer(
+        admin,
+        &["publisher", "level"],
+        &[&os("--id"), &os("acme"), &os("--level"), &os("verified")],
+    );
+    assert_refused(&sys.verify("other"), 1, Kind::LevelNeedsProcess);
+    ok(
+        sys.verify("hello"),
+        "a process entry runs at level verified",
+    );
+}

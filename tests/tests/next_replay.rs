@@ -818,3 +818,179 @@ fn signed_registration_refusals_are_resolved_by_their_next() {
         vec!["name:string:false".to_owned(), "when:file:true".to_owned()]
     );
 }
+
+#[test]
+fn thresholds_levels_names_and_sensitive_inputs_are_resolved_by_their_next() {
+    let o = Odd::new();
+    let keys = [
+        KeyPair::generate(),
+        KeyPair::generate(),
+        KeyPair::generate(),
+    ];
+    let hello = workspace_bin("hello");
+    let reg = |args: &[&std::ffi::OsStr]| {
+        o.register()
+            .args(&args[..2])
+            .arg("--root")
+            .arg(&o.root)
+            .args(&args[2..])
+            .output()
+            .unwrap()
+    };
+    let os = |s: &str| std::ffi::OsString::from(s);
+    let pks: Vec<PathBuf> = keys.iter().map(|k| k.pk_path(&o.base)).collect();
+    ok(
+        reg(&[
+            &os("publisher"),
+            &os("add"),
+            &os("--id"),
+            &os("acme"),
+            &os("--pubkey"),
+            pks[0].as_os_str(),
+        ]),
+        "publisher add",
+    );
+    for pk in &pks[1..] {
+        ok(
+            reg(&[
+                &os("publisher"),
+                &os("rotate"),
+                &os("--id"),
+                &os("acme"),
+                &os("--force-by-owner"),
+                &os("--pubkey"),
+                pk.as_os_str(),
+            ]),
+            "publisher rotate",
+        );
+    }
+    let threshold = |k: &str| {
+        ok(
+            reg(&[
+                &os("publisher"),
+                &os("threshold"),
+                &os("--id"),
+                &os("acme"),
+                &os("--signatures"),
+                &os(k),
+            ]),
+            "publisher threshold",
+        )
+    };
+    threshold("2");
+    let write_entry = |name: &str, file: &str| -> PathBuf {
+        let entry = testkit::entry_for(name, &hello, proto::Containment::Audit, Some("acme"));
+        let path = o.base.join(file);
+        std::fs::write(&path, entry.to_bytes()).unwrap();
+        path
+    };
+    let sign = |entry: &Path, k: usize, file: &str| -> PathBuf {
+        let p = o.base.join(file);
+        std::fs::write(&p, keys[k].sign(&std::fs::read(entry).unwrap(), true)).unwrap();
+        p
+    };
+    let add = |entry: &Path, sigs: &[&Path]| {
+        let mut c = o.register();
+        c.args(["add", "--root"])
+            .arg(&o.root)
+            .arg("--entry")
+            .arg(entry);
+        for s in sigs {
+            c.arg("--signature").arg(s);
+        }
+        c.arg("--exe").arg(&hello).output().unwrap()
+    };
+    let verify = || {
+        tool("dot-verify")
+            .args(["entry", "--root"])
+            .arg(&o.root)
+            .arg("hello")
+            .output()
+            .unwrap()
+    };
+    // One signature for a threshold of 2: the same add with a second signature.
+    let e1 = write_entry("hello", "hello 'e'.json");
+    let s0 = sign(&e1, 0, "hello 'e'.json.minisig");
+    let e = assert_refused(&add(&e1, &[&s0]), 1, Kind::ThresholdNotMet);
+    let s1 = sign(&e1, 1, "second $x.minisig");
+    let out = replay_filled(&e, &[("FILE.minisig", &s1)], &o.base);
+    replayed(
+        &out,
+        Kind::ThresholdNotMet,
+        "registered with two signatures",
+    );
+    ok(verify(), "verifies with two");
+    // Raised to 3: the registered entry again, with its two signatures and a third.
+    threshold("3");
+    let e = assert_refused(&verify(), 1, Kind::ThresholdNotMet);
+    let s2 = sign(&e1, 2, "third.minisig");
+    let out = replay_filled(&e, &[("FILE.minisig", &s2)], &o.base);
+    replayed(&out, Kind::ThresholdNotMet, "registered again with three");
+    ok(verify(), "verifies with three");
+    threshold("1");
+    // A verified publisher's audit entry: the level back to trusted.
+    ok(
+        reg(&[
+            &os("publisher"),
+            &os("level"),
+            &os("--id"),
+            &os("acme"),
+            &os("--level"),
+            &os("verified"),
+        ]),
+        "publisher level",
+    );
+    let e = assert_refused(&verify(), 1, Kind::LevelNeedsProcess);
+    replayed(
+        &replay(&e, &o.base),
+        Kind::LevelNeedsProcess,
+        "level trusted",
+    );
+    ok(verify(), "verifies at trusted");
+    // A name outside the publisher's pins: the pins with the name added.
+    ok(
+        reg(&[
+            &os("publisher"),
+            &os("names"),
+            &os("--id"),
+            &os("acme"),
+            &os("--names"),
+            &os("hel*"),
+        ]),
+        "publisher names",
+    );
+    let e2 = write_entry("world", "world.json");
+    let w0 = sign(&e2, 0, "world.json.minisig");
+    let e = assert_refused(&add(&e2, &[&w0]), 1, Kind::NameNotDelegated);
+    replayed(
+        &replay(&e, &o.base),
+        Kind::NameNotDelegated,
+        "world pinned too",
+    );
+    ok(add(&e2, &[&w0]), "world registered");
+    // A sensitive input file: the same launch, the input allowed by name.
+    ok(
+        o.dev("files", &hello, "audit", &["--input", "data:file"]),
+        "dev files",
+    );
+    let ssh = o.base.join("home 'h'/.ssh");
+    std::fs::create_dir_all(&ssh).unwrap();
+    std::fs::write(ssh.join("id_rsa"), b"not really").unwrap();
+    let mut arg = std::ffi::OsString::from("data=");
+    arg.push(ssh.join("id_rsa"));
+    let out = o
+        .launch("files", &["--allow-audit-plugin", "--target"])
+        .arg(&o.target)
+        .arg("--input-file")
+        .arg(&arg)
+        .output()
+        .unwrap();
+    let e = assert_refused(&out, 1, Kind::InputFileSensitive);
+    let out = replay(&e, &o.base);
+    replayed(
+        &out,
+        Kind::InputFileSensitive,
+        "the launch with the allowance",
+    );
+    assert_eq!(o.hello_txt(), "hello, world\n");
+}

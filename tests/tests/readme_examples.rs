@@ -61,6 +61,15 @@ fn expectation(name: &str) -> Expect {
                 "hello, world",
             ],
         },
+        "publisher-threshold" => Expect {
+            fresh_root: true,
+            lines: &[
+                "threshold 2 of 3",
+                "threshold-not-met",
+                "hello signed by 2 keys of acme",
+                "committed",
+            ],
+        },
         "key-rotation" => Expect {
             fresh_root: true,
             lines: &["2"],

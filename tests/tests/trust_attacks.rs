@@ -149,6 +149,25 @@ impl Fx {
         ok(&self.reg(&args));
     }
 
+    /// `publisher rotate --force-by-owner` of `key` for acme, which must be refused with `kind`,
+    /// the root unchanged.
+    fn force_key_refused(&self, key: &KeyPair, kind: Kind) {
+        let pk = key.pk_path(self.dir.path());
+        let before = self.snap();
+        let args = [
+            "publisher",
+            "rotate",
+            "--id",
+            "acme",
+            "--force-by-owner",
+            "--pubkey",
+            pk.to_str().unwrap(),
+        ];
+        let out = self.reg(&args);
+        // The public key file is written outside the root: the snapshot is the root's.
+        self.refused(&before, &out, kind);
+    }
+
     fn snap(&self) -> BTreeMap<PathBuf, NodeFacts> {
         testkit::tree_snapshot(self.root.path())
     }
@@ -803,4 +822,528 @@ fn capability_widening() {
     narrower.inputs.clear();
     narrower.protocol = ">=1.0, <2".to_owned();
     ok(&fx.add(&narrower, &fx.key, &["--replace"]));
+}
+
+// ---- round two: thresholds, key bytes, levels, names, sensitive inputs -------------------------
+
+impl Fx {
+    /// Signs `entry` with each of `keys` (timestamp now) and registers it with one `--signature`
+    /// per key, in that order.
+    fn add_signed(&self, entry: &Entry, keys: &[&KeyPair], extra: &[&str]) -> Output {
+        let bytes = entry.to_bytes();
+        let n = self.n.get() + 1;
+        self.n.set(n);
+        let e = self.dir.join(format!("in/m{n}.json"));
+        fs::write(&e, &bytes).unwrap();
+        let mut args = vec![
+            "add".to_owned(),
+            "--entry".to_owned(),
+            e.display().to_string(),
+        ];
+        for (i, k) in keys.iter().enumerate() {
+            let s = self.dir.join(format!("in/m{n}.{i}.minisig"));
+            fs::write(&s, k.sign(&bytes, true)).unwrap();
+            args.extend(["--signature".to_owned(), s.display().to_string()]);
+        }
+        args.extend(["--exe".to_owned(), self.exe.display().to_string()]);
+        args.extend(extra.iter().map(|s| (*s).to_owned()));
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        self.reg(&refs)
+    }
+
+    /// `dot-register publisher add --id ID --pubkey KEY.pub` plus `extra`.
+    fn publisher_add(&self, id: &str, key: &KeyPair, extra: &[&str]) -> Output {
+        let pk = key.pk_path(self.dir.path());
+        let mut args = vec![
+            "publisher",
+            "add",
+            "--id",
+            id,
+            "--pubkey",
+            pk.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        self.reg(&args)
+    }
+
+    fn threshold(&self, id: &str, k: &str) -> Output {
+        self.reg(&["publisher", "threshold", "--id", id, "--signatures", k])
+    }
+
+    /// acme with three keys (`fx.key` and two forced in) and a threshold of 2.
+    fn two_of_three() -> (Fx, KeyPair, KeyPair) {
+        let fx = Fx::new();
+        let (k2, k3) = (KeyPair::generate(), KeyPair::generate());
+        fx.force_key(&k2, &[]);
+        fx.force_key(&k3, &[]);
+        let p: proto::Publisher = testkit::assert_ok(&fx.threshold("acme", "2"));
+        assert_eq!(p.threshold, 2);
+        (fx, k2, k3)
+    }
+}
+
+/// One leaked key of a threshold-2 publisher signs alone, twice, or with a key that is not the
+/// publisher's (another publisher's, or its own key relisted under another id): each is refused
+/// with `threshold-not-met`, nothing written. Two distinct keys register, verify and launch, and
+/// the audit line names both.
+#[test]
+fn threshold_one_leaked_key() {
+    let (fx, k2, _k3) = Fx::two_of_three();
+    let beta = KeyPair::generate();
+    ok(&fx.publisher_add("beta", &beta, &[]));
+    let entry = fx.entry("hello", "1.0.0");
+    let before = fx.snap();
+    let refuse = |keys: &[&KeyPair]| {
+        let e = fx.refused(
+            &before,
+            &fx.add_signed(&entry, keys, &[]),
+            Kind::ThresholdNotMet,
+        );
+        assert_eq!(e.field.as_deref(), Some("threshold"), "{e:?}");
+        e
+    };
+    let e = refuse(&[&fx.key]);
+    assert_eq!(e.value.as_deref(), Some("1/2"));
+    assert!(e.next.unwrap().ends_with("--signature FILE.minisig"));
+    let e = refuse(&[&fx.key, &fx.key]);
+    assert_eq!(e.value.as_deref(), Some("1/2"));
+    assert!(e.message.contains("a key counts once"), "{}", e.message);
+    let e = refuse(&[&fx.key, &beta]);
+    assert!(
+        e.message.contains("not a key of publisher"),
+        "{}",
+        e.message
+    );
+    let relisted = fx.key.relisted();
+    let e = refuse(&[&fx.key, &relisted]);
+    assert_eq!(e.value.as_deref(), Some("1/2"));
+    // Nor can the same key be trusted twice under two ids to count twice.
+    let pk = relisted.pk_path(fx.dir.path());
+    let out = fx.reg(&[
+        "publisher",
+        "rotate",
+        "--id",
+        "acme",
+        "--force-by-owner",
+        "--pubkey",
+        pk.to_str().unwrap(),
+    ]);
+    let e = testkit::assert_refused(&out, 2, Kind::PubkeyMalformed);
+    assert_eq!(before, fx.snap(), "the root changed on a refusal");
+    assert!(e.message.contains(&fx.key.key_id()), "{}", e.message);
+    // Two distinct keys of acme.
+    let r: register::report::AddReport =
+        testkit::assert_ok(&fx.add_signed(&entry, &[&fx.key, &k2], &[]));
+    assert_eq!(r.key_id, Some(fx.key.key_id()));
+    let name = Name::new("hello").unwrap();
+    assert!(fx.root.entry_sig_n(&name, 1).exists());
+    assert!(fx.root.plugins().join("hello.json.2.minisig").exists());
+    let rec = fx.last_audit();
+    assert_eq!(rec.key_ids, vec![fx.key.key_id(), k2.key_id()]);
+    let v: verify::cli::EntryReport = testkit::assert_ok(&fx.verify("hello"));
+    assert_eq!(v.key_ids, vec![fx.key.key_id(), k2.key_id()]);
+    let out = fx.launch("hello");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let rec = fx.last_audit();
+    assert_eq!(
+        (rec.action, rec.outcome, rec.key_ids.len()),
+        (AuditAction::Launch, AuditOutcome::Allowed, 2)
+    );
+    // `remove` takes every signature with the entry.
+    let r: register::report::RemoveReport =
+        testkit::assert_ok(&fx.reg(&["remove", "--name", "hello"]));
+    assert_eq!(r.removed.len(), 3, "{:?}", r.removed);
+    assert!(!fx.root.entry_sig_n(&name, 0).exists() && !fx.root.entry_sig_n(&name, 1).exists());
+}
+
+/// Raising the threshold makes entries with fewer signatures fail everywhere (verify, launch,
+/// doctor) with a `next` that adds the missing signature; lowering it is recorded. A revoked second
+/// key no longer counts; rotation to a new key restores the entry.
+#[test]
+fn threshold_raised_revoked_and_lowered() {
+    let (fx, k2, k3) = Fx::two_of_three();
+    ok(&fx.add_signed(&fx.entry("hello", "1.0.0"), &[&fx.key, &k2], &[]));
+    ok(&fx.threshold("acme", "3"));
+    let rec = fx.last_audit();
+    assert_eq!(
+        (rec.action, rec.detail.as_deref()),
+        (AuditAction::PublisherThreshold, Some("threshold 2 -> 3"))
+    );
+    let e = testkit::assert_refused(&fx.verify("hello"), 1, Kind::ThresholdNotMet);
+    assert_eq!(e.value.as_deref(), Some("2/3"));
+    assert!(e
+        .next
+        .unwrap()
+        .contains("--replace --signature FILE.minisig"));
+    fx.launch_refused("hello", Kind::ThresholdNotMet);
+    let doctor = run("dot-verify", &[os("doctor"), os("--root"), os(fx.r())]);
+    let report: verify::doctor::DoctorReport = serde_json::from_slice(&doctor.stdout).unwrap();
+    assert_eq!(doctor.status.code(), Some(1));
+    let problem = report.entries[0].problem.clone().unwrap();
+    testkit::assert_kind!(problem, Kind::ThresholdNotMet);
+    // Lowering is recorded as such.
+    ok(&fx.threshold("acme", "2"));
+    let rec = fx.last_audit();
+    assert_eq!(rec.detail.as_deref(), Some("threshold 3 -> 2 (lowered)"));
+    ok(&fx.verify("hello"));
+    // A revoked second key: its signature no longer counts.
+    let kid2 = k2.key_id();
+    ok(&fx.reg(&[
+        "publisher",
+        "revoke",
+        "--id",
+        "acme",
+        "--key",
+        &kid2,
+        "--reason",
+        "lost",
+    ]));
+    let e = testkit::assert_refused(&fx.verify("hello"), 1, Kind::ThresholdNotMet);
+    assert!(e.message.contains("revoked"), "{}", e.message);
+    fx.launch_refused("hello", Kind::ThresholdNotMet);
+    let before = fx.snap();
+    fx.refused(
+        &before,
+        &fx.add_signed(&fx.entry("hello", "1.0.1"), &[&fx.key, &k2], &["--replace"]),
+        Kind::ThresholdNotMet,
+    );
+    // More than the keys left is refused; the other key restores the entry.
+    testkit::assert_refused(&fx.threshold("acme", "3"), 2, Kind::Usage);
+    ok(&fx.add_signed(&fx.entry("hello", "1.0.1"), &[&fx.key, &k3], &["--replace"]));
+    ok(&fx.verify("hello"));
+    // A replacement with fewer signatures leaves none of the old ones behind.
+    ok(&fx.threshold("acme", "1"));
+    ok(&fx.add_signed(&fx.entry("hello", "1.0.2"), &[&k3], &["--replace"]));
+    let name = Name::new("hello").unwrap();
+    assert!(!fx.root.entry_sig_n(&name, 1).exists());
+    ok(&fx.verify("hello"));
+}
+
+/// A revoked key stays revoked when it is listed again under another key id (minisign's key id is
+/// not signed): in another publisher, in the same one, or planted by hand; and a denied key stays
+/// denied under another id.
+#[test]
+fn revoked_key_relisted_under_another_id() {
+    let fx = Fx::new();
+    let second = KeyPair::generate();
+    fx.force_key(&second, &[]);
+    let kid = fx.key.key_id();
+    ok(&fx.reg(&[
+        "publisher",
+        "revoke",
+        "--id",
+        "acme",
+        "--key",
+        &kid,
+        "--reason",
+        "leaked",
+    ]));
+    let relisted = fx.key.relisted();
+    assert_ne!(relisted.key_id(), kid);
+    let before = fx.snap();
+    fx.refused(
+        &before,
+        &fx.publisher_add("mallory", &relisted, &[]),
+        Kind::KeyRevoked,
+    );
+    fx.force_key_refused(&relisted, Kind::KeyRevoked);
+    // Planted by hand: a publisher record holding the relisted key, an entry it signed.
+    testkit::install_publisher(
+        &fx.root,
+        &testkit::publisher_record("mallory", &[&relisted]),
+    );
+    let mut e = fx.entry("hello", "1.0.0");
+    e.publisher = Some(Name::new("mallory").unwrap());
+    let bytes = e.to_bytes();
+    let exe = fs::read(&fx.exe).unwrap();
+    testkit::install_entry(
+        &fx.root,
+        "hello",
+        &bytes,
+        Some(&relisted.sign(&bytes, true)),
+        &exe,
+    );
+    let err = testkit::assert_refused(&fx.verify("hello"), 1, Kind::KeyRevoked);
+    assert!(err.message.contains(&kid), "{}", err.message);
+    fx.launch_refused("hello", Kind::KeyRevoked);
+    // Nor does it sign a rotation for the record it was planted in.
+    let fresh = KeyPair::generate();
+    let (stmt, sig) = relisted.transition_to("mallory", &fresh);
+    fs::write(fx.dir.join("in/rot.json"), stmt).unwrap();
+    fs::write(fx.dir.join("in/rot.json.minisig"), sig).unwrap();
+    let fresh_pk = fresh.pk_path(fx.dir.path());
+    let rot = fx.dir.join("in/rot.json");
+    let before = fx.snap();
+    let out = fx.reg(&[
+        "publisher",
+        "rotate",
+        "--id",
+        "mallory",
+        "--pubkey",
+        fresh_pk.to_str().unwrap(),
+        "--transition",
+        rot.to_str().unwrap(),
+    ]);
+    fx.refused(&before, &out, Kind::KeyRevoked);
+    // A key denied by id is denied by its bytes too.
+    let kid2 = second.key_id();
+    ok(&fx.reg(&["deny", "add", "--key", &kid2, "--reason", "pulled"]));
+    let deny = proto::trust::DenyList::parse(&fs::read(fx.root.deny_list()).unwrap()).unwrap();
+    assert_eq!(deny.ed25519.len(), 1);
+    let again = second.relisted();
+    let before = fx.snap();
+    let err = fx.refused(
+        &before,
+        &fx.publisher_add("other", &again, &[]),
+        Kind::Denied,
+    );
+    assert_eq!(err.value, Some(again.key_id()));
+    testkit::install_publisher(&fx.root, &testkit::publisher_record("other", &[&again]));
+    let mut e = fx.entry("hello", "1.0.0");
+    e.publisher = Some(Name::new("other").unwrap());
+    let bytes = e.to_bytes();
+    testkit::install_entry(
+        &fx.root,
+        "hello",
+        &bytes,
+        Some(&again.sign(&bytes, true)),
+        &exe,
+    );
+    let err = testkit::assert_refused(&fx.verify("hello"), 1, Kind::Denied);
+    assert_eq!(err.value, Some(again.key_id()));
+    // `deny remove` of the id the refusal names takes the bytes off the list too.
+    ok(&fx.reg(&["deny", "remove", "--key", &again.key_id()]));
+    ok(&fx.verify("hello"));
+    // And a public key file denies its bytes directly.
+    let pk = again.pk_path(fx.dir.path());
+    ok(&fx.reg(&[
+        "deny",
+        "add",
+        "--pubkey",
+        pk.to_str().unwrap(),
+        "--reason",
+        "pulled again",
+    ]));
+    testkit::assert_refused(&fx.verify("hello"), 1, Kind::Denied);
+}
+
+/// A publisher at level `verified`: its `audit` entries are refused at registration and, after a
+/// level change, at verification and launch (recorded); its `process` entries run. The level is in
+/// `publisher list`, `dot-verify entry` and the audit log.
+#[test]
+fn verified_publisher_runs_only_under_process() {
+    let fx = Fx::new();
+    let gamma = KeyPair::generate();
+    let p: proto::Publisher =
+        testkit::assert_ok(&fx.publisher_add("gamma", &gamma, &["--level", "verified"]));
+    assert_eq!(p.level, proto::publisher::Level::Verified);
+    assert_eq!(
+        fx.last_audit().level,
+        Some(proto::publisher::Level::Verified)
+    );
+    let mut audit_entry = fx.entry("tool", "1.0.0");
+    audit_entry.publisher = Some(Name::new("gamma").unwrap());
+    audit_entry.containment = Containment::Audit;
+    let before = fx.snap();
+    let e = fx.refused(
+        &before,
+        &fx.add(&audit_entry, &gamma, &[]),
+        Kind::LevelNeedsProcess,
+    );
+    assert!(e.next.unwrap().ends_with("--id gamma --level trusted"));
+    let mut process_entry = audit_entry.clone();
+    process_entry.containment = Containment::Process;
+    ok(&fx.add(&process_entry, &gamma, &[]));
+    let v: verify::cli::EntryReport = testkit::assert_ok(&fx.verify("tool"));
+    assert_eq!(v.level, Some(proto::publisher::Level::Verified));
+    // acme's audit entry, registered while acme was trusted, stops running when acme is verified.
+    let mut hello = fx.entry("hello", "1.0.0");
+    hello.containment = Containment::Audit;
+    ok(&fx.add(&hello, &fx.key, &[]));
+    ok(&fx.reg(&["publisher", "level", "--id", "acme", "--level", "verified"]));
+    let rec = fx.last_audit();
+    assert_eq!(
+        (rec.action, rec.detail.as_deref()),
+        (
+            AuditAction::PublisherLevel,
+            Some("level trusted -> verified")
+        )
+    );
+    testkit::assert_refused(&fx.verify("hello"), 1, Kind::LevelNeedsProcess);
+    let before = fx.audit().len();
+    let target = fx.dir.join("out");
+    let out = launch_into(fx.root.path(), "hello", &target, &["--allow-audit-plugin"])
+        .output()
+        .unwrap();
+    testkit::assert_refused(&out, 1, Kind::LevelNeedsProcess);
+    let after = fx.audit();
+    assert_eq!(after.len(), before + 1);
+    assert_eq!(after.last().unwrap().kind, Some(Kind::LevelNeedsProcess));
+    let list: Vec<proto::Publisher> = testkit::assert_ok(&fx.reg(&["publisher", "list"]));
+    let levels: Vec<_> = list.iter().map(|p| (p.id.as_str(), p.level)).collect();
+    use proto::publisher::Level::Verified;
+    assert_eq!(levels, [("acme", Verified), ("gamma", Verified)]);
+    let text = String::from_utf8(fs::read(fx.root.publisher(&Name::new("acme").unwrap())).unwrap())
+        .unwrap();
+    assert!(text.contains("\"level\": \"verified\""), "{text}");
+}
+
+/// A second publisher takes over a name with `add --replace`: it is a change that needs consent
+/// naming it; and once the owner pins names to publishers, a name outside a publisher's pins, or
+/// pinned to another publisher, is refused everywhere.
+#[test]
+fn name_takeover_by_another_publisher() {
+    let fx = Fx::new();
+    let beta = KeyPair::generate();
+    ok(&fx.publisher_add("beta", &beta, &[]));
+    ok(&fx.add(&fx.entry("hello", "1.0.0"), &fx.key, &[]));
+    let mut theirs = fx.entry("hello", "1.0.1");
+    theirs.publisher = Some(Name::new("beta").unwrap());
+    let before = fx.snap();
+    let e = fx.refused(
+        &before,
+        &fx.add(&theirs, &beta, &["--replace"]),
+        Kind::ChangesNeedConsent,
+    );
+    let changes = e.changes.clone().unwrap();
+    let names: Option<[&str; 2]> = changes
+        .publisher
+        .as_ref()
+        .map(|[a, b]| [a.as_str(), b.as_str()]);
+    assert_eq!(names, Some(["acme", "beta"]));
+    assert!(
+        e.message.contains("publisher acme -> beta"),
+        "{}",
+        e.message
+    );
+    // The owner pins hello to acme: beta's hello is refused even with consent.
+    let p: proto::Publisher = testkit::assert_ok(&fx.reg(&[
+        "publisher",
+        "names",
+        "--id",
+        "acme",
+        "--names",
+        "hello",
+        "--names",
+        "hello-*",
+    ]));
+    assert_eq!(p.names, ["hello", "hello-*"]);
+    assert_eq!(fx.last_audit().action, AuditAction::PublisherNames);
+    let token = e.value.unwrap();
+    let before = fx.snap();
+    let e = fx.refused(
+        &before,
+        &fx.add(&theirs, &beta, &["--replace", "--accept-changes", &token]),
+        Kind::NameNotDelegated,
+    );
+    assert!(
+        e.message.contains("pinned to publisher \"acme\""),
+        "{}",
+        e.message
+    );
+    let mut other = fx.entry("hello-x", "1.0.0");
+    other.publisher = Some(Name::new("beta").unwrap());
+    fx.refused(&before, &fx.add(&other, &beta, &[]), Kind::NameNotDelegated);
+    // acme itself signs only inside its pins.
+    let e = fx.refused(
+        &before,
+        &fx.add(&fx.entry("world", "1.0.0"), &fx.key, &[]),
+        Kind::NameNotDelegated,
+    );
+    assert!(e
+        .next
+        .unwrap()
+        .ends_with("--names hello --names 'hello-*' --names world"));
+    ok(&fx.add(&fx.entry("hello-two", "1.0.0"), &fx.key, &[]));
+    // Planted by hand, beta's hello is refused at verification and launch.
+    let bytes = theirs.to_bytes();
+    let exe = fs::read(&fx.exe).unwrap();
+    testkit::install_entry(
+        &fx.root,
+        "hello",
+        &bytes,
+        Some(&beta.sign(&bytes, true)),
+        &exe,
+    );
+    testkit::assert_refused(&fx.verify("hello"), 1, Kind::NameNotDelegated);
+    fx.launch_refused("hello", Kind::NameNotDelegated);
+}
+
+/// `--input-file` reads with dot-launch's rights: a sensitive file (here `/etc/shadow`, named
+/// directly and through a symlinked directory; a key under `.ssh`; a path the root policy adds) is
+/// refused unless the invoker names the input with `--allow-sensitive-input`, and `--explain` says
+/// which file is read and by whom.
+#[test]
+fn sensitive_input_file() {
+    let env = common::Env::new();
+    env.register_with(
+        "files",
+        &workspace_bin("hello"),
+        "audit",
+        &["--input", "data:file"],
+    );
+    let launch = |arg: &str, extra: &[&str]| {
+        let mut args = vec!["--allow-audit-plugin", "--input-file", arg];
+        args.extend_from_slice(extra);
+        env.launch("files", &args).output().unwrap()
+    };
+    let runs = || env.runs();
+    let e = testkit::assert_refused(
+        &launch("data=/etc/shadow", &[]),
+        1,
+        Kind::InputFileSensitive,
+    );
+    assert_eq!(
+        (e.value.as_deref(), e.path.as_deref()),
+        (Some("data"), Some("/etc/shadow"))
+    );
+    assert!(e.next.unwrap().ends_with("--allow-sensitive-input data"));
+    let link = env.dir.join("etc-link");
+    std::os::unix::fs::symlink("/etc", &link).unwrap();
+    let arg = format!("data={}/shadow", link.display());
+    let e = testkit::assert_refused(&launch(&arg, &[]), 1, Kind::InputFileSensitive);
+    assert_eq!(
+        e.path.as_deref(),
+        Some("/etc/shadow"),
+        "matched after resolving"
+    );
+    let ssh = env.dir.join("home/.ssh");
+    fs::create_dir_all(&ssh).unwrap();
+    fs::write(ssh.join("id_ed25519"), b"secret").unwrap();
+    let arg = format!("data={}/id_ed25519", ssh.display());
+    testkit::assert_refused(&launch(&arg, &[]), 1, Kind::InputFileSensitive);
+    assert!(runs().is_empty(), "nothing was run");
+    // The policy extends the list.
+    let plain = env.dir.join("plain.txt");
+    fs::write(&plain, b"twelve bytes").unwrap();
+    let arg = format!("data={}", plain.display());
+    let out = launch(&arg, &[]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let glob = format!("{}/*.txt", env.dir.path().display());
+    ok(&tool("dot-register")
+        .args(["policy", "set", "--root"])
+        .arg(&env.root)
+        .args(["--sensitive-input", &glob])
+        .output()
+        .unwrap());
+    let e = testkit::assert_refused(&launch(&arg, &[]), 1, Kind::InputFileSensitive);
+    assert!(e.message.contains(&glob), "{}", e.message);
+    // Named by the invoker, it is read, and --explain says by whom.
+    let x: proto::explain::Explanation = testkit::assert_ok(&launch(
+        &arg,
+        &["--allow-sensitive-input", "data", "--explain"],
+    ));
+    let f = &x.input_files[0];
+    assert_eq!(f.sensitive.as_deref(), Some(glob.as_str()));
+    assert_eq!(f.resolved, plain.display().to_string());
+    let uid = nix::unistd::geteuid().as_raw();
+    assert!(f.read_by.contains(&format!("uid {uid}")), "{}", f.read_by);
+    let out = launch(&arg, &["--allow-sensitive-input", "data"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    // An allowance for an input not given is a usage error.
+    testkit::assert_refused(
+        &launch(&arg, &["--allow-sensitive-input", "other"]),
+        2,
+        Kind::Usage,
+    );
 }

@@ -118,6 +118,13 @@ pub struct EntryReport {
     pub version: semver::Version,
     pub publisher: Option<Name>,
     pub trust: Trust,
+    /// The publisher's level the entry was accepted at (signed entries).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level: Option<proto::publisher::Level>,
+    /// The distinct keys whose signatures counted toward the publisher's threshold (signed
+    /// entries).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub key_ids: Vec<String>,
     pub sha256: Sha256,
     pub size: u64,
     pub containment: Containment,
@@ -149,6 +156,8 @@ impl EntryReport {
             version: e.version.clone(),
             publisher: e.publisher.clone(),
             trust: e.trust,
+            level: v.level,
+            key_ids: v.key_ids.clone(),
             sha256: e.sha256,
             size: e.size,
             containment: e.containment,

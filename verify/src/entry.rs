@@ -39,13 +39,17 @@ pub struct Verified {
     pub exe_path: PathBuf,
     /// The key that signed the entry (`None` for a local entry).
     pub key_id: Option<String>,
-    /// The signature's trusted timestamp, when it has one.
+    /// Every key whose signature counted (empty for a local entry).
+    pub key_ids: Vec<String>,
+    /// The publisher's level (`None` for a local entry).
+    pub level: Option<proto::publisher::Level>,
+    /// The oldest trusted timestamp of the signatures that counted, when they carry one.
     pub signed_at: Option<u64>,
     /// The static-ELF facts (`Some` exactly when the executable is a static ELF).
     pub elf: Option<ElfFacts>,
     /// `unpinned` for a script or dynamic ELF accepted under the owner's `--allow-dynamic` grant.
     pub dependencies: Dependencies,
-    /// The signing key's `not_after` (new signatures by it are refused from then on).
+    /// The earliest `not_after` of the keys that counted (new signatures by it are refused from then on).
     pub key_not_after: Option<u64>,
     /// The root has the DEV marker.
     pub dev_root: bool,
@@ -134,19 +138,8 @@ pub(crate) fn verify_checked_with(
     let entry = parse_entry(&entry_path, &entry_bytes)?;
     ctx.check_digest(root, &entry.sha256)?;
     let sig_path = root.entry_sig(name);
-    let sig = match entry.trust {
-        Trust::Signed => {
-            let sig = read_doc_limited(&sig_path, ctx.policy.limit(Limit::Signature))?.ok_or(
-                VerifyError::SignatureMissing {
-                    path: sig_path.clone(),
-                },
-            )?;
-            ctx.check_size(root, &sig_path, Limit::Signature, sig.len() as u64)?;
-            if let Ok(key_id) = signature::signature_key_id(&sig) {
-                ctx.check_key(root, &key_id)?;
-            }
-            Some(sig)
-        }
+    let sigs = match entry.trust {
+        Trust::Signed => Some(read_signatures(root, ctx, name)?),
         Trust::Local => None,
     };
     if entry.name != *name {
@@ -156,12 +149,22 @@ pub(crate) fn verify_checked_with(
             found: entry.name.to_string(),
         });
     }
-    let (key_id, signed_at, key_not_after) = match &sig {
-        Some(sig) => {
-            let checked = check_signed(root, ctx, &entry, &entry_bytes, sig)
-                .map_err(|e| e.with_path(&sig_path))?;
+    let (key_id, key_ids, level, signed_at, key_not_after) = match &sigs {
+        Some(sigs) => {
+            let checked =
+                check_signed(root, ctx, &entry, &entry_bytes, sigs).map_err(|e| {
+                    match e.with_path(&sig_path) {
+                        VerifyError::ThresholdNotMet(mut s) => {
+                            s.next = Some(threshold_hint(root, &entry, sigs.len()));
+                            VerifyError::ThresholdNotMet(s)
+                        }
+                        other => other,
+                    }
+                })?;
             (
                 Some(checked.info.key_id),
+                checked.key_ids,
+                Some(checked.level),
                 checked.signed_at,
                 checked.key_not_after,
             )
@@ -170,7 +173,7 @@ pub(crate) fn verify_checked_with(
             if !info.dev {
                 return Err(VerifyError::LocalEntryNotDev { path: entry_path });
             }
-            (None, None, None)
+            (None, Vec::new(), None, None, None)
         }
     };
     ctx.check_expiry(&entry, &entry_path)?;
@@ -251,12 +254,59 @@ pub(crate) fn verify_checked_with(
         pinned,
         exe_path,
         key_id,
+        key_ids,
+        level,
         signed_at,
         elf,
         dependencies,
         key_not_after,
         dev_root: info.dev,
     })
+}
+
+/// Every signature of the signed entry `name`: `NAME.json.minisig` (required: `signature-missing`),
+/// then `NAME.json.2.minisig`, `NAME.json.3.minisig` … up to the first that does not exist (at most
+/// `proto::publisher::MAX_SIGNATURES`), each within the policy's size; each key id on the deny list
+/// refuses before anything else.
+fn read_signatures(
+    root: &Root,
+    ctx: &TrustContext,
+    name: &Name,
+) -> Result<Vec<Vec<u8>>, VerifyError> {
+    let mut sigs = Vec::new();
+    for i in 0..proto::publisher::MAX_SIGNATURES {
+        let path = root.entry_sig_n(name, i);
+        let Some(sig) = read_doc_limited(&path, ctx.policy.limit(Limit::Signature))? else {
+            if i == 0 {
+                return Err(VerifyError::SignatureMissing { path });
+            }
+            break;
+        };
+        ctx.check_size(root, &path, Limit::Signature, sig.len() as u64)?;
+        if let Ok(key_id) = signature::signature_key_id(&sig) {
+            ctx.check_key(root, &key_id)?;
+        }
+        sigs.push(sig);
+    }
+    Ok(sigs)
+}
+
+/// The entry registered again with its `have` signatures and one more, `FILE.minisig` (by
+/// another key of the publisher), from its own pinned copy.
+fn threshold_hint(root: &Root, entry: &Entry, have: usize) -> Next {
+    let mut cmd = Next::cmd("dot-register")
+        .args(["add", "--root"])
+        .arg(root.path())
+        .arg("--entry")
+        .arg(root.entry(&entry.name));
+    for i in 0..have {
+        cmd = cmd.arg("--signature").arg(root.entry_sig_n(&entry.name, i));
+    }
+    cmd.arg("--exe")
+        .arg(root.store_file(&entry.sha256))
+        .arg("--replace")
+        .arg("--signature")
+        .raw("FILE.minisig")
 }
 
 /// Pins the opened store file `store` (see `Pinned`) and digests what was pinned, in one pass: a
@@ -399,58 +449,23 @@ pub fn parse_entry(path: &Path, bytes: &[u8]) -> Result<Entry, VerifyError> {
     })
 }
 
-/// A signature that passed `check_signed`.
+/// What passed `check_signed`: the first counted signature, and what the others added.
 #[derive(Clone, Debug)]
 pub struct Signed {
     pub info: SignatureInfo,
-    /// Its trusted timestamp, when it carries one.
+    /// The oldest trusted timestamp of the signatures that counted, when they carry one.
     pub signed_at: Option<u64>,
-    /// The signing key's `not_after`, when it has one.
+    /// The earliest `not_after` of the keys that counted, when one has one.
     pub key_not_after: Option<u64>,
+    /// Every key whose signature counted (distinct keys), the first one's first.
+    pub key_ids: Vec<String>,
+    /// The level the entry was accepted at (the strictest that binds the publisher).
+    pub level: proto::publisher::Level,
+    /// The threshold it met.
+    pub threshold: u32,
 }
 
-/// The signed-trust check: the signing key id is not denied; the publisher the entry names is in
-/// the trust store and not revoked; the signature's key is one of its keys and not revoked; the
-/// signature is valid over `entry_bytes` (the entry file's exact bytes); and the key was valid at
-/// the signature's trusted timestamp (`TrustContext::check_signature_time`). Signature errors carry
-/// no path.
-pub fn check_signed(
-    root: &Root,
-    ctx: &TrustContext,
-    entry: &Entry,
-    entry_bytes: &[u8],
-    sig: &[u8],
-) -> Result<Signed, VerifyError> {
-    let Some(id) = &entry.publisher else {
-        return Err(VerifyError::EntryMalformed {
-            path: PathBuf::new(),
-            source: proto::entry::EntryError::Invalid {
-                field: "publisher",
-                value: String::new(),
-                message: "a signed entry must name its publisher".to_owned(),
-            },
-        });
-    };
-    let key_id = signature::signature_key_id(sig)?;
-    ctx.check_key(root, &key_id)?;
-    ctx.check_revoked_elsewhere(id, &key_id)?;
-    let (publisher, pub_path) = load_publisher(root, id)?;
-    let info = check_by_publisher(&publisher, &pub_path, &key_id, sig, entry_bytes)?;
-    let key = publisher
-        .keys
-        .iter()
-        .find(|k| k.key_id == key_id)
-        .ok_or_else(|| VerifyError::SignatureInvalid {
-            path: PathBuf::new(),
-            reason: "key id changed while checking".to_owned(),
-        })?;
-    let signed_at = ctx.check_signature_time(id, key, &info)?;
-    Ok(Signed {
-        info,
-        signed_at,
-        key_not_after: key.not_after,
-    })
-}
+pub use crate::signers::check_signed;
 
 /// The publisher-record part of a signature check, shared with key rotation: the publisher is
 /// not revoked, `key_id` is one of its keys and not revoked, and `sig` is that key's valid

@@ -79,6 +79,19 @@ pub enum VerifyError {
         path: PathBuf,
         reason: String,
     },
+    #[error("{0}")]
+    ThresholdNotMet(Box<Shortfall>),
+    #[error("entry {name:?} requires audit, but publisher {id:?} is at level verified ({}): its entries run only under process", .path.display())]
+    LevelNeedsProcess {
+        name: String,
+        id: String,
+        /// The publisher record that sets the level.
+        path: PathBuf,
+        /// The registry that record is in.
+        root: PathBuf,
+    },
+    #[error("{0}")]
+    NameNotDelegated(Box<Undelegated>),
     #[error("{} is a local entry, accepted only in a development root (no DEV marker here)", .path.display())]
     LocalEntryNotDev { path: PathBuf },
     #[error("{} is a symbolic link", Shown(.path, FILE))]
@@ -192,6 +205,73 @@ fn masked(layers: &[proto::layers::Layer]) -> String {
     }
 }
 
+/// Why an entry's signatures do not meet its publisher's threshold (`threshold-not-met`).
+#[derive(Debug, thiserror::Error)]
+#[error("entry {name:?} needs signatures by {needed} distinct keys of publisher {id:?} ({}); {} counted{}{}", .record.display(), .counted.len(), listed(.counted), not_counted(.uncounted))]
+pub struct Shortfall {
+    /// The entry's (first) signature file.
+    pub path: PathBuf,
+    pub id: String,
+    pub name: String,
+    pub needed: u32,
+    /// The keys whose signatures counted.
+    pub counted: Vec<String>,
+    /// Why each other signature did not count.
+    pub uncounted: Vec<String>,
+    /// The publisher record that sets the threshold.
+    pub record: PathBuf,
+    /// Registering the entry again with one more signature (set by the caller).
+    pub next: Option<Next>,
+}
+
+/// Why a publisher may not sign a name (`name-not-delegated`).
+#[derive(Debug, thiserror::Error)]
+#[error("publisher {id:?} may not sign {name:?}: {}", delegation(.claimed_by, .globs, .path))]
+pub struct Undelegated {
+    pub name: String,
+    pub id: String,
+    /// The other publisher that pins the name, when that is why.
+    pub claimed_by: Option<String>,
+    /// The pins that do not admit the name (the publisher's own, or `claimed_by`'s).
+    pub globs: Vec<String>,
+    /// The publisher record holding those pins.
+    pub path: PathBuf,
+    /// The registry that record is in.
+    pub root: PathBuf,
+}
+
+/// ` (KEY, KEY)` for a message, or nothing.
+fn listed(keys: &[String]) -> String {
+    match keys {
+        [] => String::new(),
+        ks => format!(" ({})", ks.join(", ")),
+    }
+}
+
+/// `; not counted: …` for a message, or nothing.
+fn not_counted(why: &[String]) -> String {
+    match why {
+        [] => String::new(),
+        w => format!("; not counted: {}", w.join("; ")),
+    }
+}
+
+/// Why a name is not the publisher's to sign, for a message.
+fn delegation(claimed_by: &Option<String>, globs: &[String], path: &Path) -> String {
+    match claimed_by {
+        Some(other) => format!(
+            "the name is pinned to publisher {other:?} ({}: {})",
+            path.display(),
+            globs.join(", ")
+        ),
+        None => format!(
+            "its names are pinned to {} ({})",
+            globs.join(", "),
+            path.display()
+        ),
+    }
+}
+
 /// What an operator can do when executable memfds are refused.
 fn seal_hint(e: &std::io::Error) -> &'static str {
     use nix::errno::Errno;
@@ -263,6 +343,9 @@ impl VerifyError {
             {
                 *path = p.to_path_buf();
             }
+            E::ThresholdNotMet(s) if s.path.as_os_str().is_empty() => {
+                s.path = p.to_path_buf();
+            }
             _ => {}
         }
         self
@@ -277,6 +360,8 @@ impl VerifyError {
             | E::SignatureTimeMissing { .. }
             | E::KeyNotValidAt { .. }
             | E::SignatureTooOld { .. } => return None,
+            E::ThresholdNotMet(s) => &s.path,
+            E::NameNotDelegated(u) => &u.path,
             E::EntryMissing { path, .. }
             | E::EntryMasked { path, .. }
             | E::EntryMalformed { path, .. }
@@ -290,6 +375,7 @@ impl VerifyError {
             | E::PublisherMalformed { path, .. }
             | E::PublisherRevoked { path, .. }
             | E::KeyRevoked { path, .. }
+            | E::LevelNeedsProcess { path, .. }
             | E::LocalEntryNotDev { path }
             | E::ExeSymlink { path }
             | E::ExeNotRegular { path, .. }
@@ -370,6 +456,9 @@ impl ToErrorObject for VerifyError {
             E::PublisherMalformed { .. } => Kind::PublisherMalformed,
             E::PublisherRevoked { .. } => Kind::PublisherRevoked,
             E::KeyRevoked { .. } => Kind::KeyRevoked,
+            E::ThresholdNotMet(_) => Kind::ThresholdNotMet,
+            E::LevelNeedsProcess { .. } => Kind::LevelNeedsProcess,
+            E::NameNotDelegated(_) => Kind::NameNotDelegated,
             E::LocalEntryNotDev { .. } => Kind::LocalEntryNotDev,
             E::ExeSymlink { .. } => Kind::ExeSymlink,
             E::ExeNotRegular { .. } => Kind::ExeNotRegular,
@@ -450,6 +539,45 @@ impl ToErrorObject for VerifyError {
             ),
             E::PublisherRevoked { id, .. } => obj.value(id.clone()),
             E::KeyRevoked { key_id, .. } => obj.value(key_id.clone()),
+            E::ThresholdNotMet(s) => {
+                let obj = obj
+                    .field("threshold")
+                    .value(format!("{}/{}", s.counted.len(), s.needed));
+                match &s.next {
+                    Some(n) => obj.next(n),
+                    None => obj,
+                }
+            }
+            E::LevelNeedsProcess { id, root, .. } => obj.field("level").value("verified").next(
+                &Next::cmd("dot-register")
+                    .args(["publisher", "level", "--root"])
+                    .arg(root)
+                    .args(["--id", id, "--level", "trusted"]),
+            ),
+            E::NameNotDelegated(u) => {
+                let Undelegated {
+                    name,
+                    id,
+                    claimed_by,
+                    globs,
+                    root,
+                    ..
+                } = &**u;
+                let obj = obj.field("names").value(name.clone());
+                match claimed_by {
+                    Some(_) => obj,
+                    None => {
+                        let mut cmd = Next::cmd("dot-register")
+                            .args(["publisher", "names", "--root"])
+                            .arg(root)
+                            .args(["--id", id]);
+                        for g in globs.iter().chain(std::iter::once(name)) {
+                            cmd = cmd.args(["--names", g]);
+                        }
+                        obj.next(&cmd)
+                    }
+                }
+            }
             E::SizeMismatch { found, .. } => obj.field("size").value(found.to_string()),
             E::DigestMismatch { found, .. } => obj.field("sha256").value(found.to_hex()),
             E::StoreTampered { next, .. } | E::DynamicNotGranted { next, .. } => obj.next(next),

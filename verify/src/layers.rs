@@ -13,7 +13,7 @@
 use crate::entry::{self, Verified};
 use crate::error::VerifyError;
 use crate::root::{self, RootInfo};
-use crate::trust::{load_doc, OtherLayer, Revocation, TrustContext};
+use crate::trust::{load_doc, revocations, OtherLayer, TrustContext};
 use proto::layers::{self, Holdings, Layer, Resolution, SystemLayers};
 use proto::layout::Root;
 use proto::trust::DenyList;
@@ -128,40 +128,20 @@ pub fn holdings(present: &[(Layer, Root)], name: &Name) -> Result<Holdings, Veri
 }
 
 /// What the layer `root` contributes to the trust decisions about another layer's entries: its
-/// deny list and every revocation in its trust store. A malformed document there refuses (fail
-/// closed: an unreadable revocation is not an absent one).
-pub fn other_layer(root: &Root) -> Result<OtherLayer, VerifyError> {
+/// deny list and every revocation in its trust store; and when it is `above` the entry's layer, its
+/// publisher records (`crate::signers`). A malformed document there refuses (fail closed: an
+/// unreadable revocation is not an absent one).
+pub fn other_layer(root: &Root, above: bool) -> Result<OtherLayer, VerifyError> {
     let deny = load_doc(&root.deny_list(), DenyList::parse)?.unwrap_or_else(DenyList::empty);
-    let mut revoked = Vec::new();
-    for stem in root::json_stems(&root.publishers())? {
-        let Ok(id) = Name::new(&stem) else { continue };
-        let (p, path) = entry::load_publisher(root, &id)?;
-        let keys: Vec<String> = p.keys.iter().map(|k| k.key_id.clone()).collect();
-        if let Some(rev) = &p.revoked {
-            revoked.push(Revocation {
-                publisher: p.id.clone(),
-                key_id: None,
-                keys: keys.clone(),
-                path: path.clone(),
-                reason: rev.reason.clone(),
-            });
-        }
-        for k in &p.keys {
-            if let Some(rev) = &k.revoked {
-                revoked.push(Revocation {
-                    publisher: p.id.clone(),
-                    key_id: Some(k.key_id.clone()),
-                    keys: Vec::new(),
-                    path: path.clone(),
-                    reason: rev.reason.clone(),
-                });
-            }
-        }
-    }
+    let publishers = crate::signers::load_store(root)?;
     Ok(OtherLayer {
         root: root.clone(),
         deny,
-        revoked,
+        revoked: revocations(&publishers),
+        above: match above {
+            true => publishers,
+            false => Vec::new(),
+        },
     })
 }
 
@@ -318,10 +298,26 @@ pub fn verify_in_layer(
     let mut ctx = TrustContext::load(root)?;
     for (l, other) in present {
         if *l != layer {
-            ctx.others.push(other_layer(other)?);
+            // The admin layer is above the vendor layer: its decisions about a publisher bind it.
+            let above = layer == Layer::Vendor && *l == Layer::Admin;
+            ctx.others.push(other_layer(other, above)?);
         }
     }
     entry::verify_checked(root, RootInfo { dev: false }, &ctx, name)
+}
+
+/// The policy's `sensitive_inputs` of every registry that applies to a launch from `reg`: the
+/// root's, or every present system layer's (a layer's list applies to every layer's entries).
+pub fn sensitive_inputs(reg: &Registry) -> Result<Vec<String>, VerifyError> {
+    let roots = match reg {
+        Registry::Root(root) => vec![root.clone()],
+        Registry::System(sys) => present_layers(sys)?.into_iter().map(|(_, r)| r).collect(),
+    };
+    let mut out = Vec::new();
+    for r in roots {
+        out.extend(TrustContext::load(&r)?.policy.sensitive_inputs);
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ pub mod error;
 pub mod layers;
 pub mod root;
 pub mod signature;
+pub mod signers;
 pub mod trust;
 
 pub use cli::{run, Args};

@@ -135,6 +135,14 @@ pub fn verify_detached(
     })
 }
 
+/// The Ed25519 public key inside a minisign public key line (its base64), as 64 lowercase hex
+/// digits: what identifies a key. minisign's key id is not covered by any signature, so the same
+/// key can be listed (and sign) under any id; revocation and the deny list match these bytes.
+pub fn key_bytes_hex(public_key_b64: &str) -> Option<String> {
+    let bin = base64_decode(public_key_b64.trim()).filter(|b| b.len() == 42)?;
+    Some(bin[10..].iter().map(|b| format!("{b:02x}")).collect())
+}
+
 fn key_id_of(keynum: &[u8]) -> String {
     let mut b = [0u8; 8];
     b.copy_from_slice(&keynum[..8]);

@@ -8,8 +8,10 @@ use crate::signature::SignatureInfo;
 use proto::layout::Root;
 use proto::publisher::PublisherKey;
 use proto::trust::{comment_timestamp, DenyList, Grant, HighWater, Limit, Policy, TrustDocError};
+use proto::Publisher;
 use proto::{Entry, Name, Sha256};
 use std::path::Path;
+use std::path::PathBuf;
 
 /// Unix seconds now (the system clock: docs/trust.md says what that means).
 pub fn now() -> u64 {
@@ -31,23 +33,88 @@ pub struct TrustContext {
 }
 
 /// What another system layer contributes to the trust decisions about an entry: its deny list and
-/// the revocations in its trust store.
+/// the revocations in its trust store; and, from a layer above the entry's (the admin layer over
+/// the vendor layer), its publisher records, whose threshold, level and name pins bind the entry's
+/// publisher too (`crate::signers`).
 #[derive(Clone, Debug)]
 pub struct OtherLayer {
     pub root: Root,
     pub deny: DenyList,
     pub revoked: Vec<Revocation>,
+    /// The layer is above the entry's: its publisher records constrain the entry's publisher.
+    pub above: Vec<(Publisher, PathBuf)>,
 }
 
 /// A revocation recorded in a publisher record: the whole publisher (`key_id: None`, with all its
-/// keys in `keys`) or one key.
+/// keys in `keys`) or one key. `bytes` holds the revoked keys' Ed25519 bytes (hex), which is what
+/// a revocation matches in every trust store, under whatever key id the key is listed again.
 #[derive(Clone, Debug)]
 pub struct Revocation {
     pub publisher: Name,
     pub key_id: Option<String>,
     pub keys: Vec<String>,
+    pub bytes: Vec<String>,
     pub path: std::path::PathBuf,
     pub reason: String,
+}
+
+/// Every revocation recorded in the publisher records `publishers`.
+pub fn revocations(publishers: &[(Publisher, PathBuf)]) -> Vec<Revocation> {
+    let hex = |k: &PublisherKey| crate::signature::key_bytes_hex(&k.public_key);
+    let mut out = Vec::new();
+    for (p, path) in publishers {
+        if let Some(rev) = &p.revoked {
+            out.push(Revocation {
+                publisher: p.id.clone(),
+                key_id: None,
+                keys: p.keys.iter().map(|k| k.key_id.clone()).collect(),
+                bytes: p.keys.iter().filter_map(hex).collect(),
+                path: path.clone(),
+                reason: rev.reason.clone(),
+            });
+        }
+        for k in &p.keys {
+            if let Some(rev) = &k.revoked {
+                out.push(Revocation {
+                    publisher: p.id.clone(),
+                    key_id: Some(k.key_id.clone()),
+                    keys: Vec::new(),
+                    bytes: hex(k).into_iter().collect(),
+                    path: path.clone(),
+                    reason: rev.reason.clone(),
+                });
+            }
+        }
+    }
+    out
+}
+
+/// Refuses the key `hex` (listed as `key_id` by `publisher`) when one of `revoked` revokes those
+/// bytes: as a key (`key-revoked`) or as a key of a revoked publisher (`publisher-revoked`).
+pub fn check_bytes_not_revoked(
+    revoked: &[Revocation],
+    hex: &str,
+    key_id: &str,
+) -> Result<(), VerifyError> {
+    let Some(r) = revoked.iter().find(|r| r.bytes.iter().any(|b| b == hex)) else {
+        return Ok(());
+    };
+    Err(match &r.key_id {
+        Some(k) => VerifyError::KeyRevoked {
+            id: r.publisher.to_string(),
+            key_id: match k == key_id {
+                true => k.clone(),
+                false => format!("{key_id} (the key revoked as {k})"),
+            },
+            path: r.path.clone(),
+            reason: r.reason.clone(),
+        },
+        None => VerifyError::PublisherRevoked {
+            id: r.publisher.to_string(),
+            path: r.path.clone(),
+            reason: r.reason.clone(),
+        },
+    })
 }
 
 impl TrustContext {
@@ -96,6 +163,36 @@ impl TrustContext {
                     root: r.path().to_path_buf(),
                 });
             }
+        }
+        Ok(())
+    }
+
+    /// Refuses the Ed25519 key `hex` (signing as `key_id`) when any deny list that applies lists
+    /// its bytes: reported as the key id it signs with, so that `deny remove --key ID` (which
+    /// takes the bytes of that id's key off the list too) is the way back.
+    pub fn check_key_bytes(&self, root: &Root, hex: &str, key_id: &str) -> Result<(), VerifyError> {
+        for (r, deny) in self.deny_lists(root) {
+            if let Some(x) = deny.key_bytes(hex) {
+                return Err(VerifyError::Denied {
+                    path: r.deny_list(),
+                    field: "key_id",
+                    value: key_id.to_owned(),
+                    reason: x.reason.clone(),
+                    root: r.path().to_path_buf(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Refuses the key `hex` when another layer's trust store revokes those bytes.
+    pub fn check_bytes_revoked_elsewhere(
+        &self,
+        hex: &str,
+        key_id: &str,
+    ) -> Result<(), VerifyError> {
+        for o in &self.others {
+            check_bytes_not_revoked(&o.revoked, hex, key_id)?;
         }
         Ok(())
     }

@@ -31,6 +31,12 @@ pub struct AuditRecord {
     pub publisher: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key_id: Option<String>,
+    /// Every key whose signature counted, when the publisher's threshold is above 1.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub key_ids: Vec<String>,
+    /// The publisher's level (`trusted`, `verified`) the decision was made at.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level: Option<crate::publisher::Level>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sha256: Option<Sha256>,
     /// The owner's explicit overrides that applied (`allow-downgrade`, `reset-high-water`,
@@ -52,6 +58,9 @@ pub enum AuditAction {
     PublisherAdd,
     PublisherRotate,
     PublisherRevoke,
+    PublisherThreshold,
+    PublisherLevel,
+    PublisherNames,
     DenyAdd,
     DenyRemove,
     PolicySet,
@@ -78,6 +87,8 @@ impl AuditRecord {
             version: None,
             publisher: None,
             key_id: None,
+            key_ids: Vec::new(),
+            level: None,
             sha256: None,
             overrides: Vec::new(),
             detail: None,

@@ -15,6 +15,9 @@ pub struct Changes {
     /// The registered entry's digest and the new one: an acceptance is for this exact pair.
     pub from_sha256: Sha256,
     pub to_sha256: Sha256,
+    /// Another publisher signs the name: `[old, new]` (a name belongs to its publisher).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub publisher: Option<[Name; 2]>,
     /// `process` → `audit`: the containment requirement's risk was raised.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub containment: Option<[Containment; 2]>,
@@ -44,6 +47,10 @@ pub struct RaisedLimit {
 impl Changes {
     /// The widening from `old` to `new`, or `None` when nothing widened.
     pub fn between(old: &Entry, new: &Entry) -> Option<Changes> {
+        let publisher = match (&old.publisher, &new.publisher) {
+            (Some(a), Some(b)) if a != b => Some([a.clone(), b.clone()]),
+            _ => None,
+        };
         let containment = (old.containment == Containment::Process
             && new.containment == Containment::Audit)
             .then_some([old.containment, new.containment]);
@@ -73,7 +80,8 @@ impl Changes {
             .filter(|d| !old.runtime.contains(d))
             .cloned()
             .collect();
-        if containment.is_none()
+        if publisher.is_none()
+            && containment.is_none()
             && inputs_added.is_empty()
             && protocol.is_none()
             && limits_raised.is_empty()
@@ -85,6 +93,7 @@ impl Changes {
             name: new.name.clone(),
             from_sha256: old.sha256,
             to_sha256: new.sha256,
+            publisher,
             containment,
             inputs_added,
             protocol,
@@ -102,6 +111,9 @@ impl Changes {
     /// One line for people.
     pub fn describe(&self) -> String {
         let mut parts = Vec::new();
+        if let Some([a, b]) = &self.publisher {
+            parts.push(format!("publisher {a} -> {b}"));
+        }
         if let Some([a, b]) = &self.containment {
             parts.push(format!("containment {a} -> {b}"));
         }
@@ -247,6 +259,24 @@ mod tests {
             "ab".repeat(32)
         );
         Entry::parse(json.as_bytes()).expect("valid")
+    }
+
+    #[test]
+    fn another_publisher_for_the_name_is_a_change() {
+        let json = |publisher: &str| {
+            format!(
+                r#"{{"schema":1,"name":"hello","version":"1.0.0","trust":"signed","publisher":"{publisher}",
+                "sha256":"{}","size":1,"protocol":">=1.0, <2","inputs":[],"containment":"process"}}"#,
+                "ab".repeat(32)
+            )
+        };
+        let acme = Entry::parse(json("acme").as_bytes()).expect("valid");
+        let beta = Entry::parse(json("beta").as_bytes()).expect("valid");
+        assert_eq!(Changes::between(&acme, &acme), None);
+        let c = Changes::between(&acme, &beta).expect("a change");
+        let names = c.publisher.as_ref().map(|[a, b]| [a.as_str(), b.as_str()]);
+        assert_eq!(names, Some(["acme", "beta"]));
+        assert_eq!(c.describe(), "publisher acme -> beta");
     }
 
     #[test]

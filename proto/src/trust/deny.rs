@@ -14,6 +14,10 @@ pub struct DenyList {
     pub digests: Vec<Denied<Sha256>>,
     /// Refused minisign key ids.
     pub keys: Vec<Denied<String>>,
+    /// Refused Ed25519 public keys, by their 32 bytes (64 lowercase hex digits): a key is refused
+    /// under whatever key id it is listed or signs with (minisign's key id is not signed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ed25519: Vec<Denied<String>>,
 }
 
 /// One deny-list item.
@@ -43,6 +47,12 @@ impl DenyList {
                 message: format!("{:?} is not 16 uppercase hex digits", k.value),
             });
         }
+        if let Some(k) = d.ed25519.iter().find(|k| !is_key_hex(&k.value)) {
+            return Err(TrustDocError::Invalid {
+                field: "ed25519.value",
+                message: format!("{:?} is not 64 lowercase hex digits", k.value),
+            });
+        }
         Ok(d)
     }
 
@@ -57,4 +67,16 @@ impl DenyList {
     pub fn key(&self, key_id: &str) -> Option<&Denied<String>> {
         self.keys.iter().find(|x| x.value == key_id)
     }
+
+    /// The item denying the Ed25519 key `hex` (64 lowercase hex digits), if any.
+    pub fn key_bytes(&self, hex: &str) -> Option<&Denied<String>> {
+        self.ed25519.iter().find(|x| x.value == hex)
+    }
+}
+
+/// 64 lowercase hex digits: an Ed25519 public key's 32 bytes.
+pub fn is_key_hex(s: &str) -> bool {
+    s.len() == 64
+        && s.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }

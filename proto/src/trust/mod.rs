@@ -14,7 +14,7 @@ mod transition;
 
 pub use audit::{AuditAction, AuditOutcome, AuditRecord, AUDIT_VERSION};
 pub use changes::{protocol_not_wider, Changes, RaisedLimit};
-pub use deny::{Denied, DenyList};
+pub use deny::{is_key_hex, Denied, DenyList};
 pub use grant::{Dependencies, Grant};
 pub use high_water::HighWater;
 pub use policy::{

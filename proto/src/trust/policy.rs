@@ -34,6 +34,11 @@ pub struct Policy {
     pub max_key_bytes: u64,
     #[serde(default = "default_max_exe")]
     pub max_exe_bytes: u64,
+    /// Paths `dot-launch --input-file` refuses besides its built-in list (absolute path globs:
+    /// `*` within a component, `**` across components), unless the invoker names the input
+    /// with `--allow-sensitive-input`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sensitive_inputs: Vec<String>,
 }
 
 fn default_warning_days() -> u64 {
@@ -62,6 +67,7 @@ impl Default for Policy {
             max_signature_bytes: DEFAULT_MAX_SIGNATURE_BYTES,
             max_key_bytes: DEFAULT_MAX_KEY_BYTES,
             max_exe_bytes: DEFAULT_MAX_EXE_BYTES,
+            sensitive_inputs: Vec::new(),
         }
     }
 }
@@ -114,6 +120,16 @@ impl Policy {
             ("max_key_bytes", self.max_key_bytes, doc),
             ("max_exe_bytes", self.max_exe_bytes, u64::MAX),
         ];
+        if let Some(g) = self
+            .sensitive_inputs
+            .iter()
+            .find(|g| !g.starts_with('/') || g.len() > 4096 || g.contains('\0'))
+        {
+            return Err(TrustDocError::Invalid {
+                field: "sensitive_inputs",
+                message: format!("{g:?} is not an absolute path glob"),
+            });
+        }
         for (field, v, max) in checks {
             if v == 0 || v > max {
                 return Err(TrustDocError::Invalid {
