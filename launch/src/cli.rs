@@ -61,12 +61,14 @@ pub struct Args {
     /// stdout limit in bytes (default 1 MiB, at most 1 GiB: stdout is held in memory)
     #[argh(option, default = "1 << 20")]
     pub max_stdout: usize,
-    /// stderr limit in bytes; stderr is read and discarded (default 64 KiB)
+    /// stderr limit in bytes, whatever --stderr says (default 64 KiB); more is a stderr-limit
+    /// failure
     #[argh(option, default = "64 << 10")]
     pub max_stderr: usize,
     /// the plugin's stderr, always bounded by --max-stderr and never written to disk: discard
     /// (default), pass (forwarded live to this stderr) or tail (its last 4 KiB in a failure's
-    /// run.stderr_tail)
+    /// run.stderr_tail); a failure whose stderr was discarded has as `next` the same launch with
+    /// --stderr tail
     #[argh(option, default = "StderrMode::Discard")]
     pub stderr: StderrMode,
     /// process: the most tasks (processes and threads) the plugin may have at once (default: the
@@ -239,7 +241,9 @@ pub fn run(args: Args) -> Result<Output, LaunchError> {
     if explain {
         return crate::explain::explain(&opts).map(|e| Output::json(&e));
     }
-    crate::launch(&opts).map(|r| {
+    let again = opts.command().arg(&opts.name);
+    let result = crate::launch(&opts).map_err(|e| e.see_stderr(opts.streams.stderr, again));
+    result.map(|r| {
         let code = if r.warnings.is_empty() {
             ExitCode::Success
         } else {

@@ -2,6 +2,7 @@
 
 use crate::judge::PluginFailure;
 use crate::rundir::NotRemoved;
+use proto::next::Opt;
 use proto::protocol::Response;
 use proto::result::{RunResult, RunStatus};
 use proto::{Containment, ErrorObject, Kind, Next, ToErrorObject};
@@ -74,11 +75,13 @@ pub enum LaunchError {
         path: PathBuf,
         source: std::io::Error,
     },
-    /// The plugin ran and failed; `run` is its result, `status: "failed"`.
+    /// The plugin ran and failed; `run` is its result, `status: "failed"`; `next`, when its
+    /// stderr was discarded, the same launch with `--stderr tail` ([`LaunchError::see_stderr`]).
     #[error("{failure}")]
     Plugin {
         failure: PluginFailure,
         run: Box<RunResult>,
+        next: Option<Next>,
     },
     #[error("dot-sandbox refused to run the plugin: {}", .error.message)]
     SandboxRefused {
@@ -147,6 +150,34 @@ impl LaunchError {
         LaunchError::Plugin {
             failure,
             run: Box::new(run),
+            next: None,
+        }
+    }
+
+    /// A plugin failure whose stderr may explain it, when the launch discarded that stderr, with
+    /// `next`: the same launch, every argument kept, with `--stderr tail` (the failure's
+    /// `run.stderr_tail` then holds stderr's last 4 KiB). `base` is the launch as the library can
+    /// rebuild it (`Options::command` and the name); `dot-launch`'s main resolves the command
+    /// line as typed. Any other error is returned as it is.
+    pub fn see_stderr(self, stderr: crate::exec::StderrMode, base: Next) -> LaunchError {
+        match self {
+            LaunchError::Plugin {
+                failure,
+                run,
+                next: None,
+            } if stderr == crate::exec::StderrMode::Discard && failure.stderr_may_explain() => {
+                let next = Next::again(
+                    vec![Opt::with("--stderr", "tail")],
+                    vec![],
+                    base.arg("--stderr").arg("tail"),
+                );
+                LaunchError::Plugin {
+                    failure,
+                    run,
+                    next: Some(next),
+                }
+            }
+            other => other,
         }
     }
 
@@ -263,10 +294,16 @@ impl ToErrorObject for LaunchError {
                 signal: Some(signal.as_str().to_owned()),
                 ..base
             },
-            LaunchError::Plugin { run, .. } => ErrorObject {
-                run: Some(run.clone()),
-                ..base
-            },
+            LaunchError::Plugin { run, next, .. } => {
+                let base = ErrorObject {
+                    run: Some(run.clone()),
+                    ..base
+                };
+                match next {
+                    Some(n) => base.next(n),
+                    None => base,
+                }
+            }
             LaunchError::SandboxRefused { error, run } => ErrorObject {
                 run: Some(run.clone()),
                 value: Some(error.error.to_string()),

@@ -73,6 +73,17 @@ impl PluginFailure {
             PluginFailure::SandboxNoReport(_) => Kind::SandboxNoReport,
         }
     }
+
+    /// Whether the plugin's stderr may say why it failed: every failure of the plugin itself (its
+    /// exit, a signal, the deadline, a limit, its stdout, its answer, its outputs). Not a name
+    /// taken in the target, nor a runner that confirmed nothing (the runner's own refusals are
+    /// on its report, not on stderr).
+    pub fn stderr_may_explain(&self) -> bool {
+        !matches!(
+            self,
+            PluginFailure::TargetConflict(_) | PluginFailure::SandboxNoReport(_)
+        )
+    }
 }
 
 /// Why a `process` run's containment was not confirmed.
@@ -203,6 +214,8 @@ pub fn judge(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::LaunchError;
+    use proto::Next;
     use std::os::unix::process::ExitStatusExt;
     use std::time::Duration;
 
@@ -421,6 +434,42 @@ mod tests {
         );
         for f in &all {
             assert_eq!(f.kind().exit_code(), proto::ExitCode::PluginFailed, "{f:?}");
+        }
+    }
+
+    #[test]
+    fn a_failure_with_discarded_stderr_names_the_launch_with_stderr_tail() {
+        use crate::exec::StderrMode;
+        let run = || {
+            let r = serde_json::json!({"schema":1,"txid":"t","name":"p","version":"1.0.0",
+                "sha256":"0".repeat(64),"trust":"local","containment":"audit",
+                "dependencies":"pinned","status":"failed",
+                "exit":{"code":1},"duration_ms":1,"stdout_bytes":0,"stderr_bytes":5,"outputs":[]});
+            serde_json::from_value(r).expect("a run result")
+        };
+        let base = || Next::cmd("dot-launch").args(["--root", "/r", "p"]);
+        let next_of = |f: PluginFailure, mode| {
+            let e = LaunchError::plugin(run(), f).see_stderr(mode, base());
+            e.to_error_object().next
+        };
+        use proto::ToErrorObject;
+        assert_eq!(
+            next_of(PluginFailure::Exit { code: 1 }, StderrMode::Discard).as_deref(),
+            Some("dot-launch --root /r p --stderr tail")
+        );
+        assert_eq!(
+            next_of(PluginFailure::Exit { code: 1 }, StderrMode::Tail),
+            None
+        );
+        assert_eq!(
+            next_of(PluginFailure::Exit { code: 1 }, StderrMode::Pass),
+            None
+        );
+        for f in [
+            PluginFailure::TargetConflict("x".into()),
+            PluginFailure::SandboxNoReport("x"),
+        ] {
+            assert_eq!(next_of(f, StderrMode::Discard), None);
         }
     }
 

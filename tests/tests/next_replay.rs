@@ -994,3 +994,106 @@ fn thresholds_levels_names_and_sensitive_inputs_are_resolved_by_their_next() {
     );
     assert_eq!(o.hello_txt(), "hello, world\n");
 }
+
+/// What a plugin that fails says on stderr, in every case below: an odd line, as a plugin's own.
+const SAID: &str = "said on stderr: 'q' $HOME;x";
+
+#[test]
+fn a_plugin_failure_shows_its_stderr_by_its_next() {
+    let o = Odd::new();
+    let fixture = workspace_bin("fixture-plugin");
+    let inputs = [
+        "--input",
+        "mode:string",
+        "--input",
+        "size:string:optional",
+        "--input",
+        "say:string:optional",
+    ];
+    ok(o.dev("fx", &fixture, "audit", &inputs), "dev audit");
+    ok(o.dev("fx-p", &fixture, "process", &inputs), "dev process");
+    let audit = "--allow-audit-plugin";
+    let process = "--require-process-sandbox";
+    let cases: [(&str, &str, &str, &[&str], Kind); 10] = [
+        ("fx", audit, "exit-3", &[], Kind::PluginExit),
+        ("fx", audit, "signal", &[], Kind::PluginSignal),
+        ("fx", audit, "not-json", &[], Kind::PluginProtocol),
+        (
+            "fx",
+            audit,
+            "sleep",
+            &["--deadline-ms", "300"],
+            Kind::Deadline,
+        ),
+        (
+            "fx",
+            audit,
+            "big-stdout",
+            &["--max-stdout", "1000"],
+            Kind::StdoutLimit,
+        ),
+        (
+            "fx",
+            audit,
+            "big-stderr",
+            &["--max-stderr", "2000"],
+            Kind::StderrLimit,
+        ),
+        ("fx", audit, "status-error", &[], Kind::PluginError),
+        ("fx", audit, "bad-output-name", &[], Kind::OutputsInvalid),
+        (
+            "fx-p",
+            process,
+            "spin",
+            &["--max-cpu-seconds", "1"],
+            Kind::CpuLimit,
+        ),
+        (
+            "fx-p",
+            process,
+            "big-output",
+            &["--max-output-bytes", "4096", "--input", "size=10000"],
+            Kind::FileSizeLimit,
+        ),
+    ];
+    for (name, consent, mode, extra, kind) in cases {
+        let out = o
+            .launch(name, &[consent, "--input", &format!("mode={mode}")])
+            .args(["--input", &format!("say={SAID}")])
+            .args(extra)
+            .arg("--target")
+            .arg(&o.target)
+            .output()
+            .unwrap();
+        let e = assert_refused(&out, 3, kind);
+        let run = e.run.as_ref().expect("the run");
+        assert_eq!(run.stderr_tail, None, "{kind}: discarded");
+        let next = e.next.as_deref().unwrap_or_default();
+        assert!(next.ends_with(" --stderr tail"), "{kind}: {next}");
+        assert!(next.contains(&format!("mode={mode}")), "{kind}: {next}");
+        // The same launch again: it fails the same way, and this time says what stderr held.
+        let again = replay(&e, &o.base);
+        let text = String::from_utf8_lossy(&again.stderr);
+        let shown: ErrorObject = serde_json::from_str(text.lines().last().unwrap_or_default())
+            .unwrap_or_else(|err| panic!("{kind}: {err}: {text}"));
+        assert_eq!(again.status.code(), Some(3), "{kind}: {text}");
+        testkit::assert_kind!(shown, kind, "the replay of {kind}");
+        assert_eq!(shown.next, None, "{kind}: stderr is shown now");
+        let tail = shown.run.and_then(|r| r.stderr_tail).unwrap_or_default();
+        assert!(tail.starts_with(SAID), "{kind}: {tail:?}");
+        testkit::kinds::record_replayed(kind);
+    }
+    // Nothing to add when stderr is already shown.
+    for shown in ["tail", "pass"] {
+        let out = o
+            .launch("fx", &[audit, "--input", "mode=exit-3", "--stderr", shown])
+            .arg("--target")
+            .arg(&o.target)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stderr);
+        let e: ErrorObject = serde_json::from_str(text.lines().last().unwrap_or_default()).unwrap();
+        testkit::assert_kind!(e, Kind::PluginExit, "--stderr {shown}");
+        assert_eq!(e.next, None, "--stderr {shown}");
+    }
+}

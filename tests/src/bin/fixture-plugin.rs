@@ -84,6 +84,10 @@ fn main() -> ExitCode {
     let _ = std::io::stdin().read_to_end(&mut raw);
     let req: serde_json::Value = serde_json::from_slice(&raw).unwrap_or(serde_json::Value::Null);
     let mode = input(&req, "mode").unwrap_or("ok");
+    // Input `say`: one line on stderr before the mode does anything.
+    if let Some(say) = input(&req, "say") {
+        eprintln!("{say}");
+    }
     match mode {
         "ok" => respond_ok("ok\n"),
         "marker" => {
