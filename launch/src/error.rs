@@ -294,11 +294,17 @@ impl ToErrorObject for LaunchError {
                 signal: Some(signal.as_str().to_owned()),
                 ..base
             },
-            LaunchError::Plugin { run, next, .. } => {
-                let base = ErrorObject {
+            LaunchError::Plugin { run, next, failure } => {
+                let mut base = ErrorObject {
                     run: Some(run.clone()),
                     ..base
                 };
+                if let Some(stdout) = failure.stdout() {
+                    base = base.field("stdout").value(stdout.text.clone());
+                }
+                if let PluginFailure::OtherProtocol(version) = failure {
+                    base = base.field("protocol").value(version.clone());
+                }
                 match next {
                     Some(n) => base.next(n),
                     None => base,

@@ -28,16 +28,16 @@ pub enum PluginFailure {
         "the plugin still ran at its deadline of {deadline_ms} ms (stopped after {ran_ms} ms)"
     )]
     Deadline { deadline_ms: u128, ran_ms: u64 },
-    #[error("stdout went over its limit ({seen} bytes seen)")]
-    StdoutLimit { seen: u64 },
+    #[error("stdout went over its limit ({seen} bytes seen); {stdout}")]
+    StdoutLimit { seen: u64, stdout: Excerpt },
     #[error("stderr went over its limit ({seen} bytes seen)")]
     StderrLimit { seen: u64 },
     #[error("the plugin was stopped by its CPU limit of {seconds} s, every thread together (it used {used_ms} ms)")]
     CpuLimit { seconds: u64, used_ms: u64 },
     #[error("the plugin was stopped by its file-size limit: it wrote past {bytes} bytes in one file (SIGXFSZ)")]
     FileSizeLimit { bytes: u64 },
-    #[error("stdout is not one protocol response: {0}")]
-    NotOneResponse(String),
+    #[error("stdout is not one protocol response: {why}; {stdout}")]
+    NotOneResponse { why: String, stdout: Excerpt },
     #[error("response protocol {0:?} is not {PROTOCOL_VERSION}")]
     OtherProtocol(String),
     /// The plugin answered `status: "error"`: its response is kept in the run's result.
@@ -64,13 +64,22 @@ impl PluginFailure {
             PluginFailure::StderrLimit { .. } => Kind::StderrLimit,
             PluginFailure::CpuLimit { .. } => Kind::CpuLimit,
             PluginFailure::FileSizeLimit { .. } => Kind::FileSizeLimit,
-            PluginFailure::NotOneResponse(_) | PluginFailure::OtherProtocol(_) => {
+            PluginFailure::NotOneResponse { .. } | PluginFailure::OtherProtocol(_) => {
                 Kind::PluginProtocol
             }
             PluginFailure::Error { .. } => Kind::PluginError,
             PluginFailure::OutputsInvalid(_) => Kind::OutputsInvalid,
             PluginFailure::TargetConflict(_) => Kind::TargetConflict,
             PluginFailure::SandboxNoReport(_) => Kind::SandboxNoReport,
+        }
+    }
+
+    /// The first bytes of stdout, for a failure that is about them.
+    pub fn stdout(&self) -> Option<&Excerpt> {
+        match self {
+            PluginFailure::NotOneResponse { stdout, .. }
+            | PluginFailure::StdoutLimit { stdout, .. } => Some(stdout),
+            _ => None,
         }
     }
 
@@ -83,6 +92,58 @@ impl PluginFailure {
             self,
             PluginFailure::TargetConflict(_) | PluginFailure::SandboxNoReport(_)
         )
+    }
+}
+
+/// The first bytes of a stream as text that is safe to print on a terminal: at most
+/// [`Excerpt::BYTES`] bytes, cut at a character, each control, format or other unprintable
+/// character escaped as Rust's `escape_debug` writes it (`\n`, `\u{1b}`, `\u{202e}`; `\`, `"`
+/// and `'` escaped too), each byte that is not part of UTF-8 text as `\xNN`; and how many bytes
+/// of the stream are not shown.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Excerpt {
+    pub text: String,
+    pub more: u64,
+}
+
+impl Excerpt {
+    /// The most bytes of the stream an excerpt shows.
+    pub const BYTES: usize = 80;
+
+    /// The excerpt of `held`, the first bytes of a stream of `total` bytes.
+    pub fn of(held: &[u8], total: u64) -> Excerpt {
+        let mut text = String::new();
+        let mut shown = 0usize;
+        'chunks: for chunk in held.utf8_chunks() {
+            for c in chunk.valid().chars() {
+                if shown + c.len_utf8() > Excerpt::BYTES {
+                    break 'chunks;
+                }
+                shown += c.len_utf8();
+                text.extend(c.escape_debug());
+            }
+            for b in chunk.invalid() {
+                if shown + 1 > Excerpt::BYTES {
+                    break 'chunks;
+                }
+                shown += 1;
+                text.push_str(&format!("\\x{b:02x}"));
+            }
+        }
+        Excerpt {
+            text,
+            more: total.max(held.len() as u64).saturating_sub(shown as u64),
+        }
+    }
+}
+
+impl std::fmt::Display for Excerpt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.text.is_empty(), self.more) {
+            (true, 0) => f.write_str("stdout was empty"),
+            (false, 0) => write!(f, "stdout was \"{}\"", self.text),
+            (_, more) => write!(f, "stdout began \"{}\" and {more} more bytes", self.text),
+        }
     }
 }
 
@@ -156,6 +217,7 @@ pub fn judge(
         Some(Overflow::Stdout) => {
             return Err(PluginFailure::StdoutLimit {
                 seen: o.stdout_bytes,
+                stdout: Excerpt::of(&o.stdout, o.stdout_bytes),
             })
         }
         Some(Overflow::Stderr) => {
@@ -194,7 +256,10 @@ pub fn judge(
             _ => PluginFailure::Exit { code },
         });
     }
-    let response = parsed.map_err(|e| PluginFailure::NotOneResponse(e.to_string()))?;
+    let response = parsed.map_err(|e| PluginFailure::NotOneResponse {
+        why: e.to_string(),
+        stdout: Excerpt::of(&o.stdout, o.stdout_bytes),
+    })?;
     if response.protocol != PROTOCOL_VERSION {
         return Err(PluginFailure::OtherProtocol(response.protocol));
     }
@@ -409,14 +474,20 @@ mod tests {
                 deadline_ms: 1,
                 ran_ms: 2,
             },
-            PluginFailure::StdoutLimit { seen: 1 },
+            PluginFailure::StdoutLimit {
+                seen: 1,
+                stdout: Excerpt::of(b"x", 1),
+            },
             PluginFailure::StderrLimit { seen: 1 },
             PluginFailure::CpuLimit {
                 seconds: 1,
                 used_ms: 1000,
             },
             PluginFailure::FileSizeLimit { bytes: 1 },
-            PluginFailure::NotOneResponse("x".into()),
+            PluginFailure::NotOneResponse {
+                why: "x".into(),
+                stdout: Excerpt::of(b"x", 1),
+            },
             PluginFailure::OtherProtocol("2.0".into()),
             PluginFailure::Error {
                 message: "m".into(),
@@ -435,6 +506,57 @@ mod tests {
         for f in &all {
             assert_eq!(f.kind().exit_code(), proto::ExitCode::PluginFailed, "{f:?}");
         }
+    }
+
+    #[test]
+    fn an_excerpt_is_bounded_cut_at_a_character_and_escaped_for_a_terminal() {
+        let cut = format!("{}é", "a".repeat(79));
+        let cases: [(&[u8], u64, &str, u64); 6] = [
+            (b"", 0, "", 0),
+            (b"hello\n", 6, "hello\\n", 0),
+            (
+                b"\x1b[31mred\xff\x07\"q\"",
+                13,
+                "\\u{1b}[31mred\\xff\\u{7}\\\"q\\\"",
+                0,
+            ),
+            ("\u{202e}gnp.exe".as_bytes(), 10, "\\u{202e}gnp.exe", 0),
+            (&[b'x'; 200], 5000, &"x".repeat(80), 4920),
+            (cut.as_bytes(), 81, &"a".repeat(79), 2),
+        ];
+        for (held, total, text, more) in cases {
+            let e = Excerpt::of(held, total);
+            assert_eq!((e.text.as_str(), e.more), (text, more), "{held:?}");
+            assert!(!e.text.chars().any(char::is_control), "{e:?}");
+        }
+        let noise = judge(
+            &observed(0, "starting up\n{}\n"),
+            &limits(1_000),
+            Containment::Audit,
+        )
+        .expect_err("noise");
+        assert!(
+            noise
+                .to_string()
+                .ends_with("; stdout was \"starting up\\n{}\\n\""),
+            "{noise}"
+        );
+        assert_eq!(
+            noise.stdout().map(|e| e.text.as_str()),
+            Some("starting up\\n{}\\n")
+        );
+        let mut long = observed(0, &"y".repeat(100));
+        long.stdout_bytes = 1 << 20;
+        long.over_limit = Some(Overflow::Stdout);
+        let over = judge(&long, &limits(1_000), Containment::Audit).expect_err("over");
+        assert!(
+            over.to_string().ends_with(&format!(
+                "stdout began \"{}\" and {} more bytes",
+                "y".repeat(80),
+                (1 << 20) - 80
+            )),
+            "{over}"
+        );
     }
 
     #[test]
@@ -471,6 +593,21 @@ mod tests {
         ] {
             assert_eq!(next_of(f, StderrMode::Discard), None);
         }
+        let fields = |f: PluginFailure| {
+            let o = LaunchError::plugin(run(), f).to_error_object();
+            (o.field, o.value)
+        };
+        assert_eq!(
+            fields(PluginFailure::OtherProtocol("2.0".into())),
+            (Some("protocol".into()), Some("2.0".into()))
+        );
+        assert_eq!(
+            fields(PluginFailure::NotOneResponse {
+                why: "x".into(),
+                stdout: Excerpt::of(b"\x1bno", 3),
+            }),
+            (Some("stdout".into()), Some("\\u{1b}no".into()))
+        );
     }
 
     #[test]

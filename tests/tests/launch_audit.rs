@@ -83,13 +83,17 @@ fn stderr_is_counted_and_discarded() {
     );
 }
 
-fn assert_plugin_failure(mode: &str, kind: Kind) {
+/// Runs the fixture in `mode`, asserts it failed with `kind` and changed nothing; its error.
+fn assert_plugin_failure(mode: &str, kind: Kind) -> proto::ErrorObject {
     let env = Env::new();
     std::fs::write(env.target.join("result.txt"), b"old bytes").unwrap();
     let out = env.fixture(mode, &[], &["--deadline-ms", "2000"]);
     let err = failure(&out, 3);
     testkit::assert_kind!(err, kind, "{mode}:");
-    let run = err.run.expect("the error object carries the run's fields");
+    let run = err
+        .run
+        .clone()
+        .expect("the error object carries the run's fields");
     assert_eq!(run.status, RunStatus::Failed);
     assert!(run.outputs.is_empty());
     assert_eq!(
@@ -107,31 +111,72 @@ fn assert_plugin_failure(mode: &str, kind: Kind) {
         Vec::<String>::new(),
         "{mode}: the failed run is removed"
     );
+    err
+}
+
+/// The protocol's one response line of the fixture, as an excerpt shows it.
+const OK_SHOWN: &str = r#"{\"protocol\":\"1.0\",\"status\":\"ok\",\"outputs\":[\"result.txt\"]}\n"#;
+
+/// Asserts `err` shows stdout's first bytes as `shown` (field `stdout`, and in the message),
+/// followed by `more` bytes not shown.
+fn assert_shows_stdout(err: &proto::ErrorObject, shown: &str, more: usize) {
+    assert_eq!(err.field.as_deref(), Some("stdout"), "{err:?}");
+    assert_eq!(err.value.as_deref(), Some(shown), "{err:?}");
+    let said = match more {
+        0 => format!("; stdout was \"{shown}\""),
+        n => format!("; stdout began \"{shown}\" and {n} more bytes"),
+    };
+    assert!(err.message.ends_with(&said), "{}", err.message);
 }
 
 #[test]
 fn noise_before_the_response_fails() {
-    assert_plugin_failure("noise-before", Kind::PluginProtocol);
+    let err = assert_plugin_failure("noise-before", Kind::PluginProtocol);
+    let stdout = format!("starting up\\n{OK_SHOWN}");
+    // 80 bytes shown, of the 12 + 58 + 1 the fixture wrote: all of it.
+    assert_shows_stdout(&err, &stdout, 0);
 }
 
 #[test]
 fn noise_after_the_response_fails() {
-    assert_plugin_failure("noise-after", Kind::PluginProtocol);
+    let err = assert_plugin_failure("noise-after", Kind::PluginProtocol);
+    assert_shows_stdout(&err, &format!("{OK_SHOWN}done\\n"), 0);
 }
 
 #[test]
 fn two_json_objects_fail() {
-    assert_plugin_failure("two-objects", Kind::PluginProtocol);
+    let err = assert_plugin_failure("two-objects", Kind::PluginProtocol);
+    // 57 bytes and a newline, twice: the first 80 shown, 36 more.
+    let value = err.value.clone().unwrap_or_default();
+    assert!(value.starts_with(&format!("{OK_SHOWN}{{")), "{value}");
+    assert_shows_stdout(&err, &value, 116 - 80);
 }
 
 #[test]
 fn non_json_stdout_fails() {
-    assert_plugin_failure("not-json", Kind::PluginProtocol);
+    let err = assert_plugin_failure("not-json", Kind::PluginProtocol);
+    assert_shows_stdout(&err, "hello world\\n", 0);
+}
+
+#[test]
+fn stdout_that_would_drive_a_terminal_is_shown_escaped() {
+    let env = Env::new();
+    let out = env.fixture("terminal-noise", &[], &[]);
+    let err = failure(&out, 3);
+    testkit::assert_kind!(err, Kind::PluginProtocol);
+    assert_shows_stdout(&err, r"\u{1b}[2J\u{1b}]0;title\u{7}\xff\n", 0);
+    assert!(
+        !out.stderr.iter().any(|&b| b == 0x1b || b == 0x07),
+        "no control byte on dot-launch's stderr: {:?}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
 fn stdout_over_the_limit_fails() {
-    assert_plugin_failure("big-stdout", Kind::StdoutLimit);
+    let err = assert_plugin_failure("big-stdout", Kind::StdoutLimit);
+    let seen = err.run.as_ref().map_or(0, |r| r.stdout_bytes) as usize;
+    assert_shows_stdout(&err, &"x".repeat(80), seen - 80);
 }
 
 #[test]

@@ -127,6 +127,12 @@ fn main() -> ExitCode {
             println!("{OK}");
             code
         }
+        // Bytes a terminal would act on (clear the screen, set its title, ring), and one that is
+        // not UTF-8, as the whole of stdout.
+        "terminal-noise" => {
+            let _ = std::io::stdout().write_all(b"\x1b[2J\x1b]0;title\x07\xff\n");
+            ExitCode::SUCCESS
+        }
         "not-json" => {
             let _ = std::fs::write("out/result.txt", "x");
             println!("hello world");
