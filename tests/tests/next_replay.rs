@@ -1080,7 +1080,12 @@ fn a_plugin_failure_shows_its_stderr_by_its_next() {
         testkit::assert_kind!(shown, kind, "the replay of {kind}");
         assert_eq!(shown.next, None, "{kind}: stderr is shown now");
         let tail = shown.run.and_then(|r| r.stderr_tail).unwrap_or_default();
-        assert!(tail.starts_with(SAID), "{kind}: {tail:?}");
+        // Over the stderr limit the tail is stderr's last bytes read, which may be past the line.
+        let said = match kind {
+            Kind::StderrLimit => tail.contains("eeee"),
+            _ => tail.starts_with(SAID),
+        };
+        assert!(said, "{kind}: {tail:?}");
         testkit::kinds::record_replayed(kind);
     }
     // Nothing to add when stderr is already shown.
