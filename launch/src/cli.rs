@@ -44,6 +44,10 @@ pub struct Args {
     /// credentials, sudoers, /proc …, and the root policy's sensitive_inputs); repeatable
     #[argh(option)]
     pub allow_sensitive_input: Vec<String>,
+    /// an environment variable of the plugin, NAME=VALUE, for a name its entry declares
+    /// (repeatable); the plugin's environment is exactly these, nothing inherited (default: none)
+    #[argh(option)]
+    pub env: Vec<String>,
     /// a request document whose string inputs are used (FILE, or - for stdin)
     #[argh(option, from_str_fn(proto::cli::path))]
     pub request: Option<PathBuf>,
@@ -229,6 +233,7 @@ pub fn run(args: Args) -> Result<Output, LaunchError> {
             files: args.input_file,
             request,
             allow_sensitive: args.allow_sensitive_input,
+            env: args.env,
         },
         target: args.target,
         streams: StreamLimits {

@@ -55,6 +55,10 @@ pub enum LaunchError {
     InputTwice { key: String },
     #[error("{arg:?} is not KEY=VALUE: {why}")]
     InputSyntax { arg: String, why: &'static str },
+    #[error("--env {name}: the entry declares no such environment name (it declares {declared})")]
+    EnvUndeclared { name: String, declared: String },
+    #[error("--env {name}: {why}")]
+    EnvInvalid { name: String, why: String },
     #[error("file input {key:?} ({path}) {why}")]
     InputFileUnsafe {
         key: String,
@@ -206,6 +210,8 @@ impl ToErrorObject for LaunchError {
             LaunchError::InputKind { .. } => Kind::InputKind,
             LaunchError::InputTwice { .. } => Kind::InputTwice,
             LaunchError::InputSyntax { .. } => Kind::InputSyntax,
+            LaunchError::EnvUndeclared { .. } => Kind::EnvUndeclared,
+            LaunchError::EnvInvalid { .. } => Kind::EnvInvalid,
             LaunchError::InputFileUnsafe { .. } => Kind::InputFileUnsafe,
             LaunchError::InputFileSensitive(_) => Kind::InputFileSensitive,
             LaunchError::Request { .. } => Kind::RequestInvalid,
@@ -268,6 +274,9 @@ impl ToErrorObject for LaunchError {
             | LaunchError::InputKind { key, .. }
             | LaunchError::InputTwice { key } => base.field("inputs").value(key.clone()),
             LaunchError::InputSyntax { arg, .. } => base.value(arg.clone()),
+            LaunchError::EnvUndeclared { name, .. } | LaunchError::EnvInvalid { name, .. } => {
+                base.field("env").value(name.clone())
+            }
             LaunchError::InputFileUnsafe { key, path, .. } => {
                 base.field("inputs").value(key.clone()).path(path)
             }

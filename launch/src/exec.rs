@@ -184,7 +184,8 @@ pub enum Ran {
 
 /// Spawns the plugin and supervises it to the end, group reaped. `argv0` is the plugin's
 /// `argv[0]`, its registry name, at both levels (`process`: the runner gets it with `--argv0`;
-/// `proto::runner` states the rule), with the entry's `runtime` directories; it starts in `workdir` (`crate::stage::prepare`). `inputs` is
+/// `proto::runner` states the rule), with the entry's `runtime` directories and `env` as its
+/// whole environment (`audit`: its `envp`; `process`: the runner's `--env` options); it starts in `workdir` (`crate::stage::prepare`). `inputs` is
 /// the total size and count of the file inputs in the stage (a `process` stage is made that much
 /// larger). With a
 /// `lease` on `exe`, the lease is released once the plugin is executed (`audit`: when the spawn
@@ -201,6 +202,7 @@ pub fn run(
     limits: &Limits,
     inputs: (u64, u64),
     runtime: &[proto::RuntimeDir],
+    env: &[proto::runner::EnvVar],
 ) -> Result<Ran, LaunchError> {
     let started = Instant::now();
     let mut report_read: Option<OwnedFd> = None;
@@ -208,6 +210,9 @@ pub fn run(
     let report_write: Option<OwnedFd>;
     let program: String;
     let argv: Vec<String>;
+    // The plugin's environment: its own at `audit`; at `process` the runner's command line
+    // carries it and the runner itself gets none.
+    let mut envp: Vec<String> = env.iter().map(proto::runner::EnvVar::to_arg).collect();
     match runner {
         None if is_script(exe) => {
             // The interpreter reopens the path it is given, so a script's descriptor stays open
@@ -233,7 +238,8 @@ pub fn run(
                 ..Invocation::new(limits.runner(inputs), argv0.parse()?)
             };
             program = RUNNER_PATH.to_owned();
-            argv = invocation.argv();
+            argv = invocation.argv_with_env(env);
+            envp.clear();
             moves.push((r.file.as_fd(), RUNNER_FD));
             moves.push((exe.as_fd(), PLUGIN_FD));
             report_write = Some(wr);
@@ -251,6 +257,10 @@ pub fn run(
         .map(|a| c_string(a.into_bytes()))
         .collect::<Result<Vec<_>, _>>()?;
     let dir = c_string(workdir.as_os_str().as_bytes().to_vec())?;
+    let envp = envp
+        .into_iter()
+        .map(|v| c_string(v.into_bytes()))
+        .collect::<Result<Vec<_>, _>>()?;
     crate::hooks::sleep_before_spawn();
     crate::cancel::check(crate::cancel::During::Stage)?;
     let spawned = sys::spawn::spawn(&sys::spawn::Exec {
@@ -258,6 +268,7 @@ pub fn run(
         argv: &argv,
         dir: &dir,
         moves: &moves,
+        env: &envp,
     });
     let mut child = match spawned {
         Err(e) if lease.is_some() && e.raw_os_error() == Some(nix::libc::ETXTBSY) => {

@@ -150,6 +150,7 @@ pub fn explain(opts: &Options) -> Result<Explanation, LaunchError> {
             })
             .collect(),
         target: target.display().to_string(),
+        env: inputs.env.iter().map(|v| v.name.to_string()).collect(),
     })
 }
 
@@ -167,6 +168,7 @@ fn runner_policy(runner: &Runner, loaded: bool) -> Option<(Sha256, Vec<String>)>
         argv: &argv,
         dir: c"/",
         moves: &[(runner.file.as_fd(), RUNNER_FD)],
+        env: &[],
     })
     .ok()?;
     drop(child.stdin.take());

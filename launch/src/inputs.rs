@@ -7,6 +7,7 @@
 
 use crate::error::LaunchError;
 use proto::protocol::{Request, PROTOCOL_VERSION};
+use proto::runner::EnvVar;
 use proto::{Entry, InputKind};
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
@@ -26,6 +27,8 @@ pub struct GivenInputs {
     pub request: Option<RequestSource>,
     /// `--allow-sensitive-input KEY`: file inputs read even though their path is sensitive.
     pub allow_sensitive: Vec<String>,
+    /// `--env NAME=VALUE`: the plugin's environment, for names the entry declares.
+    pub env: Vec<String>,
 }
 
 /// Paths no file input reads unless the invoker says so by key (`--allow-sensitive-input`):
@@ -108,6 +111,8 @@ pub enum RequestSource {
 pub struct Inputs {
     pub strings: BTreeMap<String, String>,
     pub files: Vec<FileInput>,
+    /// The plugin's whole environment, in the order given.
+    pub env: Vec<EnvVar>,
 }
 
 /// An opened file input.
@@ -320,7 +325,51 @@ pub fn check(
             });
         }
     }
-    Ok(Inputs { strings, files })
+    let env = check_env(&given.env, entry)?;
+    Ok(Inputs {
+        strings,
+        files,
+        env,
+    })
+}
+
+/// The plugin's environment: each `NAME=VALUE` of `given` for a name `entry` declares, once.
+/// A value is never echoed (it may be a secret): errors name the name only.
+pub fn check_env(given: &[String], entry: &Entry) -> Result<Vec<EnvVar>, LaunchError> {
+    let mut env: Vec<EnvVar> = Vec::with_capacity(given.len());
+    for arg in given {
+        // Shown in errors: the name part only, with any control or formatting character made
+        // visible.
+        let shown = arg.split_once('=').map_or(arg.as_str(), |(n, _)| n);
+        let shown = shown.escape_debug().to_string();
+        let var = EnvVar::parse(arg).map_err(|e| LaunchError::EnvInvalid {
+            name: shown.clone(),
+            why: e.to_string(),
+        })?;
+        if !entry.env.contains(&var.name) {
+            let declared = match entry.env.len() {
+                0 => "none".to_owned(),
+                _ => entry
+                    .env
+                    .iter()
+                    .map(|n| n.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            };
+            return Err(LaunchError::EnvUndeclared {
+                name: shown,
+                declared,
+            });
+        }
+        if env.iter().any(|v| v.name == var.name) {
+            return Err(LaunchError::EnvInvalid {
+                name: shown,
+                why: "given twice".to_owned(),
+            });
+        }
+        env.push(var);
+    }
+    Ok(env)
 }
 
 impl Inputs {

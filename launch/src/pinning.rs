@@ -31,6 +31,7 @@ pub(crate) fn run_pinned(
             limits,
             inputs.totals(),
             &runtime,
+            &inputs.env,
         )
     };
     match go(verified)? {

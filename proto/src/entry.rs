@@ -53,6 +53,135 @@ pub struct Entry {
     /// are the host's and not pinned.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub runtime: Vec<RuntimeDir>,
+    /// Environment variable names the invoker may give values for (`dot-launch --env NAME=VALUE`):
+    /// the plugin's whole environment is those it is given, nothing inherited. Signed with the
+    /// rest; adding one is a widening.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<EnvName>,
+}
+
+/// The most environment variable names an entry may declare.
+pub const MAX_ENV_NAMES: usize = 32;
+
+/// Names no entry may declare: each changes which code runs or where it is found (a loader, the C
+/// library, an interpreter, a shell), so a value the invoker gives would run code the entry's
+/// digest does not pin; and `PATH` and `HOME`, which never reach a plugin (docs/security.md). The
+/// prefix `LD_` is refused as a whole (every dynamic loader variable). The C library's part is
+/// glibc's list of variables its loader drops for set-user-ID programs (`unsecvars.h`).
+pub const DENIED_ENV_NAMES: &[&str] = &[
+    // the C library (glibc's unsecvars.h, without its LD_ ones)
+    "GCONV_PATH",
+    "GETCONF_DIR",
+    "GLIBC_TUNABLES",
+    "HOSTALIASES",
+    "LOCALDOMAIN",
+    "LOCPATH",
+    "MALLOC_TRACE",
+    "NIS_PATH",
+    "NLSPATH",
+    "RESOLV_HOST_CONF",
+    "RES_OPTIONS",
+    "TMPDIR",
+    "TZDIR",
+    // interpreters and runtimes
+    "PYTHONPATH",
+    "PYTHONHOME",
+    "PYTHONSTARTUP",
+    "PYTHONUSERBASE",
+    "PYTHONPLATLIBDIR",
+    "PYTHONBREAKPOINT",
+    "PYTHONINSPECT",
+    "PERL5LIB",
+    "PERLLIB",
+    "PERL5OPT",
+    "PERL5DB",
+    "RUBYOPT",
+    "RUBYLIB",
+    "NODE_OPTIONS",
+    "NODE_PATH",
+    "JAVA_TOOL_OPTIONS",
+    "_JAVA_OPTIONS",
+    "JDK_JAVA_OPTIONS",
+    "LUA_INIT",
+    "LUA_PATH",
+    "LUA_CPATH",
+    "TCLLIBPATH",
+    "PHPRC",
+    "PHP_INI_SCAN_DIR",
+    // shells
+    "BASH_ENV",
+    "ENV",
+    "SHELLOPTS",
+    "BASHOPTS",
+    "IFS",
+    "CDPATH",
+    "PS4",
+    // never given to a plugin
+    "PATH",
+    "HOME",
+];
+
+/// An environment variable name an entry may declare: `[A-Z_][A-Z0-9_]*`, at most 64 bytes, not
+/// starting with `LD_` and not on [`DENIED_ENV_NAMES`].
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct EnvName(String);
+
+/// Why a string is not a name an entry may declare.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BadEnvName {
+    #[error("environment name {0:?} is not [A-Z_][A-Z0-9_]* of at most 64 bytes")]
+    Syntax(String),
+    #[error("environment name {0:?} changes which code runs or where it is found (a loader, the C library, an interpreter or a shell), or is never given to a plugin; it cannot be declared")]
+    Denied(String),
+}
+
+impl EnvName {
+    pub fn new(name: &str) -> Result<EnvName, BadEnvName> {
+        let b = name.as_bytes();
+        let syntax = !b.is_empty()
+            && b.len() <= 64
+            && (b[0].is_ascii_uppercase() || b[0] == b'_')
+            && b.iter()
+                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == b'_');
+        if !syntax {
+            return Err(BadEnvName::Syntax(name.to_owned()));
+        }
+        if name.starts_with("LD_") || DENIED_ENV_NAMES.contains(&name) {
+            return Err(BadEnvName::Denied(name.to_owned()));
+        }
+        Ok(EnvName(name.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::str::FromStr for EnvName {
+    type Err = BadEnvName;
+    fn from_str(s: &str) -> Result<EnvName, BadEnvName> {
+        EnvName::new(s)
+    }
+}
+
+impl TryFrom<String> for EnvName {
+    type Error = BadEnvName;
+    fn try_from(s: String) -> Result<EnvName, BadEnvName> {
+        EnvName::new(&s)
+    }
+}
+
+impl From<EnvName> for String {
+    fn from(n: EnvName) -> String {
+        n.0
+    }
+}
+
+impl fmt::Display for EnvName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
 }
 
 /// The most runtime directories an entry may declare.
@@ -331,6 +460,23 @@ impl Entry {
                 message: format!("at most {MAX_RUNTIME_DIRS} runtime directories"),
             });
         }
+        let mut names = BTreeSet::new();
+        for n in &self.env {
+            if !names.insert(n.as_str()) {
+                return Err(EntryError::Invalid {
+                    field: "env",
+                    value: n.to_string(),
+                    message: format!("environment name {n} is declared twice"),
+                });
+            }
+        }
+        if self.env.len() > MAX_ENV_NAMES {
+            return Err(EntryError::Invalid {
+                field: "env",
+                value: self.env.len().to_string(),
+                message: format!("at most {MAX_ENV_NAMES} environment names"),
+            });
+        }
         if let Some(Err(e)) = self.limits.as_ref().map(DeclaredLimits::validate) {
             return Err(EntryError::Invalid {
                 field: e.limit.path,
@@ -374,6 +520,64 @@ mod tests {
             r#""containment":"process""#,
             &format!(r#""containment":"process","limits":{limits}"#),
         )
+    }
+
+    #[test]
+    fn environment_names_are_upper_case_words_off_the_deny_list() {
+        for ok in ["RUST_BACKTRACE", "_X", "A1", "RUST_LOG"] {
+            assert_eq!(EnvName::new(ok).map(|n| n.to_string()), Ok(ok.to_owned()));
+        }
+        for bad in [
+            "",
+            "1A",
+            "rust_log",
+            "A-B",
+            "A=B",
+            "A B",
+            "É",
+            &"A".repeat(65),
+        ] {
+            assert_eq!(EnvName::new(bad), Err(BadEnvName::Syntax(bad.to_owned())));
+        }
+        for denied in [
+            "LD_PRELOAD",
+            "LD_LIBRARY_PATH",
+            "LD_ANYTHING",
+            "PYTHONPATH",
+            "PATH",
+            "HOME",
+            "BASH_ENV",
+            "ENV",
+            "GCONV_PATH",
+            "NODE_OPTIONS",
+            "PERL5LIB",
+            "RUBYOPT",
+            "PYTHONHOME",
+            "PYTHONSTARTUP",
+        ] {
+            assert_eq!(
+                EnvName::new(denied),
+                Err(BadEnvName::Denied(denied.to_owned()))
+            );
+        }
+        let with_env = |env: &str| {
+            sample().replace(
+                r#""containment":"process""#,
+                &format!(r#""containment":"process","env":{env}"#),
+            )
+        };
+        let e = Entry::parse(with_env(r#"["RUST_BACKTRACE"]"#).as_bytes()).expect("valid");
+        assert_eq!(e.env, vec![EnvName::new("RUST_BACKTRACE").expect("name")]);
+        assert_eq!(Entry::parse(&e.to_bytes()), Ok(e));
+        assert_eq!(
+            Entry::parse(with_env(r#"["A","A"]"#).as_bytes())
+                .map_err(|e| e.field().map(str::to_owned)),
+            Err(Some("env".to_owned()))
+        );
+        assert!(Entry::parse(with_env(r#"["LD_PRELOAD"]"#).as_bytes()).is_err());
+        // Without names the entry is byte for byte what it was.
+        let plain = Entry::parse(sample().as_bytes()).expect("valid");
+        assert!(!String::from_utf8_lossy(&plain.to_bytes()).contains("env"));
     }
 
     #[test]

@@ -149,6 +149,8 @@ kinds! {
     InputKind = "input-kind" => Usage,
     InputTwice = "input-twice" => Usage,
     InputSyntax = "input-syntax" => Usage,
+    EnvUndeclared = "env-undeclared" => Refused,
+    EnvInvalid = "env-invalid" => Usage,
     InputFileUnsafe = "input-file-unsafe" => Refused,
     InputFileSensitive = "input-file-sensitive" => Refused,
     RequestInvalid = "request-invalid" => Usage,

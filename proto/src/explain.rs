@@ -41,6 +41,10 @@ pub struct Explanation {
     pub input_files: Vec<InputFile>,
     /// The target directory the outputs would be committed into (absolute).
     pub target: String,
+    /// The names of the environment variables the plugin would get (`--env`), in the order given:
+    /// its whole environment. Their values are not shown.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<String>,
 }
 
 /// The executable that would run, as verified.
@@ -75,7 +79,8 @@ pub struct ContainmentDecision {
 pub struct RunnerPlan {
     /// `dot-sandbox` beside `dot-launch`, opened and validated as a launch does.
     pub path: String,
-    /// Its command line, as it would be given (executed as `/proc/self/fd/3`).
+    /// Its command line, as it would be given (executed as `/proc/self/fd/3`), but for the
+    /// `--env NAME=VALUE` options, whose values are not shown (the names are `env`).
     pub argv: Vec<String>,
     /// The digest of the seccomp policy it installs, as that runner itself states it (its
     /// `--version`); absent when it did not.

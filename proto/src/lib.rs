@@ -30,7 +30,7 @@ pub mod time;
 pub mod trust;
 
 pub use digest::Sha256;
-pub use entry::{Containment, Entry, InputDecl, InputKind, RuntimeDir, Trust};
+pub use entry::{Containment, Entry, EnvName, InputDecl, InputKind, RuntimeDir, Trust};
 pub use error::{ErrorObject, ExitCode, Kind, ToErrorObject};
 pub use name::{Name, NameError};
 pub use next::Next;

@@ -252,6 +252,12 @@ pub fn register_local(
     for (option, value) in entry.limits.iter().flat_map(|l| l.options()) {
         cmd = cmd.arg(option).arg(value);
     }
+    for dir in &entry.runtime {
+        cmd = cmd.arg("--runtime").arg(dir.as_str());
+    }
+    for name in &entry.env {
+        cmd = cmd.arg("--env").arg(name.as_str());
+    }
     cmd
 }
 

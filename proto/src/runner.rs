@@ -4,6 +4,15 @@
 //! `dot-sandbox probe --prove` build the runner's command line here, and the runner's argument
 //! parser gives back the same [`Invocation`] (a test in `sandbox` proves the round trip).
 //!
+//! **The plugin's environment** is exactly the variables the invoker gave for names its entry
+//! declares (`dot-launch --env NAME=VALUE`), nothing inherited, at both levels: `dot-launch`
+//! executes an `audit` plugin with them as its whole environment, and passes them to the runner as
+//! `--env NAME=VALUE` options ([`Invocation::argv_with_env`], before `--argv0`, in the order
+//! given), which executes a `process` plugin with exactly those, in that order, as its `envp`, and
+//! nothing else (the runner itself still runs with an empty environment). The runner re-checks
+//! each name ([`EnvVar::parse`]: the syntax and the deny list of `crate::entry::EnvName`) and
+//! refuses a name given twice.
+//!
 //! A launcher starts the runner with an empty environment, the on-disk stage (holding the inputs
 //! in `in/`) as working directory, in a new process group, with:
 //!
@@ -154,6 +163,16 @@ impl Invocation {
         }
     }
 
+    /// [`Invocation::argv`] with `--env NAME=VALUE` for each of `env`, in order, before `--argv0`:
+    /// the plugin's environment (module documentation). With no variable it is `argv()`.
+    pub fn argv_with_env(&self, env: &[EnvVar]) -> Vec<String> {
+        let mut argv = self.argv();
+        let at = argv.len().saturating_sub(3);
+        let options = env.iter().flat_map(|v| ["--env".to_owned(), v.to_arg()]);
+        argv.splice(at..at, options);
+        argv
+    }
+
     /// The runner's whole command line, `argv[0]` ([`RUNNER_ARGV0`]) first.
     pub fn argv(&self) -> Vec<String> {
         let mut argv = vec![
@@ -178,6 +197,59 @@ impl Invocation {
         argv.push(self.argv0.to_string());
         argv.push(self.plugin.clone());
         argv
+    }
+}
+
+/// The longest value of one environment variable, in bytes.
+pub const MAX_ENV_VALUE: usize = 4096;
+
+/// One variable of the plugin's environment: a name its entry may declare, and a value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EnvVar {
+    pub name: crate::entry::EnvName,
+    pub value: String,
+}
+
+/// Why `NAME=VALUE` is not an environment variable a plugin can be given.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BadEnvVar {
+    #[error("not NAME=VALUE: there is no =")]
+    NoEquals,
+    #[error(transparent)]
+    Name(#[from] crate::entry::BadEnvName),
+    #[error("the value holds a NUL byte")]
+    Nul,
+    #[error("the value is {0} bytes, over {MAX_ENV_VALUE}")]
+    TooLong(usize),
+}
+
+impl EnvVar {
+    /// `NAME=VALUE` (the first `=` ends the name; the value may be empty).
+    pub fn parse(arg: &str) -> Result<EnvVar, BadEnvVar> {
+        let (name, value) = arg.split_once('=').ok_or(BadEnvVar::NoEquals)?;
+        let name = crate::entry::EnvName::new(name)?;
+        if value.contains('\0') {
+            return Err(BadEnvVar::Nul);
+        }
+        if value.len() > MAX_ENV_VALUE {
+            return Err(BadEnvVar::TooLong(value.len()));
+        }
+        Ok(EnvVar {
+            name,
+            value: value.to_owned(),
+        })
+    }
+
+    /// `NAME=VALUE`, as an `envp` entry and as the runner's option value.
+    pub fn to_arg(&self) -> String {
+        format!("{}={}", self.name, self.value)
+    }
+}
+
+impl std::str::FromStr for EnvVar {
+    type Err = BadEnvVar;
+    fn from_str(s: &str) -> Result<EnvVar, BadEnvVar> {
+        EnvVar::parse(s)
     }
 }
 
@@ -390,6 +462,53 @@ mod tests {
             stage_bytes: 7 << 20,
             stage_inodes: 11,
         }
+    }
+
+    #[test]
+    fn environment_variables_go_before_argv0_in_order_and_are_checked() {
+        let inv = Invocation::new(limits(), Name::new("p").expect("name"));
+        assert_eq!(inv.argv_with_env(&[]), inv.argv());
+        let env: Vec<EnvVar> = ["RUST_BACKTRACE=1", "A_B=x=y ", "EMPTY="]
+            .iter()
+            .map(|a| EnvVar::parse(a).expect(a))
+            .collect();
+        assert_eq!(env[1].value, "x=y ");
+        let argv = inv.argv_with_env(&env);
+        let tail: Vec<&str> = argv[argv.len() - 9..].iter().map(String::as_str).collect();
+        assert_eq!(
+            tail,
+            [
+                "--env",
+                "RUST_BACKTRACE=1",
+                "--env",
+                "A_B=x=y ",
+                "--env",
+                "EMPTY=",
+                "--argv0",
+                "p",
+                PLUGIN_PATH
+            ]
+        );
+        for (bad, why) in [
+            ("NOEQUALS", BadEnvVar::NoEquals),
+            (
+                "LD_PRELOAD=/x.so",
+                BadEnvVar::Name(crate::entry::BadEnvName::Denied("LD_PRELOAD".into())),
+            ),
+            (
+                "lower=1",
+                BadEnvVar::Name(crate::entry::BadEnvName::Syntax("lower".into())),
+            ),
+            ("A=\0", BadEnvVar::Nul),
+        ] {
+            assert_eq!(EnvVar::parse(bad), Err(why), "{bad}");
+        }
+        let long = format!("A={}", "v".repeat(MAX_ENV_VALUE + 1));
+        assert_eq!(
+            EnvVar::parse(&long),
+            Err(BadEnvVar::TooLong(MAX_ENV_VALUE + 1))
+        );
+        assert!(EnvVar::parse(&long[..MAX_ENV_VALUE + 2]).is_ok());
     }
 
     #[test]

@@ -278,6 +278,11 @@ pub struct DevArgs {
     /// root (repeatable; a script or dynamic program needs one, and its files are not pinned)
     #[argh(option)]
     pub runtime: Vec<proto::RuntimeDir>,
+    /// an environment variable name the invoker may give the plugin a value for (dot-launch --env
+    /// NAME=VALUE), [A-Z_][A-Z0-9_]*, not LD_* nor a name that changes how a loader, the C library,
+    /// an interpreter or a shell behaves (docs/registry.md); repeatable
+    #[argh(option)]
+    pub env: Vec<proto::EnvName>,
     /// the plugin version (default 0.1.0)
     #[argh(option, default = "String::from(\"0.1.0\")")]
     pub version: String,
@@ -552,6 +557,11 @@ pub struct EntryNewArgs {
     /// root (repeatable; a script or dynamic program needs one, and its files are not pinned)
     #[argh(option)]
     pub runtime: Vec<proto::RuntimeDir>,
+    /// an environment variable name the invoker may give the plugin a value for (dot-launch --env
+    /// NAME=VALUE), [A-Z_][A-Z0-9_]*, not LD_* nor a name that changes how a loader, the C library,
+    /// an interpreter or a shell behaves (docs/registry.md); repeatable
+    #[argh(option)]
+    pub env: Vec<proto::EnvName>,
     /// the plugin version (semantic version)
     #[argh(option)]
     pub version: String,

@@ -33,6 +33,7 @@ pub fn entry_new(a: &EntryNewArgs) -> Result<Entry, RegisterError> {
         expires: a.expires,
         limits: a.limits(),
         runtime: a.runtime.clone(),
+        env: a.env.clone(),
     };
     entry
         .validate()

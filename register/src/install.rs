@@ -168,6 +168,7 @@ pub fn dev(a: &DevArgs) -> Result<AddReport, RegisterError> {
         expires: None,
         limits: a.limits(),
         runtime: a.runtime.clone(),
+        env: a.env.clone(),
     };
     entry
         .validate()
@@ -589,6 +590,9 @@ fn dev_command(a: &DevArgs) -> Next {
         .args(["--version", &a.version, "--protocol", &a.protocol]);
     for dir in &a.runtime {
         cmd = cmd.arg("--runtime").arg(dir.as_str());
+    }
+    for name in &a.env {
+        cmd = cmd.arg("--env").arg(name.as_str());
     }
     for input in &a.input {
         cmd = cmd.args(["--input", input]);

@@ -5,8 +5,8 @@
 //! gives one (`process::spawn_with_fds`, whose rules this keeps), which `posix_spawn` cannot:
 //! its descriptors placed at exact numbers, every other descriptor closed at exec, the
 //! parent-death signal armed (and the parent checked to be alive), a working directory, a process
-//! group of its own, every signal disposition default and no signal blocked, an empty
-//! environment.
+//! group of its own, every signal disposition default and no signal blocked, and an environment
+//! of exactly the variables given (none unless some are).
 //!
 //! The child runs on a stack of its own inside the launcher's memory while the launching thread
 //! waits; it makes system calls only (no allocation, no lock, nothing that can panic), and all
@@ -32,6 +32,8 @@ pub struct Exec<'a> {
     pub dir: &'a CStr,
     /// Descriptors the child gets at exact numbers (above 2: 0–2 are its pipes).
     pub moves: &'a [(BorrowedFd<'a>, i32)],
+    /// The child's whole environment, `NAME=VALUE` each (empty: none at all).
+    pub env: &'a [CString],
 }
 
 /// A child started by [`spawn`], which the caller is the parent of: its pid, the parent's ends of
@@ -80,7 +82,8 @@ pub fn spawn(e: &Exec<'_>) -> io::Result<Child> {
     let placement = crate::process::Placement::lift(&moves)?;
     let mut argv: Vec<*const libc::c_char> = e.argv.iter().map(|a| a.as_ptr()).collect();
     argv.push(std::ptr::null());
-    let envp: [*const libc::c_char; 1] = [std::ptr::null()];
+    let mut envp: Vec<*const libc::c_char> = e.env.iter().map(|v| v.as_ptr()).collect();
+    envp.push(std::ptr::null());
     let plan = Plan {
         program: e.program.as_ptr(),
         argv: argv.as_ptr(),

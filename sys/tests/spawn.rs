@@ -25,6 +25,7 @@ fn start(
         argv: &argv,
         dir: &dir,
         moves,
+        env: &[],
     })
 }
 
@@ -54,6 +55,35 @@ fn end(mut child: Child) {
     // SAFETY: kill with integer arguments on our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
     child.wait().expect("reaped");
+}
+
+#[test]
+fn the_child_gets_exactly_the_environment_given() {
+    let argv = [c("sleep"), c("30")];
+    let env = [c("RUST_BACKTRACE=1"), c("EMPTY="), c("A=b=c")];
+    let child = spawn(&Exec {
+        program: &c("/bin/sleep"),
+        argv: &argv,
+        dir: c"/",
+        moves: &[],
+        env: &env,
+    })
+    .expect("spawn");
+    let pid = child.id();
+    // The kernel records where the environment is once the new program's stack is set up, a
+    // moment after the exec's point of no return: look once the task is named after `sleep`.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while std::fs::read_to_string(format!("/proc/{pid}/comm")).expect("comm") != "sleep\n"
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    let mut environ = Vec::new();
+    while environ.is_empty() && std::time::Instant::now() < deadline {
+        environ = std::fs::read(format!("/proc/{pid}/environ")).expect("environ");
+    }
+    assert_eq!(environ, b"RUST_BACKTRACE=1\0EMPTY=\0A=b=c\0", "{environ:?}");
+    end(child);
 }
 
 #[test]

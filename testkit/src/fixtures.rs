@@ -83,6 +83,7 @@ pub fn entry_for_bytes(
         expires: None,
         limits: None,
         runtime: Vec::new(),
+        env: Vec::new(),
     }
 }
 

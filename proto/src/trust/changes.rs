@@ -33,6 +33,9 @@ pub struct Changes {
     /// Runtime directories the new entry declares that the old did not: more of the host visible.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub runtime_added: Vec<crate::entry::RuntimeDir>,
+    /// Environment names the new entry declares that the old did not: more the invoker can set.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env_added: Vec<crate::entry::EnvName>,
 }
 
 /// One limit raised by a replacement: its entry field, the old value and the new.
@@ -80,12 +83,19 @@ impl Changes {
             .filter(|d| !old.runtime.contains(d))
             .cloned()
             .collect();
+        let env_added: Vec<crate::entry::EnvName> = new
+            .env
+            .iter()
+            .filter(|n| !old.env.contains(n))
+            .cloned()
+            .collect();
         if publisher.is_none()
             && containment.is_none()
             && inputs_added.is_empty()
             && protocol.is_none()
             && limits_raised.is_empty()
             && runtime_added.is_empty()
+            && env_added.is_empty()
         {
             return None;
         }
@@ -99,6 +109,7 @@ impl Changes {
             protocol,
             limits_raised,
             runtime_added,
+            env_added,
         })
     }
 
@@ -133,6 +144,9 @@ impl Changes {
         }
         for d in &self.runtime_added {
             parts.push(format!("runtime added: {d}"));
+        }
+        for n in &self.env_added {
+            parts.push(format!("environment name added: {n}"));
         }
         parts.join("; ")
     }
@@ -259,6 +273,22 @@ mod tests {
             "ab".repeat(32)
         );
         Entry::parse(json.as_bytes()).expect("valid")
+    }
+
+    #[test]
+    fn adding_an_environment_name_is_a_widening_and_removing_one_is_not() {
+        let with = |names: &[&str]| Entry {
+            env: names.iter().map(|n| n.parse().expect("a name")).collect(),
+            ..entry(None)
+        };
+        let none = with(&[]);
+        let one = with(&["RUST_BACKTRACE"]);
+        let two = with(&["RUST_BACKTRACE", "RUST_LOG"]);
+        assert_eq!(Changes::between(&two, &one), None);
+        assert_eq!(Changes::between(&one, &none), None);
+        let c = Changes::between(&one, &two).expect("a widening");
+        assert_eq!(c.env_added, vec!["RUST_LOG".parse().expect("a name")]);
+        assert_eq!(c.describe(), "environment name added: RUST_LOG");
     }
 
     #[test]
