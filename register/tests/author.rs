@@ -55,6 +55,10 @@ fn entry_new_prints_the_entry_of_the_file_that_add_then_accepts() {
             "data:file:optional",
             "--expires",
             "2030-01-01",
+            "--env",
+            "RUST_BACKTRACE",
+            "--env",
+            "RUST_LOG",
         ],
     );
     assert_eq!(out.status.code(), Some(0), "{out:?}");
@@ -72,6 +76,8 @@ fn entry_new_prints_the_entry_of_the_file_that_add_then_accepts() {
     assert_eq!(entry.containment, Containment::Process);
     assert_eq!(entry.version, semver::Version::new(1, 2, 3));
     assert_eq!(entry.expires, Some(1_893_456_000));
+    let env: Vec<&str> = entry.env.iter().map(|n| n.as_str()).collect();
+    assert_eq!(env, ["RUST_BACKTRACE", "RUST_LOG"]);
     let inputs: Vec<(&str, InputKind, bool)> = entry
         .inputs
         .iter()
