@@ -684,6 +684,13 @@ fn containment_refusals_point_at_the_probe() {
             sandbox::ExecError::UnsupportedPlatform,
             Kind::UnsupportedPlatform,
         ),
+        (
+            sandbox::ExecError::Namespaces {
+                step: "pivot_root onto the stage",
+                source: std::io::Error::from_raw_os_error(1),
+            },
+            Kind::Namespaces,
+        ),
     ] {
         let e = testkit::assert_typed(&err, kind);
         replayed(&replay(&e, &o.base), kind, "probe");
