@@ -72,6 +72,7 @@ pub fn explain(opts: &Options) -> Result<Explanation, LaunchError> {
                 seccomp_policy_sha256: digest,
                 seccomp_allowed: allowed,
                 namespaces,
+                runtime: entry.runtime.iter().map(|d| d.to_string()).collect(),
             };
             let why = format!(
                 "the entry requires process and --require-process-sandbox consents to it; this kernel can enforce it (Landlock ABI {abi}, seccomp); dot-sandbox confines the plugin"

@@ -88,6 +88,10 @@ pub struct RunnerPlan {
     /// The namespaces the plugin gets of its own (`/proc/self/ns` names).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub namespaces: Vec<String>,
+    /// The entry's runtime directories, bound read-only into the run's root (their files are the
+    /// host's, not pinned: `executable.dependencies` is `runtime` then).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runtime: Vec<String>,
 }
 
 /// The limits of the run.
