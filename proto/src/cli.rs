@@ -80,13 +80,77 @@ impl ErrorStyle {
 }
 
 /// The one readable line of an error object for a person: `TOOL: KIND: MESSAGE`, with the
-/// command that resolves it, if there is one.
+/// command that resolves it, if there is one. A message's line breaks become spaces, and every
+/// other character a terminal would act on is shown escaped ([`visible`]): a message, a path or a
+/// value can hold a plugin's or a file's text.
 pub fn human_line(tool: &str, err: &ErrorObject) -> String {
-    let mut line = format!("{tool}: {}: {}", err.error, err.message.replace('\n', " "));
+    let mut line = format!(
+        "{}: {}: {}",
+        visible(tool),
+        err.error,
+        visible(&err.message.replace('\n', " "))
+    );
     if let Some(next) = &err.next {
-        line.push_str(&format!(" (next: {next})"));
+        line.push_str(&format!(" (next: {})", visible(next)));
     }
     line
+}
+
+/// What a person reads on stderr for an error object: [`human_line`], then, for a failed run kept
+/// with `--stderr tail`, the tail of the plugin's stderr, each of its lines after `| ` and shown
+/// as [`visible`] (a plugin's text never moves the cursor, clears the screen or writes the
+/// clipboard). Ends without a newline.
+pub fn human_text(tool: &str, err: &ErrorObject) -> String {
+    let mut text = human_line(tool, err);
+    let tail = err.run.as_ref().and_then(|r| r.stderr_tail.as_deref());
+    if let Some(tail) = tail.filter(|t| !t.is_empty()) {
+        text.push_str(&format!(
+            "\n{}: the plugin's stderr ended with ({} bytes):",
+            visible(tool),
+            tail.len()
+        ));
+        for line in tail.lines() {
+            text.push_str("\n| ");
+            text.push_str(&visible(line));
+        }
+    }
+    text
+}
+
+/// `text` with every character a terminal could act on shown as an escape, so that what came
+/// from a plugin or a file is read, never executed: the C0 controls (ESC, BEL, CR, backspace, a
+/// line break too: the caller splits lines first) and DEL as `\x1b`, the C1 controls, the
+/// bidirectional overrides, embeddings, isolates and marks, the line and paragraph separators and
+/// the zero-width characters as `\u{202e}`. A backslash stays as it is: the escapes are for a
+/// person to read, not to decode. Tabs are kept.
+pub fn visible(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(escaped) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            c if !escaped(c) => out.push(c),
+            c if (c as u32) < 0x80 => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// Whether [`visible`] escapes `c`.
+fn escaped(c: char) -> bool {
+    matches!(c,
+        '\u{0}'..='\u{8}' | '\u{a}'..='\u{1f}' | '\u{7f}'..='\u{9f}'
+        // Arabic letter mark; zero-width space, non-joiner, joiner; LRM, RLM.
+        | '\u{61c}' | '\u{200b}'..='\u{200f}'
+        // Line and paragraph separators; LRE, RLE, PDF, LRO, RLO.
+        | '\u{2028}'..='\u{202e}'
+        // Word joiner and the invisible operators; LRI, RLI, FSI, PDI; the deprecated format
+        // characters.
+        | '\u{2060}'..='\u{206f}'
+        // Zero-width no-break space (a byte order mark); interlinear annotation.
+        | '\u{feff}' | '\u{fff9}'..='\u{fffb}')
 }
 
 /// What `main` returns: printing happens in `Termination::report`.
@@ -123,7 +187,7 @@ impl std::process::Termination for Outcome {
         if let Some(err) = self.stderr {
             let line = match self.style {
                 ErrorStyle::Json => err.to_line(),
-                ErrorStyle::Human => human_line(&self.tool, &err),
+                ErrorStyle::Human => human_text(&self.tool, &err),
             };
             let _ = writeln!(std::io::stderr().lock(), "{line}");
         }
@@ -488,6 +552,45 @@ mod tests {
         assert_eq!(
             human_line("dot-launch", &e),
             "dot-launch: consent-missing: hello needs consent (next: dot-launch x)"
+        );
+    }
+
+    #[test]
+    fn the_human_line_shows_terminal_controls_escaped() {
+        // OSC 52 (a clipboard write), a screen clear, a C1 CSI, a bidi override, a BEL.
+        let message = "ok\x1b]52;c;ZWNobyBwd25lZA==\x07 \x1b[2J\x1b[H \u{9b}31m \u{202e}txt.exe";
+        let e = ErrorObject::new(crate::Kind::PluginError, message)
+            .next(&crate::next::Next::cmd("dot-launch").arg("a\x1bb"));
+        let line = human_line("dot-launch", &e);
+        assert_eq!(
+            line,
+            "dot-launch: plugin-error: ok\\x1b]52;c;ZWNobyBwd25lZA==\\x07 \\x1b[2J\\x1b[H \
+             \\u{9b}31m \\u{202e}txt.exe (next: dot-launch 'a\\x1bb')"
+        );
+        assert!(!line.chars().any(|c| c.is_control()), "{line:?}");
+        assert_eq!(visible("plain \\ text\twith a tab"), "plain \\ text\twith a tab");
+        assert_eq!(visible("\r\u{8}\u{7f}\u{2066}\u{feff}"), "\\x0d\\x08\\x7f\\u{2066}\\u{feff}");
+    }
+
+    #[test]
+    fn the_stderr_tail_follows_the_human_line_line_by_line() {
+        let mut e = ErrorObject::new(crate::Kind::PluginExit, "failed");
+        assert_eq!(human_text("dot-launch", &e), "dot-launch: plugin-exit: failed");
+        let run: crate::result::RunResult = serde_json::from_value(serde_json::json!({
+            "schema": 1, "txid": "t", "name": "hello", "version": "1.0.0",
+            "sha256": "0".repeat(64), "trust": "local", "containment": "audit",
+            "dependencies": "pinned", "status": "failed", "exit": {"code": 1},
+            "duration_ms": 1, "stdout_bytes": 0, "stderr_bytes": 9, "outputs": [],
+            "stderr_tail": "one\n\x1b[2Jtwo\n",
+        }))
+        .unwrap_or_else(|err| panic!("{err}"));
+        e.run = Some(Box::new(run));
+        assert_eq!(
+            human_text("dot-launch", &e),
+            "dot-launch: plugin-exit: failed\n\
+             dot-launch: the plugin's stderr ended with (12 bytes):\n\
+             | one\n\
+             | \\x1b[2Jtwo"
         );
     }
 }

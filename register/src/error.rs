@@ -26,10 +26,18 @@ pub enum RegisterError {
     },
     #[error("{} is a local entry: `add` registers signed entries only; use `dot-register dev` in a development root", .path.display())]
     LocalEntryInAdd { path: PathBuf, next: Next },
-    #[error("{} is an existing root without the DEV marker; it is not turned into a development root", .path.display())]
-    RootNotDev { path: PathBuf },
-    #[error("{} is not a development root (no DEV marker): `dev` registers local entries only there", .path.display())]
-    DevNeedsDevRoot { path: PathBuf },
+    #[error("{} is a root without the DEV marker that already holds registrations ({}); a root with entries or publishers is not turned into a development root: make one in a new directory", .path.display(), .holds.join(", "))]
+    RootNotDev {
+        path: PathBuf,
+        holds: Vec<String>,
+        next: Next,
+    },
+    #[error("{} is not a development root (no DEV marker): `dev` registers local entries only there; {}", .path.display(), match .empty { true => "it holds no registrations, so `init --dev` makes it one", false => "it holds registrations, so it stays as it is: make the development root in a new directory" })]
+    DevNeedsDevRoot {
+        path: PathBuf,
+        empty: bool,
+        next: Next,
+    },
     #[error("--input {spec:?}: {reason}")]
     InputSpec { spec: String, reason: String },
     #[error("--version {value:?} is not a semantic version: {reason}")]
@@ -112,9 +120,8 @@ impl ToErrorObject for RegisterError {
             RegisterError::LocalEntryInAdd { path, next } => {
                 obj.path(path).field("trust").value("local").next(next)
             }
-            RegisterError::RootNotDev { path } | RegisterError::DevNeedsDevRoot { path } => {
-                obj.path(path)
-            }
+            RegisterError::RootNotDev { path, next, .. }
+            | RegisterError::DevNeedsDevRoot { path, next, .. } => obj.path(path).next(next),
             RegisterError::InputSpec { spec, .. } => obj.field("inputs").value(spec.clone()),
             RegisterError::VersionSpec { value, .. } => obj.field("version").value(value.clone()),
             RegisterError::ChangesNeedConsent {

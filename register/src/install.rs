@@ -124,10 +124,28 @@ pub fn add(a: &AddArgs) -> Result<AddReport, RegisterError> {
 /// executable checked and pinned as for `add`. Local entries keep no high-water version.
 pub fn dev(a: &DevArgs) -> Result<AddReport, RegisterError> {
     let root = Root::single(&a.root);
-    let info = crate::check_registry_writable(&root)?;
+    // A root that is missing is made a development root (`init … --dev`), never a production
+    // one that `dev` would then refuse.
+    let info = crate::check_registry_writable(&root).map_err(|e| match e {
+        RegisterError::Verify(VerifyError::RootMissing {
+            path,
+            root,
+            what,
+            next,
+        }) => RegisterError::Verify(VerifyError::RootMissing {
+            path,
+            root,
+            what,
+            next: next.arg("--dev"),
+        }),
+        e => e,
+    })?;
     if !info.dev {
+        let empty = crate::init::registered(&root)?.is_empty();
         return Err(RegisterError::DevNeedsDevRoot {
             path: root.path().to_path_buf(),
+            empty,
+            next: crate::init::dev_root_next(empty.then_some(root.path())),
         });
     }
     let ctx = TrustContext::load(&root)?;

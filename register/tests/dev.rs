@@ -122,12 +122,58 @@ fn registers_a_static_executable_for_process() {
 fn refuses_a_root_without_the_dev_marker() {
     let fx = fx(false);
     let before = testkit::tree_snapshot(fx.root.path());
-    fx.refused(
+    let e = fx.refused(
         fx.dev(&fx.exe, &["--containment", "audit"]),
         1,
         Kind::LocalEntryNotDev,
         &before,
     );
+    // An empty root: `init --dev` on it is the way out.
+    let root = fx.root.path().to_str().unwrap();
+    assert_eq!(
+        e.next_argv,
+        Some(
+            ["dot-register", "init", "--root", root, "--dev"]
+                .map(String::from)
+                .to_vec()
+        )
+    );
+    // A root that holds an entry stays as it is: a new directory is.
+    fs::write(fx.root.plugins().join("other.json"), b"{}").unwrap();
+    let before = testkit::tree_snapshot(fx.root.path());
+    let e = fx.refused(
+        fx.dev(&fx.exe, &["--containment", "audit"]),
+        1,
+        Kind::LocalEntryNotDev,
+        &before,
+    );
+    assert_eq!(e.next.as_deref(), Some("dot-register init --root DIR --dev"));
+    assert!(e.message.contains("new directory"), "{}", e.message);
+}
+
+#[test]
+fn a_missing_root_is_made_a_dev_root_by_the_next() {
+    let d = TempDir::new();
+    let exe = testkit::write_exe(d.path(), "plugin", EXE, 0o755);
+    let root = d.join("new");
+    let out = cargo_bin_cmd!("dot-register")
+        .args(["dev", "--root"])
+        .arg(&root)
+        .args(["--name", "hello", "--containment", "audit", "--allow-dynamic", "--exe"])
+        .arg(&exe)
+        .output()
+        .unwrap();
+    let e = testkit::assert_refused(&out, 1, Kind::RootMissing);
+    let root_s = root.to_str().unwrap();
+    assert_eq!(
+        e.next_argv,
+        Some(
+            ["dot-register", "init", "--root", root_s, "--dev"]
+                .map(String::from)
+                .to_vec()
+        )
+    );
+    assert!(!root.exists(), "nothing made");
 }
 
 #[test]

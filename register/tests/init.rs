@@ -118,13 +118,41 @@ fn completes_a_root_with_a_missing_layout_directory() {
 }
 
 #[test]
-fn refuses_to_turn_an_existing_root_into_a_dev_root() {
+fn refuses_to_turn_a_root_with_registrations_into_a_dev_root() {
     let d = TempDir::new();
     let root = d.join("root");
     testkit::assert_ok::<InitReport>(&init(&root, false));
-    let before = testkit::tree_snapshot(&root);
-    testkit::assert_refused(&init(&root, true), 1, Kind::RootNotDev);
-    assert_eq!(before, testkit::tree_snapshot(&root));
+    for held in ["plugins.d/hello.json", "trust/publishers/acme.json"] {
+        fs::write(root.join(held), b"{}").unwrap();
+        let before = testkit::tree_snapshot(&root);
+        let e = testkit::assert_refused(&init(&root, true), 1, Kind::RootNotDev);
+        assert_eq!(before, testkit::tree_snapshot(&root));
+        assert!(
+            e.message.contains(&root.join(held).display().to_string()),
+            "names what it holds: {}",
+            e.message
+        );
+        assert_eq!(
+            e.next.as_deref(),
+            Some("dot-register init --root DIR --dev")
+        );
+        fs::remove_file(root.join(held)).unwrap();
+    }
+}
+
+#[test]
+fn an_empty_root_becomes_a_dev_root() {
+    let d = TempDir::new();
+    let root = Root::single(d.join("root"));
+    testkit::assert_ok::<InitReport>(&init(root.path(), false));
+    let report: InitReport = testkit::assert_ok(&init(root.path(), true));
+    assert!(report.dev);
+    assert_eq!(
+        report.created,
+        vec![root.dev_marker().display().to_string()]
+    );
+    let m = fs::symlink_metadata(root.dev_marker()).unwrap();
+    assert_eq!((m.is_file(), m.mode() & 0o777), (true, 0o600));
 }
 
 #[test]
