@@ -568,14 +568,23 @@ mod tests {
              \\u{9b}31m \\u{202e}txt.exe (next: dot-launch 'a\\x1bb')"
         );
         assert!(!line.chars().any(|c| c.is_control()), "{line:?}");
-        assert_eq!(visible("plain \\ text\twith a tab"), "plain \\ text\twith a tab");
-        assert_eq!(visible("\r\u{8}\u{7f}\u{2066}\u{feff}"), "\\x0d\\x08\\x7f\\u{2066}\\u{feff}");
+        assert_eq!(
+            visible("plain \\ text\twith a tab"),
+            "plain \\ text\twith a tab"
+        );
+        assert_eq!(
+            visible("\r\u{8}\u{7f}\u{2066}\u{feff}"),
+            "\\x0d\\x08\\x7f\\u{2066}\\u{feff}"
+        );
     }
 
     #[test]
     fn the_stderr_tail_follows_the_human_line_line_by_line() {
         let mut e = ErrorObject::new(crate::Kind::PluginExit, "failed");
-        assert_eq!(human_text("dot-launch", &e), "dot-launch: plugin-exit: failed");
+        assert_eq!(
+            human_text("dot-launch", &e),
+            "dot-launch: plugin-exit: failed"
+        );
         let run: crate::result::RunResult = serde_json::from_value(serde_json::json!({
             "schema": 1, "txid": "t", "name": "hello", "version": "1.0.0",
             "sha256": "0".repeat(64), "trust": "local", "containment": "audit",

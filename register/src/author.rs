@@ -40,9 +40,12 @@ pub fn entry_new(a: &EntryNewArgs) -> Result<Entry, RegisterError> {
             source,
         })?;
     if entry.containment == Containment::Process {
-        verify::elf::check_static_elf(&file).map_err(|source| VerifyError::NotStaticElf {
-            path: a.exe.clone(),
-            source,
+        verify::elf::check_static_elf(&file).map_err(|source| {
+            RegisterError::from(VerifyError::NotStaticElf {
+                path: a.exe.clone(),
+                source,
+            })
+            .with_build_hint(&file)
         })?;
     }
     Ok(entry)

@@ -38,6 +38,15 @@ pub enum RegisterError {
         empty: bool,
         next: Next,
     },
+    /// `not-static-elf` at registration, with how the executable's toolchain builds a static one.
+    #[error("{} {source}; {hint}", .path.display())]
+    NotStaticElf {
+        path: PathBuf,
+        source: verify::elf::ElfError,
+        hint: String,
+    },
+    #[error("{} is neither an ELF executable nor a script (its first bytes are {start}, not \"\\x7fELF\" or \"#!\"): the kernel cannot execute it (\"Exec format error\"); a script's first line names its interpreter, e.g. #!/bin/sh", .path.display())]
+    UnknownFormat { path: PathBuf, start: String },
     #[error("--input {spec:?}: {reason}")]
     InputSpec { spec: String, reason: String },
     #[error("--version {value:?} is not a semantic version: {reason}")]
@@ -70,6 +79,22 @@ pub enum RegisterError {
     },
 }
 
+impl RegisterError {
+    /// A refusal of the static-ELF rule of the executable `file`, told with how to build a static
+    /// one (`verify::elf::static_build_hint`); any other error as it is.
+    pub fn with_build_hint(self, file: &std::fs::File) -> RegisterError {
+        match self {
+            RegisterError::Verify(VerifyError::NotStaticElf { path, source }) => {
+                match verify::elf::static_build_hint(file, &source) {
+                    Some(hint) => RegisterError::NotStaticElf { path, source, hint },
+                    None => VerifyError::NotStaticElf { path, source }.into(),
+                }
+            }
+            e => e,
+        }
+    }
+}
+
 fn consent_hint(given: &Option<String>) -> String {
     match given {
         Some(g) => format!("--accept-changes {g} names a different change"),
@@ -83,6 +108,8 @@ impl ToErrorObject for RegisterError {
     fn kind(&self) -> Kind {
         match self {
             RegisterError::Verify(e) => e.kind(),
+            RegisterError::NotStaticElf { source, .. } => source.kind(),
+            RegisterError::UnknownFormat { .. } => Kind::ExeUnknownFormat,
             RegisterError::EntryExists { .. } => Kind::EntryExists,
             RegisterError::Downgrade { .. } => Kind::Downgrade,
             RegisterError::LocalEntryInAdd { .. } => Kind::LocalEntryInAdd,
@@ -104,6 +131,8 @@ impl ToErrorObject for RegisterError {
         let obj = ErrorObject::new(self.kind(), self.to_string());
         match self {
             RegisterError::Verify(e) => e.to_error_object(),
+            RegisterError::NotStaticElf { path, .. } => obj.path(path).field("containment"),
+            RegisterError::UnknownFormat { path, start } => obj.path(path).value(start.clone()),
             RegisterError::EntryExists { name, path, next } => {
                 obj.path(path).value(name.clone()).next(next)
             }

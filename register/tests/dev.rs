@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::process::Output;
 use testkit::TempDir;
 
-const EXE: &[u8] = b"local plugin bytes";
+const EXE: &[u8] = b"#!/bin/sh\n# local plugin bytes\n";
 
 struct Fx {
     d: TempDir,
@@ -147,7 +147,10 @@ fn refuses_a_root_without_the_dev_marker() {
         Kind::LocalEntryNotDev,
         &before,
     );
-    assert_eq!(e.next.as_deref(), Some("dot-register init --root DIR --dev"));
+    assert_eq!(
+        e.next.as_deref(),
+        Some("dot-register init --root DIR --dev")
+    );
     assert!(e.message.contains("new directory"), "{}", e.message);
 }
 
@@ -159,7 +162,14 @@ fn a_missing_root_is_made_a_dev_root_by_the_next() {
     let out = cargo_bin_cmd!("dot-register")
         .args(["dev", "--root"])
         .arg(&root)
-        .args(["--name", "hello", "--containment", "audit", "--allow-dynamic", "--exe"])
+        .args([
+            "--name",
+            "hello",
+            "--containment",
+            "audit",
+            "--allow-dynamic",
+            "--exe",
+        ])
         .arg(&exe)
         .output()
         .unwrap();
@@ -180,7 +190,7 @@ fn a_missing_root_is_made_a_dev_root_by_the_next() {
 fn refuses_existing_name_without_replace() {
     let fx = fx(true);
     testkit::assert_ok::<AddReport>(&fx.dev(&fx.exe, &["--containment", "audit"]));
-    let other = testkit::write_exe(fx.d.path(), "other", b"new build", 0o755);
+    let other = testkit::write_exe(fx.d.path(), "other", b"#!/bin/sh\n# new build\n", 0o755);
     let before = testkit::tree_snapshot(fx.root.path());
     fx.refused(
         fx.dev(&other, &["--containment", "audit"]),
@@ -346,4 +356,36 @@ fn refuses_symlinked_exe() {
         Kind::ExeSymlink,
         &before,
     );
+}
+
+#[test]
+fn refuses_a_script_without_an_interpreter_line() {
+    let fx = fx(true);
+    for (name, bytes) in [
+        ("noshebang.sh", &b"echo '{}'\n"[..]),
+        ("empty", b""),
+        ("short", b"#"),
+    ] {
+        let exe = testkit::write_exe(fx.d.path(), name, bytes, 0o755);
+        let before = testkit::tree_snapshot(fx.root.path());
+        let e = fx.refused(
+            fx.dev(&exe, &["--containment", "audit"]),
+            1,
+            Kind::ExeUnknownFormat,
+            &before,
+        );
+        assert_eq!(e.path.as_deref(), exe.to_str(), "{e:?}");
+        assert!(e.message.contains("#!/bin/sh"), "{}", e.message);
+    }
+    // Without --allow-dynamic too: the format is checked first, so the grant's `next` is never
+    // offered for a file no grant could make runnable.
+    let exe = testkit::write_exe(fx.d.path(), "plain", b"echo hi\n", 0o755);
+    let out = cargo_bin_cmd!("dot-register")
+        .args(["dev", "--root"])
+        .arg(fx.root.path())
+        .args(["--name", "hello", "--containment", "audit", "--exe"])
+        .arg(&exe)
+        .output()
+        .unwrap();
+    testkit::assert_refused(&out, 1, Kind::ExeUnknownFormat);
 }

@@ -839,7 +839,11 @@ fn no_dev_root_is_a_dead_end() {
     // Missing.
     let missing = odd.base.join("new root");
     let e = assert_refused(&dev_in(&missing), 1, Kind::RootMissing);
-    replayed(&replay(&e, &odd.base), Kind::RootMissing, "the dev root made");
+    replayed(
+        &replay(&e, &odd.base),
+        Kind::RootMissing,
+        "the dev root made",
+    );
     ok(dev_in(&missing), "dev in the root its next made");
     // Empty, without the DEV marker.
     let empty = odd.base.join("empty root");
@@ -853,7 +857,11 @@ fn no_dev_root_is_a_dead_end() {
     );
     let e = assert_refused(&dev_in(&empty), 1, Kind::LocalEntryNotDev);
     assert!(e.next_argv.is_some(), "runnable as printed: {e:?}");
-    replayed(&replay(&e, &odd.base), Kind::LocalEntryNotDev, "made a dev root");
+    replayed(
+        &replay(&e, &odd.base),
+        Kind::LocalEntryNotDev,
+        "made a dev root",
+    );
     ok(dev_in(&empty), "dev in the root made a dev root");
     // Holding a registration: `dev` and `init --dev` both point to a new directory.
     let held = odd.base.join("held root");
