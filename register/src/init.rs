@@ -92,6 +92,12 @@ pub fn init(root: &Root, dev: bool, layer: bool) -> Result<InitReport, RegisterE
         }
     }
 
+    // Everything is checked before anything is made: each directory to make goes inside one that
+    // exists or is made before it.
+    for (i, p) in missing.iter().enumerate() {
+        check_makeable(p, &missing[..i], root)?;
+    }
+
     let mut created = Vec::new();
     let mode = if layer { 0o755 } else { 0o700 };
     for p in &missing {
@@ -135,6 +141,65 @@ pub fn registered(root: &Root) -> Result<Vec<String>, RegisterError> {
     }
     holds.sort();
     Ok(holds)
+}
+
+/// `p` can be made: it names something, and its parent is an existing directory or one of
+/// `before` (made first).
+fn check_makeable(
+    p: &Path,
+    before: &[std::path::PathBuf],
+    root: &Root,
+) -> Result<(), RegisterError> {
+    let which = if p == root.path() {
+        "--root"
+    } else if root.separate_state() == Some(p) {
+        "--state"
+    } else {
+        return Ok(());
+    };
+    if p.as_os_str().is_empty() {
+        return Err(RegisterError::Usage(format!(
+            "{which} is empty: name the directory to make"
+        )));
+    }
+    let parent = match p.parent() {
+        Some(d) if d.as_os_str().is_empty() => Path::new("."),
+        Some(d) => d,
+        None => return Ok(()),
+    };
+    if before.iter().any(|b| b == parent) {
+        return Ok(());
+    }
+    match fs::metadata(parent) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(m) => Err(VerifyError::RootMissing {
+            path: p.to_path_buf(),
+            root: root.path().to_path_buf(),
+            what: format!(
+                "{which} cannot be made: its parent {} is a {}, not a directory",
+                parent.display(),
+                sys::fs::file_kind(&m)
+            ),
+            next: Next::cmd("dot-register")
+                .args(["init", "--root"])
+                .raw("DIR"),
+        }
+        .into()),
+        Err(e) if e.kind() == ErrorKind::NotFound => Err(VerifyError::RootMissing {
+            path: p.to_path_buf(),
+            root: root.path().to_path_buf(),
+            what: format!(
+                "{which} cannot be made: its parent {} does not exist",
+                parent.display()
+            ),
+            next: Next::cmd("mkdir")
+                .arg("-p")
+                .arg(parent)
+                .then(Next::cmd("dot-register").arg("init").root(root)),
+        }
+        .into()),
+        Err(e) => Err(VerifyError::io(parent, e).into()),
+    }
 }
 
 /// `dot-register init --root DIR --dev`: for `dir`, an existing root that holds nothing, or

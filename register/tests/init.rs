@@ -201,3 +201,74 @@ fn refuses_symlinked_layout_directory() {
     testkit::assert_refused(&init(&root, false), 1, Kind::RootUnsafe);
     assert_eq!(before, testkit::tree_snapshot(&root));
 }
+
+#[test]
+fn a_state_directory_that_cannot_be_made_is_refused_before_anything_is_made() {
+    let d = TempDir::new();
+    let root = d.join("new");
+    let missing = d.join("nonexistent").join("x");
+    let mut cmd = cargo_bin_cmd!("dot-register");
+    cmd.args(["init", "--root"])
+        .arg(&root)
+        .arg("--state")
+        .arg(&missing);
+    let e = testkit::assert_refused(&cmd.output().unwrap(), 1, Kind::RootMissing);
+    assert_eq!(e.path.as_deref(), missing.to_str());
+    assert!(
+        e.message
+            .contains(&d.join("nonexistent").display().to_string()),
+        "names the missing parent: {}",
+        e.message
+    );
+    assert!(!root.exists(), "nothing made");
+    // An empty --state names nothing: a usage error, and nothing made.
+    let mut cmd = cargo_bin_cmd!("dot-register");
+    cmd.args(["init", "--root"])
+        .arg(&root)
+        .args(["--state", ""]);
+    let e = testkit::assert_refused(&cmd.output().unwrap(), 2, Kind::Usage);
+    assert!(e.message.contains("--state is empty"), "{}", e.message);
+    assert!(!root.exists(), "nothing made");
+    // A root whose parent is missing: the same, for --root.
+    let deep = d.join("no").join("root");
+    let e = testkit::assert_refused(&init(&deep, false), 1, Kind::RootMissing);
+    assert!(e.message.contains("does not exist"), "{}", e.message);
+    assert!(!d.join("no").exists());
+}
+
+#[test]
+fn an_audit_log_that_is_a_fifo_refuses_a_change_before_it_is_written() {
+    let d = TempDir::new();
+    let root = Root::single(d.join("root"));
+    testkit::assert_ok::<InitReport>(&init(root.path(), true));
+    nix::unistd::mkfifo(
+        &root.change_log(),
+        nix::sys::stat::Mode::from_bits_truncate(0o600),
+    )
+    .unwrap();
+    let exe = testkit::write_exe(d.path(), "p.sh", testkit::SCRIPT, 0o755);
+    let before = testkit::tree_snapshot(root.path());
+    let out = cargo_bin_cmd!("dot-register")
+        .args(["dev", "--root"])
+        .arg(root.path())
+        .args([
+            "--name",
+            "hello",
+            "--containment",
+            "audit",
+            "--allow-dynamic",
+            "--exe",
+        ])
+        .arg(&exe)
+        .timeout(std::time::Duration::from_secs(20))
+        .output()
+        .unwrap();
+    let e = testkit::assert_refused(&out, 1, Kind::RootUnsafe);
+    assert_eq!(e.path.as_deref(), root.change_log().to_str());
+    assert!(e.message.contains("fifo"), "{}", e.message);
+    assert_eq!(
+        before,
+        testkit::tree_snapshot(root.path()),
+        "nothing written"
+    );
+}
