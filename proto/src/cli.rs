@@ -281,6 +281,9 @@ where
     let typed: Vec<OsString> = argv.into_iter().collect();
     let mut argv = typed.clone();
     let common = common_options(&mut argv, extras.keep_json);
+    if let Some(root) = env_root_for::<A>(&mut argv, std::env::var_os(ROOT_VAR)) {
+        let _ = ENV_ROOT.set(root);
+    }
     let tool = tool_name(&argv);
     let style = ErrorStyle::choose(common.style);
     let outcome = |stdout: String, stderr: Option<ErrorObject>, code: ExitCode| Outcome {
@@ -309,6 +312,53 @@ where
             outcome(String::new(), Some(obj), e.kind().exit_code())
         }
     }
+}
+
+/// The environment variable that names the platform root of a command that takes `--root` when
+/// the command line gives neither `--root` nor `--sysroot`: as if `--root $DOT_ROOT` had been
+/// typed last before any `--`. An empty value is no value.
+pub const ROOT_VAR: &str = "DOT_ROOT";
+
+/// The root this process took from [`ROOT_VAR`], if it did.
+static ENV_ROOT: std::sync::OnceLock<OsString> = std::sync::OnceLock::new();
+
+/// The root taken from `DOT_ROOT` by this process's command line ([`main`]), when `--root` was
+/// not given and the command takes one: what `--explain` reports as the root's source.
+pub fn env_root() -> Option<&'static std::ffi::OsStr> {
+    ENV_ROOT.get().map(OsString::as_os_str)
+}
+
+/// Adds `--root VALUE` to `argv` (before any `--`) when `value` is set and not empty, the
+/// command line has neither `--root` nor `--sysroot`, and its command takes `--root` (its own
+/// `--help` lists it: the one description of its options). Returns the value added.
+pub fn env_root_for<A: argh::FromArgs>(
+    argv: &mut Vec<OsString>,
+    value: Option<OsString>,
+) -> Option<OsString> {
+    let value = value.filter(|v| !v.is_empty())?;
+    let end = argv.iter().position(|a| a == "--").unwrap_or(argv.len());
+    // `--help` asks for the text alone, which an added option would spoil.
+    let given = argv.get(1..end).unwrap_or_default().iter().any(|a| {
+        let a = a.to_string_lossy();
+        a == "--help"
+            || ["--root", "--sysroot"]
+                .iter()
+                .any(|o| a == *o || a.starts_with(&format!("{o}=")))
+    });
+    if given {
+        return None;
+    }
+    let mut probe = argv[..end].to_vec();
+    probe.push("--help".into());
+    let takes_root = match parse::<A>(&probe) {
+        Err(Early::Help(text)) => text.lines().any(|l| l.trim_start().starts_with("--root ")),
+        _ => false,
+    };
+    if !takes_root {
+        return None;
+    }
+    argv.splice(end..end, [OsString::from("--root"), value.clone()]);
+    Some(value)
 }
 
 /// Why parsing did not produce arguments.
@@ -601,5 +651,45 @@ mod tests {
              | one\n\
              | \\x1b[2Jtwo"
         );
+    }
+
+    /// A command without `--root`.
+    #[derive(argh::FromArgs, Debug)]
+    /// test
+    struct NoRoot {
+        /// files
+        #[argh(positional, greedy)]
+        files: Vec<String>,
+    }
+
+    #[test]
+    fn dot_root_is_added_only_where_the_command_takes_root_and_none_is_given() {
+        let v = || Some(OsString::from("/env/root"));
+        let mut a = argv(&[b"hello", b"--", b"x"]);
+        assert_eq!(env_root_for::<T>(&mut a, v()), v());
+        assert_eq!(a, argv(&[b"hello", b"--root", b"/env/root", b"--", b"x"]));
+        let t: T = parse(&argv(&[b"hello", b"--root", b"/env/root"])).expect("parses");
+        assert_eq!(t.root, PathBuf::from("/env/root"));
+        for given in [
+            &[&b"--root"[..], b"/r", b"n"][..],
+            &[&b"--root=/r"[..], b"n"][..],
+            &[&b"--sysroot"[..], b"/s", b"n"][..],
+            &[&b"n"[..], b"--help"][..],
+        ] {
+            let mut a = argv(given);
+            assert_eq!(env_root_for::<T>(&mut a, v()), None, "{given:?}");
+            assert_eq!(a, argv(given));
+        }
+        let mut a = argv(&[b"n"]);
+        assert_eq!(
+            env_root_for::<T>(&mut a, Some(OsString::new())),
+            None,
+            "empty"
+        );
+        assert_eq!(env_root_for::<T>(&mut a, None), None);
+        let mut a = argv(&[b"f1", b"f2"]);
+        assert_eq!(env_root_for::<NoRoot>(&mut a, v()), None, "takes no --root");
+        let n: NoRoot = parse(&a).expect("parses");
+        assert_eq!(n.files, ["f1", "f2"]);
     }
 }

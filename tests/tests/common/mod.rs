@@ -23,7 +23,7 @@ pub struct Env {
 
 pub fn tool(name: &str) -> Command {
     let mut c = Command::new(workspace_bin(name));
-    c.env_remove("DOT_FAILPOINT");
+    c.env_remove("DOT_FAILPOINT").env_remove("DOT_ROOT");
     c
 }
 
