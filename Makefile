@@ -8,6 +8,18 @@ CARGO   ?= cargo
 TARGET  ?= $(shell rustc -vV | sed -n 's/^host: //p')
 RUSTFLAGS_STATIC := -C target-feature=+crt-static
 CARGO_T := RUSTFLAGS='$(RUSTFLAGS_STATIC)' $(CARGO)
+# Reproducible release builds: no build-machine path in a binary. The workspace, cargo's registry
+# sources and the toolchain are named by fixed prefixes instead (panic locations keep the rest of
+# the path), so two clean builds of one commit in different directories are byte-identical
+# (tests/tests/reproducible.rs). Only the release build takes them: the debug builds `make test`
+# runs keep the flags of a plain `cargo` call, so a quick loop and the suite share one build.
+CARGO_HOME_DIR := $(or $(CARGO_HOME),$(HOME)/.cargo)
+RUST_SYSROOT   := $(shell rustc --print sysroot)
+RUSTFLAGS_REPRO := --remap-path-prefix=$(CURDIR)=/build/dot \
+	--remap-path-prefix=$(CARGO_HOME_DIR)=/cargo \
+	--remap-path-prefix=$(RUST_SYSROOT)=/rustc/sysroot
+RUSTFLAGS_RELEASE := $(RUSTFLAGS_STATIC) $(RUSTFLAGS_REPRO)
+CARGO_R := RUSTFLAGS='$(RUSTFLAGS_RELEASE)' $(CARGO)
 
 # Install layout (GNU conventions). `make install PREFIX=/usr DESTDIR="$PKGDIR"` for a package.
 # PROFILE picks the build that is installed (release: built first by `make build`; the install test
@@ -46,13 +58,18 @@ DOCS    := README.md $(wildcard docs/*.md)
 DEMO_ROOT := demo/root
 DEMO_OUT  := demo/out
 
-.PHONY: all build test demo check msrv-deps bench install uninstall clean fuzz soak deb
+.PHONY: all build rustflags test demo check msrv-deps bench install uninstall clean fuzz soak deb
 
 all: build
 
 # --locked: exactly the versions in Cargo.lock, as a distribution build must.
 build:
-	$(CARGO_T) build --locked --release --target $(TARGET) --workspace --bins
+	$(CARGO_R) build --locked --release --target $(TARGET) --workspace --bins
+
+# The flags of the release build, as this checkout's directory makes them (the reproducibility
+# test builds with exactly these).
+rustflags:
+	@echo '$(RUSTFLAGS_RELEASE)'
 
 # Debug binaries (static too) are what the tests run; DOT_STATIC_DIR tells them where. Only these
 # builds carry dot-launch's test-only hooks (failpoints, pause point, pretend ABI); release never does.
