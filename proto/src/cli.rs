@@ -138,6 +138,78 @@ pub fn visible(text: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
+/// A byte stream from a plugin shown live on a terminal (`dot-launch --stderr pass`): what
+/// [`visible`] escapes is escaped, line breaks and tabs pass, bytes that are not UTF-8 show as
+/// `\xNN`. A character split across two reads is held until it is whole.
+#[derive(Debug, Default)]
+pub struct VisibleStream {
+    pending: Vec<u8>,
+}
+
+impl VisibleStream {
+    /// The text to show for `bytes`, the next bytes of the stream.
+    pub fn feed(&mut self, bytes: &[u8]) -> Vec<u8> {
+        self.pending.extend_from_slice(bytes);
+        let mut out = Vec::with_capacity(self.pending.len());
+        let mut rest: &[u8] = &self.pending;
+        loop {
+            match std::str::from_utf8(rest) {
+                Ok(text) => {
+                    push_visible(&mut out, text);
+                    rest = &[];
+                    break;
+                }
+                Err(e) => {
+                    let (good, bad) = rest.split_at(e.valid_up_to());
+                    push_visible(&mut out, std::str::from_utf8(good).unwrap_or_default());
+                    match e.error_len() {
+                        Some(n) => {
+                            for b in &bad[..n] {
+                                out.extend_from_slice(format!("\\x{b:02x}").as_bytes());
+                            }
+                            rest = &bad[n..];
+                        }
+                        // Incomplete at the end: wait for the rest of the character.
+                        None => {
+                            rest = bad;
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        self.pending = rest.to_vec();
+        out
+    }
+
+    /// What is left when the stream ends: an incomplete character, shown as `\xNN` escapes.
+    pub fn finish(&mut self) -> Vec<u8> {
+        let out = self
+            .pending
+            .iter()
+            .flat_map(|b| format!("\\x{b:02x}").into_bytes())
+            .collect();
+        self.pending.clear();
+        out
+    }
+}
+
+/// `text` with each of its lines shown as [`visible`]: line breaks and tabs kept.
+pub fn visible_lines(text: &str) -> String {
+    let mut out = Vec::with_capacity(text.len());
+    push_visible(&mut out, text);
+    String::from_utf8(out).unwrap_or_default()
+}
+
+fn push_visible(out: &mut Vec<u8>, text: &str) {
+    for (i, line) in text.split('\n').enumerate() {
+        if i > 0 {
+            out.push(b'\n');
+        }
+        out.extend_from_slice(visible(line).as_bytes());
+    }
+}
+
 /// Whether [`visible`] escapes `c`.
 fn escaped(c: char) -> bool {
     matches!(c,
@@ -175,8 +247,14 @@ impl std::process::Termination for Outcome {
         let mut code = self.code;
         if !self.stdout.is_empty() {
             let mut out = std::io::stdout().lock();
+            // On a terminal, what a tool prints can hold a file's text (a journal, an audit
+            // line, a path): shown escaped. A pipe or a file gets the bytes as they are.
+            let shown = match std::io::IsTerminal::is_terminal(&out) {
+                true => std::borrow::Cow::Owned(visible_lines(&self.stdout)),
+                false => std::borrow::Cow::Borrowed(self.stdout.as_str()),
+            };
             if out
-                .write_all(self.stdout.as_bytes())
+                .write_all(shown.as_bytes())
                 .and_then(|()| out.flush())
                 .is_err()
                 && code == ExitCode::Success
@@ -691,5 +769,22 @@ mod tests {
         assert_eq!(env_root_for::<NoRoot>(&mut a, v()), None, "takes no --root");
         let n: NoRoot = parse(&a).expect("parses");
         assert_eq!(n.files, ["f1", "f2"]);
+    }
+
+    #[test]
+    fn a_stream_is_shown_escaped_even_split_mid_character() {
+        let mut v = VisibleStream::default();
+        let bytes = "a\x1b[2J\u{202e}é\n\tb\u{9b}".as_bytes();
+        let mut shown = Vec::new();
+        for chunk in bytes.chunks(1) {
+            shown.extend(v.feed(chunk));
+        }
+        shown.extend(v.feed(b"\xff"));
+        shown.extend(v.feed(&"é".as_bytes()[..1]));
+        shown.extend(v.finish());
+        assert_eq!(
+            String::from_utf8(shown).unwrap(),
+            "a\\x1b[2J\\u{202e}é\n\tb\\u{9b}\\xff\\xc3"
+        );
     }
 }

@@ -85,3 +85,70 @@ fn a_file_name_reaches_the_human_line_escaped() {
     assert!(text.contains("root\\x1b[2J\\u{202e}"), "{text}");
     assert!(text.starts_with("dot-verify: root-missing: "), "{text}");
 }
+
+/// What `cmd` writes to a terminal on `stream` (the other output piped): its output, the text.
+fn on_terminal(mut cmd: std::process::Command, stream: &str) -> (std::process::Output, String) {
+    use std::process::Stdio;
+    let pty = nix::pty::openpty(None, None).unwrap();
+    let slave = || Stdio::from(std::fs::File::from(pty.slave.try_clone().unwrap()));
+    match stream {
+        "stderr" => cmd.stdout(Stdio::piped()).stderr(slave()),
+        _ => cmd.stdout(slave()).stderr(Stdio::piped()),
+    };
+    let child = cmd.spawn().unwrap();
+    drop(cmd);
+    drop(pty.slave);
+    let master = pty.master;
+    let reader = std::thread::spawn(move || common::read_terminal(master));
+    let out = child.wait_with_output().unwrap();
+    (out, reader.join().unwrap())
+}
+
+/// No byte a terminal acts on but its own line ends (the terminal adds CR to each LF).
+fn terminal_inert(text: &str) {
+    let bad: Vec<char> = text
+        .chars()
+        .filter(|c| (c.is_control() && !['\n', '\r'].contains(c)) || *c == '\u{202e}')
+        .collect();
+    assert!(bad.is_empty(), "{bad:?} reached the terminal: {text:?}");
+}
+
+#[test]
+fn a_plugins_stderr_passed_to_a_terminal_is_shown_escaped() {
+    let env = Env::new();
+    let cmd = env.fixture_command("hostile-text", &[], &["--stderr", "pass"]);
+    let (out, text) = on_terminal(cmd, "stderr");
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    terminal_inert(&text);
+    assert!(
+        text.contains("before\\x1b]52;c;cm0gLXJmIH4=\\x07\\x1b[2J\\x1b[Hafter"),
+        "{text:?}"
+    );
+    assert!(text.contains("\\u{202e}gnp.exe\\u{9b}31m"), "{text:?}");
+    // To a pipe, the bytes pass as they are (a program reads them).
+    let out = env.fixture("hostile-text", &[], &["--stderr", "pass"]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).starts_with("before\x1b]52;c;"),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn stdout_on_a_terminal_shows_a_files_text_escaped() {
+    let dir = testkit::TempDir::new();
+    let file = testkit::write_exe(dir.path(), "name\u{202e}txt.exe\u{9b}2J", b"x", 0o644);
+    let mut cmd = tool("dot-verify");
+    cmd.arg("digest").arg(&file);
+    let (out, text) = on_terminal(cmd, "stdout");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    terminal_inert(&text);
+    assert!(text.contains("name\\u{202e}txt.exe\\u{9b}2J"), "{text:?}");
+    // To a pipe: the JSON as it is.
+    let out = tool("dot-verify")
+        .arg("digest")
+        .arg(&file)
+        .output()
+        .unwrap();
+    let line: verify::cli::DigestLine = testkit::decode_json(&out.stdout);
+    assert_eq!(line.path, file.display().to_string());
+}
