@@ -102,16 +102,17 @@ fn two_clean_builds_in_different_directories_are_identical() {
         proto::Sha256::of(&bin_b),
         "the two builds differ"
     );
-    // No build-machine path: not the checkout, not cargo's home, not the toolchain.
-    let home = std::env::var("CARGO_HOME")
-        .unwrap_or_else(|_| format!("{}/.cargo", std::env::var("HOME").unwrap()));
-    let sysroot = Command::new("rustc")
-        .args(["--print", "sysroot"])
-        .output()
-        .unwrap();
-    let sysroot = String::from_utf8(sysroot.stdout).unwrap().trim().to_owned();
-    for path in [a.display().to_string(), home, sysroot] {
-        assert!(!holds(&bin_a, &path), "dot-reap holds {path}");
+    // No build-machine path: not the checkout, not cargo's home, not the toolchain (each a FROM
+    // of the flags' `--remap-path-prefix=FROM=TO`).
+    let remapped: Vec<&str> = flags_a
+        .split_whitespace()
+        .filter_map(|f| f.strip_prefix("--remap-path-prefix="))
+        .filter_map(|m| m.split_once('=').map(|(from, _)| from))
+        .collect();
+    assert_eq!(remapped.len(), 3, "{flags_a}");
+    assert_eq!(Path::new(remapped[0]), a, "{flags_a}");
+    for path in remapped {
+        assert!(!holds(&bin_a, path), "dot-reap holds {path}");
     }
     assert!(
         holds(&bin_a, "/cargo/registry/"),
