@@ -184,6 +184,11 @@ pub fn prove_sibling(
     only: &[String],
     landlock_abi: Option<u32>,
 ) -> Result<ProveReport, ProveError> {
+    // Started with SIGCHLD ignored, the kernel would reap each run before its status is read.
+    sys::signal::default_child_signal().map_err(|source| ProveError::Harness {
+        name: "(SIGCHLD)".to_owned(),
+        source,
+    })?;
     let runner = File::open("/proc/self/exe").map_err(ProveError::Runner)?;
     let exe = std::fs::read_link("/proc/self/exe").map_err(ProveError::Runner)?;
     let candidates = canary_candidates(&exe);

@@ -1,7 +1,8 @@
 //! What `dot-launch` inherits from whoever started it must not change a run: started with SIGCHLD
 //! ignored (a parent's `SIG_IGN` survives exec, and the kernel would then reap every child the
 //! moment it ends, before its status could be read), a launch still sees its plugin's exit status
-//! and commits, at audit and under `process`.
+//! and commits, at audit and under `process`; and `dot-sandbox probe --prove` still reads each
+//! canary run.
 
 #![allow(clippy::unwrap_used)]
 
@@ -47,4 +48,14 @@ fn sigchld_ignored_by_the_parent_is_ignored_by_nobody() {
     let e = common::failure(&out, 3);
     testkit::assert_kind!(e, proto::Kind::PluginError);
     assert_eq!(e.run.unwrap().exit.code, Some(4));
+}
+
+#[test]
+fn probe_prove_with_sigchld_ignored_still_reads_each_run() {
+    let mut prove = Command::new(testkit::workspace_bin("dot-sandbox"));
+    prove.args(["probe", "--prove", "--only", "read-etc-passwd"]);
+    let out = with_sigchld_ignored(&prove);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let report: sandbox::ProveReport = testkit::decode_json(&out.stdout);
+    assert!(report.ok && report.probes.len() == 1, "{report:?}");
 }

@@ -113,3 +113,47 @@ pub fn static_build_hint(file: &File, err: &ElfError) -> Option<String> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `Toolchain::of` a file holding `bytes`.
+    fn of(bytes: &[u8], tag: &str) -> Toolchain {
+        let path =
+            std::env::temp_dir().join(format!("verify-toolchain-{}-{tag}", std::process::id()));
+        std::fs::write(&path, bytes).expect("write");
+        let t = Toolchain::of(&File::open(&path).expect("open"));
+        std::fs::remove_file(&path).expect("cleanup");
+        t
+    }
+
+    #[test]
+    fn the_toolchain_is_told_from_its_marks_even_across_a_chunk_boundary() {
+        let pad = vec![0u8; (1 << 20) - 5];
+        let across = |mark: &[u8]| [&pad[..], mark, b"tail"].concat();
+        // A Go or Rust binary carries GCC's .comment too: their own mark decides.
+        let cases: [(&[u8], Toolchain); 6] = [
+            (b"GCC: (Debian 12) \xff Go buildinf:\x08", Toolchain::Go),
+            (b"GCC: (Debian 12)\0rustc version 1.89.0", Toolchain::Rust),
+            (
+                b"/rustc/0123abcd/library/std/src/panicking.rs",
+                Toolchain::Rust,
+            ),
+            (b"GCC: (Debian 12.2.0-14) 12.2.0", Toolchain::C),
+            (b"Debian clang version 14.0.6", Toolchain::C),
+            (b"\x7fELF nothing that says", Toolchain::Unknown),
+        ];
+        for (i, (bytes, want)) in cases.iter().enumerate() {
+            assert_eq!(of(bytes, &format!("{i}")), *want, "{bytes:?}");
+            assert_eq!(
+                of(&across(bytes), &format!("{i}x")),
+                *want,
+                "across: {bytes:?}"
+            );
+        }
+        assert!(Toolchain::Go.static_build().contains("CGO_ENABLED=0"));
+        assert!(Toolchain::Rust.static_build().contains("+crt-static"));
+        assert!(Toolchain::C.static_build().contains("-static"));
+    }
+}
