@@ -152,3 +152,24 @@ fn stdout_on_a_terminal_shows_a_files_text_escaped() {
     let line: verify::cli::DigestLine = testkit::decode_json(&out.stdout);
     assert_eq!(line.path, file.display().to_string());
 }
+
+#[test]
+fn an_entry_files_field_reaches_the_human_line_escaped() {
+    let env = Env::new();
+    // An entry whose unknown field's name holds a screen clear and a bidi override.
+    std::fs::write(
+        env.root.join("plugins.d/hello.json"),
+        "{\"schema\":1,\"x\\u001b[2J\\u202ey\":1}",
+    )
+    .unwrap();
+    let out = tool("dot-verify")
+        .args(["entry", "--human", "--root"])
+        .arg(&env.root)
+        .arg("hello")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let text = inert(&out.stderr);
+    assert!(text.starts_with("dot-verify: entry-malformed: "), "{text}");
+    assert!(text.contains("x\\x1b[2J\\u{202e}y"), "{text}");
+}
