@@ -129,7 +129,8 @@ impl ExecArgs {
 #[derive(FromArgs, Debug, Clone, PartialEq, Eq)]
 #[argh(subcommand, name = "probe")]
 pub struct ProbeArgs {
-    /// launch the dot-canary next to this dot-sandbox for every escape probe
+    /// launch the dot-canary (beside this dot-sandbox, else in ../libexec/dot or the built-in
+    /// libexec directory, never through PATH) for every escape probe
     #[argh(switch)]
     pub prove: bool,
     /// run only this probe (repeatable; default: all)
