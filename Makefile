@@ -8,6 +8,18 @@ CARGO   ?= cargo
 TARGET  ?= $(shell rustc -vV | sed -n 's/^host: //p')
 RUSTFLAGS_STATIC := -C target-feature=+crt-static
 CARGO_T := RUSTFLAGS='$(RUSTFLAGS_STATIC)' $(CARGO)
+# Reproducible release builds: no build-machine path in a binary. The workspace, cargo's registry
+# sources and the toolchain are named by fixed prefixes instead (panic locations keep the rest of
+# the path), so two clean builds of one commit in different directories are byte-identical
+# (tests/tests/reproducible.rs). Only the release build takes them: the debug builds `make test`
+# runs keep the flags of a plain `cargo` call, so a quick loop and the suite share one build.
+CARGO_HOME_DIR := $(or $(CARGO_HOME),$(HOME)/.cargo)
+RUST_SYSROOT   := $(shell rustc --print sysroot)
+RUSTFLAGS_REPRO := --remap-path-prefix=$(CURDIR)=/build/dot \
+	--remap-path-prefix=$(CARGO_HOME_DIR)=/cargo \
+	--remap-path-prefix=$(RUST_SYSROOT)=/rustc/sysroot
+RUSTFLAGS_RELEASE := $(RUSTFLAGS_STATIC) $(RUSTFLAGS_REPRO)
+CARGO_R := RUSTFLAGS='$(RUSTFLAGS_RELEASE)' $(CARGO)
 
 # Install layout (GNU conventions). `make install PREFIX=/usr DESTDIR="$PKGDIR"` for a package.
 # PROFILE picks the build that is installed (release: built first by `make build`; the install test
@@ -15,22 +27,30 @@ CARGO_T := RUSTFLAGS='$(RUSTFLAGS_STATIC)' $(CARGO)
 PREFIX  ?= /usr/local
 SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
 BINDIR  ?= $(PREFIX)/bin
+LIBEXECDIR ?= $(PREFIX)/libexec
 MANDIR  ?= $(PREFIX)/share/man
 DOCDIR  ?= $(PREFIX)/share/doc/dot
 DESTDIR ?=
 PROFILE ?= release
 BUILT   ?= target/$(TARGET)/$(PROFILE)
 INSTALL ?= install
+OBJCOPY ?= objcopy
 
 # The system registry's layers (docs/registry.md "System layers"), compiled into every tool: the
 # vendor layer $(PREFIX)/lib/dot (written only by packages) and the admin layer $(SYSCONFDIR)/dot
 # (PREFIX=/usr: /usr/lib/dot and /etc/dot). Fixed at build time, never looked up at run time.
 export DOT_VENDOR_DIR := $(PREFIX)/lib/dot
 export DOT_ADMIN_DIR  := $(SYSCONFDIR)/dot
+# Where dot-sandbox probe --prove finds dot-canary when it is not beside it (an installation keeps
+# the canary out of PATH, in $(LIBEXECDIR)/dot; sandbox/src/prove.rs), also fixed at build time.
+export DOT_LIBEXEC_DIR := $(LIBEXECDIR)/dot
 
 REL     := target/$(TARGET)/release
 DBG     := target/$(TARGET)/debug
 TOOLS   := dot-verify dot-register dot-launch dot-sandbox dot-reap dot-discard dot-journal-fmt dot-canary
+# Of TOOLS, those installed in $(LIBEXECDIR)/dot instead of BINDIR: programs no one runs by name.
+LIBEXEC_TOOLS := dot-canary
+BIN_TOOLS := $(filter-out $(LIBEXEC_TOOLS),$(TOOLS))
 MAN1    := $(TOOLS:%=man/%.1)
 MAN7    := man/dot.7
 DOCS    := README.md $(wildcard docs/*.md)
@@ -38,13 +58,18 @@ DOCS    := README.md $(wildcard docs/*.md)
 DEMO_ROOT := demo/root
 DEMO_OUT  := demo/out
 
-.PHONY: all build test demo check msrv-deps bench install uninstall clean fuzz soak deb
+.PHONY: all build rustflags test demo check msrv-deps bench install uninstall clean fuzz soak deb
 
 all: build
 
 # --locked: exactly the versions in Cargo.lock, as a distribution build must.
 build:
-	$(CARGO_T) build --locked --release --target $(TARGET) --workspace --bins
+	$(CARGO_R) build --locked --release --target $(TARGET) --workspace --bins
+
+# The flags of the release build, as this checkout's directory makes them (the reproducibility
+# test builds with exactly these).
+rustflags:
+	@echo '$(RUSTFLAGS_RELEASE)'
 
 # Debug binaries (static too) are what the tests run; DOT_STATIC_DIR tells them where. Only these
 # builds carry dot-launch's test-only hooks (failpoints, pause point, pretend ABI); release never does.
@@ -111,18 +136,24 @@ msrv-deps:
 bench:
 	bench/run.sh
 
-# Every dot-* binary in BINDIR (dot-sandbox and dot-canary beside dot-launch: they are found next to
-# it, never through PATH), section 1 and 7 man pages in MANDIR, the docs in DOCDIR. `uninstall`
-# removes exactly these files, and DOCDIR, which is dot's own; shared directories stay.
+# Every dot-* tool in BINDIR (dot-sandbox beside dot-launch: it is found next to it, never through
+# PATH), dot-canary in LIBEXECDIR/dot (out of PATH; `dot-sandbox probe --prove` finds it there),
+# each without its `.comment` section (the toolchains' version strings), section 1 and 7 man pages
+# in MANDIR, the docs in DOCDIR. `uninstall` removes exactly these files, and LIBEXECDIR/dot and
+# DOCDIR, which are dot's own; shared directories stay.
 install: $(if $(filter release,$(PROFILE)),build)
-	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(DOCDIR)
-	for t in $(TOOLS); do $(INSTALL) -m 0755 $(BUILT)/$$t $(DESTDIR)$(BINDIR)/$$t || exit 1; done
+	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR)/dot $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(DOCDIR)
+	for t in $(BIN_TOOLS); do $(INSTALL) -m 0755 $(BUILT)/$$t $(DESTDIR)$(BINDIR)/$$t || exit 1; done
+	for t in $(LIBEXEC_TOOLS); do $(INSTALL) -m 0755 $(BUILT)/$$t $(DESTDIR)$(LIBEXECDIR)/dot/$$t || exit 1; done
+	for t in $(BIN_TOOLS:%=$(DESTDIR)$(BINDIR)/%) $(LIBEXEC_TOOLS:%=$(DESTDIR)$(LIBEXECDIR)/dot/%); do $(OBJCOPY) --remove-section=.comment $$t || exit 1; done
 	$(INSTALL) -m 0644 $(MAN1) $(DESTDIR)$(MANDIR)/man1/
 	$(INSTALL) -m 0644 $(MAN7) $(DESTDIR)$(MANDIR)/man7/
 	$(INSTALL) -m 0644 $(DOCS) $(DESTDIR)$(DOCDIR)/
 
 uninstall:
-	for t in $(TOOLS); do rm -f $(DESTDIR)$(BINDIR)/$$t; done
+	for t in $(BIN_TOOLS); do rm -f $(DESTDIR)$(BINDIR)/$$t; done
+	for t in $(LIBEXEC_TOOLS); do rm -f $(DESTDIR)$(LIBEXECDIR)/dot/$$t; done
+	rmdir $(DESTDIR)$(LIBEXECDIR)/dot 2>/dev/null || true
 	for m in $(notdir $(MAN1)); do rm -f $(DESTDIR)$(MANDIR)/man1/$$m; done
 	for m in $(notdir $(MAN7)); do rm -f $(DESTDIR)$(MANDIR)/man7/$$m; done
 	for d in $(notdir $(DOCS)); do rm -f $(DESTDIR)$(DOCDIR)/$$d; done

@@ -16,8 +16,9 @@ sed "s/@VERSION@/$version/" "$here/changelog" | gzip -9n >"$doc/changelog.gz"
 chmod 0644 "$doc/changelog.gz"
 find "$stage/usr/share/man" -type f ! -name '*.gz' -exec gzip -9n {} +
 install -m 0644 "$here/lintian-overrides" "$stage/usr/share/lintian/overrides/dot"
-# Static executables carry no debugging symbols into the package.
-find "$stage/usr/bin" "$stage/usr/libexec" -type f -exec strip --strip-unneeded {} + 2>/dev/null || find "$stage/usr/bin" -type f -exec strip --strip-unneeded {} +
+# Static executables carry no debugging symbols into the package, nor the linkers' and compilers'
+# version strings (`.comment`, which lintian notes; `make install` removes it too).
+find "$stage/usr/bin" "$stage/usr/libexec/dot" -type f -exec strip --strip-unneeded --remove-section=.comment {} +
 installed_size=$(du -k -s --exclude=DEBIAN "$stage" | cut -f1)
 sed -e "s/@VERSION@/$version/" -e "s/@ARCH@/$arch/" -e "s/@SIZE@/$installed_size/" \
   "$here/control" >"$stage/DEBIAN/control"

@@ -22,6 +22,8 @@ done
 have dpkg-deb || need+=(dpkg)                      # the .deb round trip
 have lintian || need+=(lintian)                    # make deb's check
 have strip || need+=(binutils)                     # make deb strips the executables
+have objcopy || need+=(binutils)                   # make install removes their .comment section
+have objdump || need+=(binutils)                   # the install tests read their section headers
 
 if [ ${#need[@]} -eq 0 ]; then
   exit 0

@@ -291,7 +291,11 @@ fn civil_from_days(days: u64) -> (u64, u64, u64) {
 /// `dot-journal-fmt`'s entry point.
 pub fn run(args: Args) -> Result<Output, FmtError> {
     // Only the state part is read: its directory is the root's unless --state names another.
-    let state = args.state.as_ref().or(args.root.as_ref());
+    // A root from DOT_ROOT (proto::cli) gives way to journal files named on the command line.
+    let root = (args.journals.is_empty() || proto::cli::env_root().is_none())
+        .then_some(args.root.as_ref())
+        .flatten();
+    let state = args.state.as_ref().or(root);
     if args.audit {
         let (Some(root), true) = (state, args.journals.is_empty()) else {
             return Err(FmtError::Usage(

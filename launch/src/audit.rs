@@ -50,7 +50,16 @@ pub(crate) fn record_decision(
     let appended = sys::fs::append_line_unsynced(&path, &rec.to_line());
     match (appended, decision) {
         (Ok(line), Ok(_)) => AuditSync::start(line, path).map(Some),
-        (Err(e), Ok(_)) => Err(LaunchError::io("appending to the audit log", path, e)),
+        (Err(e), Ok(_)) => match sys::fs::not_regular(&e) {
+            Some(kind) => Err(verify::VerifyError::RootUnsafe {
+                path,
+                reason: format!(
+                    "the audit log is a {kind}, not a regular file; nothing is appended to it and nothing runs (remove it: the next launch creates it)"
+                ),
+            }
+            .into()),
+            None => Err(LaunchError::io("appending to the audit log", path, e)),
+        },
         (Ok(line), Err(_)) => {
             let _ = line.sync();
             Ok(None)

@@ -168,6 +168,9 @@ fn locate(
 pub fn run(args: Args) -> Result<Output, LaunchError> {
     // Before any thread and any run directory: SIGTERM, SIGINT and SIGHUP cancel the run cleanly.
     crate::cancel::arm()?;
+    // Started with SIGCHLD ignored, the kernel would reap the plugin before its status is read.
+    sys::signal::default_child_signal()
+        .map_err(|e| LaunchError::io("resetting SIGCHLD to its default", "sigaction", e))?;
     if args.name == "recover" && args.explain {
         return Err(LaunchError::Usage(
             "--explain explains a launch, not recover".into(),

@@ -322,6 +322,9 @@ pub fn run(
         }
     }
     streams.drain_to_eof(&mut observed, limits);
+    if let Some(v) = streams.shown.as_mut() {
+        let _ = std::io::stderr().write_all(&v.finish());
+    }
     if !observed.stderr_passed_ends_line {
         // dot-launch's own last line (a result or an error) starts on a line of its own.
         let _ = std::io::stderr().write_all(b"\n");
@@ -381,6 +384,9 @@ struct Streams {
     stdout: Option<File>,
     stderr: Option<File>,
     report: Option<OwnedFd>,
+    /// With `--stderr pass` to a terminal: the plugin's stderr shown escaped, so that it cannot
+    /// act on the terminal (clear it, move the cursor, write the clipboard).
+    shown: Option<proto::cli::VisibleStream>,
 }
 
 fn set_nonblocking(fd: impl AsFd) -> Result<(), LaunchError> {
@@ -467,10 +473,11 @@ impl Streams {
             }
         }
         if let Some(s) = self.stderr.as_mut() {
-            let (tail, passed, ends_line) = (
+            let (tail, passed, ends_line, shown) = (
                 &mut o.stderr_tail,
                 &mut o.stderr_passed,
                 &mut o.stderr_passed_ends_line,
+                &mut self.shown,
             );
             let open = read_some(s, &mut o.stderr_bytes, |b| match limits.stderr {
                 StderrMode::Discard => {}
@@ -483,7 +490,11 @@ impl Streams {
                     // Forwarded as it comes, never past the limit (the run fails beyond it).
                     let room = (limits.max_stderr as u64).saturating_sub(*passed);
                     let n = b.len().min(usize::try_from(room).unwrap_or(usize::MAX));
-                    if n > 0 && std::io::stderr().write_all(&b[..n]).is_ok() {
+                    let written = match shown.as_mut() {
+                        Some(v) => std::io::stderr().write_all(&v.feed(&b[..n])),
+                        None => std::io::stderr().write_all(&b[..n]),
+                    };
+                    if n > 0 && written.is_ok() {
                         *passed += n as u64;
                         *ends_line = b[n - 1] == b'\n';
                     }
@@ -526,6 +537,9 @@ fn supervise(
         stdout: child.stdout.take(),
         stderr: child.stderr.take(),
         report,
+        shown: (limits.stderr == StderrMode::Pass
+            && std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .then(proto::cli::VisibleStream::default),
     };
     let pidfd = sys::process::pidfd_open(child.id())
         .map_err(|e| LaunchError::io("pidfd_open", "plugin", e))?;

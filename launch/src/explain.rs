@@ -10,12 +10,39 @@ use crate::decide::{decide, Decided};
 use crate::exec::Runner;
 use crate::{LaunchError, Options};
 use proto::explain::{
-    ContainmentDecision, Executable, ExplainedLimits, Explanation, InputFile, RunnerPlan,
-    EXPLAIN_SCHEMA,
+    ContainmentDecision, Executable, ExplainedLimits, ExplainedRegistry, Explanation, InputFile,
+    RunnerPlan, EXPLAIN_SCHEMA,
 };
 use proto::runner::{Invocation, LandlockPlan, RUNNER_ARGV0, RUNNER_FD, RUNNER_PATH};
 use proto::{Containment, Name, Sha256};
 use std::os::fd::AsFd;
+
+/// The registry of `registry`, with what named it: a root given by `DOT_ROOT` is the one
+/// `proto::cli` added to the command line.
+fn explained_registry(registry: &verify::layers::Registry) -> ExplainedRegistry {
+    match registry {
+        verify::layers::Registry::Root(root) => {
+            let from_env = proto::cli::env_root().is_some_and(|r| r == root.path().as_os_str());
+            ExplainedRegistry {
+                from: if from_env {
+                    proto::cli::ROOT_VAR
+                } else {
+                    "--root"
+                }
+                .into(),
+                paths: vec![root.path().display().to_string()],
+            }
+        }
+        verify::layers::Registry::System(sys) => ExplainedRegistry {
+            from: "system".into(),
+            paths: sys
+                .each()
+                .iter()
+                .map(|(_, d)| d.display().to_string())
+                .collect(),
+        },
+    }
+}
 
 /// Explains the launch `opts` describes, or fails exactly as that launch would before anything
 /// is created.
@@ -72,6 +99,7 @@ pub fn explain(opts: &Options) -> Result<Explanation, LaunchError> {
                 seccomp_policy_sha256: digest,
                 seccomp_allowed: allowed,
                 namespaces,
+                runtime: entry.runtime.iter().map(|d| d.to_string()).collect(),
             };
             let why = format!(
                 "the entry requires process and --require-process-sandbox consents to it; this kernel can enforce it (Landlock ABI {abi}, seccomp); dot-sandbox confines the plugin"
@@ -96,6 +124,7 @@ pub fn explain(opts: &Options) -> Result<Explanation, LaunchError> {
         schema: EXPLAIN_SCHEMA,
         decision: "allowed".into(),
         name: entry.name.clone(),
+        registry: explained_registry(&opts.registry),
         version: entry.version.to_string(),
         trust: entry.trust,
         publisher: entry.publisher.as_ref().map(|p| p.to_string()),

@@ -80,13 +80,149 @@ impl ErrorStyle {
 }
 
 /// The one readable line of an error object for a person: `TOOL: KIND: MESSAGE`, with the
-/// command that resolves it, if there is one.
+/// command that resolves it, if there is one. A message's line breaks become spaces, and every
+/// other character a terminal would act on is shown escaped ([`visible`]): a message, a path or a
+/// value can hold a plugin's or a file's text.
 pub fn human_line(tool: &str, err: &ErrorObject) -> String {
-    let mut line = format!("{tool}: {}: {}", err.error, err.message.replace('\n', " "));
+    let mut line = format!(
+        "{}: {}: {}",
+        visible(tool),
+        err.error,
+        visible(&err.message.replace('\n', " "))
+    );
     if let Some(next) = &err.next {
-        line.push_str(&format!(" (next: {next})"));
+        line.push_str(&format!(" (next: {})", visible(next)));
     }
     line
+}
+
+/// What a person reads on stderr for an error object: [`human_line`], then, for a failed run kept
+/// with `--stderr tail`, the tail of the plugin's stderr, each of its lines after `| ` and shown
+/// as [`visible`] (a plugin's text never moves the cursor, clears the screen or writes the
+/// clipboard). Ends without a newline.
+pub fn human_text(tool: &str, err: &ErrorObject) -> String {
+    let mut text = human_line(tool, err);
+    let tail = err.run.as_ref().and_then(|r| r.stderr_tail.as_deref());
+    if let Some(tail) = tail.filter(|t| !t.is_empty()) {
+        text.push_str(&format!(
+            "\n{}: the plugin's stderr ended with ({} bytes):",
+            visible(tool),
+            tail.len()
+        ));
+        for line in tail.lines() {
+            text.push_str("\n| ");
+            text.push_str(&visible(line));
+        }
+    }
+    text
+}
+
+/// `text` with every character a terminal could act on shown as an escape, so that what came
+/// from a plugin or a file is read, never executed: the C0 controls (ESC, BEL, CR, backspace, a
+/// line break too: the caller splits lines first) and DEL as `\x1b`, the C1 controls, the
+/// bidirectional overrides, embeddings, isolates and marks, the line and paragraph separators and
+/// the zero-width characters as `\u{202e}`. A backslash stays as it is: the escapes are for a
+/// person to read, not to decode. Tabs are kept.
+pub fn visible(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(escaped) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            c if !escaped(c) => out.push(c),
+            c if (c as u32) < 0x80 => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// A byte stream from a plugin shown live on a terminal (`dot-launch --stderr pass`): what
+/// [`visible`] escapes is escaped, line breaks and tabs pass, bytes that are not UTF-8 show as
+/// `\xNN`. A character split across two reads is held until it is whole.
+#[derive(Debug, Default)]
+pub struct VisibleStream {
+    pending: Vec<u8>,
+}
+
+impl VisibleStream {
+    /// The text to show for `bytes`, the next bytes of the stream.
+    pub fn feed(&mut self, bytes: &[u8]) -> Vec<u8> {
+        self.pending.extend_from_slice(bytes);
+        let mut out = Vec::with_capacity(self.pending.len());
+        let mut rest: &[u8] = &self.pending;
+        loop {
+            match std::str::from_utf8(rest) {
+                Ok(text) => {
+                    push_visible(&mut out, text);
+                    rest = &[];
+                    break;
+                }
+                Err(e) => {
+                    let (good, bad) = rest.split_at(e.valid_up_to());
+                    push_visible(&mut out, std::str::from_utf8(good).unwrap_or_default());
+                    match e.error_len() {
+                        Some(n) => {
+                            for b in &bad[..n] {
+                                out.extend_from_slice(format!("\\x{b:02x}").as_bytes());
+                            }
+                            rest = &bad[n..];
+                        }
+                        // Incomplete at the end: wait for the rest of the character.
+                        None => {
+                            rest = bad;
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        self.pending = rest.to_vec();
+        out
+    }
+
+    /// What is left when the stream ends: an incomplete character, shown as `\xNN` escapes.
+    pub fn finish(&mut self) -> Vec<u8> {
+        let out = self
+            .pending
+            .iter()
+            .flat_map(|b| format!("\\x{b:02x}").into_bytes())
+            .collect();
+        self.pending.clear();
+        out
+    }
+}
+
+/// `text` with each of its lines shown as [`visible`]: line breaks and tabs kept.
+pub fn visible_lines(text: &str) -> String {
+    let mut out = Vec::with_capacity(text.len());
+    push_visible(&mut out, text);
+    String::from_utf8(out).unwrap_or_default()
+}
+
+fn push_visible(out: &mut Vec<u8>, text: &str) {
+    for (i, line) in text.split('\n').enumerate() {
+        if i > 0 {
+            out.push(b'\n');
+        }
+        out.extend_from_slice(visible(line).as_bytes());
+    }
+}
+
+/// Whether [`visible`] escapes `c`.
+fn escaped(c: char) -> bool {
+    matches!(c,
+        '\u{0}'..='\u{8}' | '\u{a}'..='\u{1f}' | '\u{7f}'..='\u{9f}'
+        // Arabic letter mark; zero-width space, non-joiner, joiner; LRM, RLM.
+        | '\u{61c}' | '\u{200b}'..='\u{200f}'
+        // Line and paragraph separators; LRE, RLE, PDF, LRO, RLO.
+        | '\u{2028}'..='\u{202e}'
+        // Word joiner and the invisible operators; LRI, RLI, FSI, PDI; the deprecated format
+        // characters.
+        | '\u{2060}'..='\u{206f}'
+        // Zero-width no-break space (a byte order mark); interlinear annotation.
+        | '\u{feff}' | '\u{fff9}'..='\u{fffb}')
 }
 
 /// What `main` returns: printing happens in `Termination::report`.
@@ -111,8 +247,14 @@ impl std::process::Termination for Outcome {
         let mut code = self.code;
         if !self.stdout.is_empty() {
             let mut out = std::io::stdout().lock();
+            // On a terminal, what a tool prints can hold a file's text (a journal, an audit
+            // line, a path): shown escaped. A pipe or a file gets the bytes as they are.
+            let shown = match std::io::IsTerminal::is_terminal(&out) {
+                true => std::borrow::Cow::Owned(visible_lines(&self.stdout)),
+                false => std::borrow::Cow::Borrowed(self.stdout.as_str()),
+            };
             if out
-                .write_all(self.stdout.as_bytes())
+                .write_all(shown.as_bytes())
                 .and_then(|()| out.flush())
                 .is_err()
                 && code == ExitCode::Success
@@ -123,7 +265,7 @@ impl std::process::Termination for Outcome {
         if let Some(err) = self.stderr {
             let line = match self.style {
                 ErrorStyle::Json => err.to_line(),
-                ErrorStyle::Human => human_line(&self.tool, &err),
+                ErrorStyle::Human => human_text(&self.tool, &err),
             };
             let _ = writeln!(std::io::stderr().lock(), "{line}");
         }
@@ -217,6 +359,9 @@ where
     let typed: Vec<OsString> = argv.into_iter().collect();
     let mut argv = typed.clone();
     let common = common_options(&mut argv, extras.keep_json);
+    if let Some(root) = env_root_for::<A>(&mut argv, std::env::var_os(ROOT_VAR)) {
+        let _ = ENV_ROOT.set(root);
+    }
     let tool = tool_name(&argv);
     let style = ErrorStyle::choose(common.style);
     let outcome = |stdout: String, stderr: Option<ErrorObject>, code: ExitCode| Outcome {
@@ -245,6 +390,53 @@ where
             outcome(String::new(), Some(obj), e.kind().exit_code())
         }
     }
+}
+
+/// The environment variable that names the platform root of a command that takes `--root` when
+/// the command line gives neither `--root` nor `--sysroot`: as if `--root $DOT_ROOT` had been
+/// typed last before any `--`. An empty value is no value.
+pub const ROOT_VAR: &str = "DOT_ROOT";
+
+/// The root this process took from [`ROOT_VAR`], if it did.
+static ENV_ROOT: std::sync::OnceLock<OsString> = std::sync::OnceLock::new();
+
+/// The root taken from `DOT_ROOT` by this process's command line ([`main`]), when `--root` was
+/// not given and the command takes one: what `--explain` reports as the root's source.
+pub fn env_root() -> Option<&'static std::ffi::OsStr> {
+    ENV_ROOT.get().map(OsString::as_os_str)
+}
+
+/// Adds `--root VALUE` to `argv` (before any `--`) when `value` is set and not empty, the
+/// command line has neither `--root` nor `--sysroot`, and its command takes `--root` (its own
+/// `--help` lists it: the one description of its options). Returns the value added.
+pub fn env_root_for<A: argh::FromArgs>(
+    argv: &mut Vec<OsString>,
+    value: Option<OsString>,
+) -> Option<OsString> {
+    let value = value.filter(|v| !v.is_empty())?;
+    let end = argv.iter().position(|a| a == "--").unwrap_or(argv.len());
+    // `--help` asks for the text alone, which an added option would spoil.
+    let given = argv.get(1..end).unwrap_or_default().iter().any(|a| {
+        let a = a.to_string_lossy();
+        a == "--help"
+            || ["--root", "--sysroot"]
+                .iter()
+                .any(|o| a == *o || a.starts_with(&format!("{o}=")))
+    });
+    if given {
+        return None;
+    }
+    let mut probe = argv[..end].to_vec();
+    probe.push("--help".into());
+    let takes_root = match parse::<A>(&probe) {
+        Err(Early::Help(text)) => text.lines().any(|l| l.trim_start().starts_with("--root ")),
+        _ => false,
+    };
+    if !takes_root {
+        return None;
+    }
+    argv.splice(end..end, [OsString::from("--root"), value.clone()]);
+    Some(value)
 }
 
 /// Why parsing did not produce arguments.
@@ -488,6 +680,111 @@ mod tests {
         assert_eq!(
             human_line("dot-launch", &e),
             "dot-launch: consent-missing: hello needs consent (next: dot-launch x)"
+        );
+    }
+
+    #[test]
+    fn the_human_line_shows_terminal_controls_escaped() {
+        // OSC 52 (a clipboard write), a screen clear, a C1 CSI, a bidi override, a BEL.
+        let message = "ok\x1b]52;c;ZWNobyBwd25lZA==\x07 \x1b[2J\x1b[H \u{9b}31m \u{202e}txt.exe";
+        let e = ErrorObject::new(crate::Kind::PluginError, message)
+            .next(&crate::next::Next::cmd("dot-launch").arg("a\x1bb"));
+        let line = human_line("dot-launch", &e);
+        assert_eq!(
+            line,
+            "dot-launch: plugin-error: ok\\x1b]52;c;ZWNobyBwd25lZA==\\x07 \\x1b[2J\\x1b[H \
+             \\u{9b}31m \\u{202e}txt.exe (next: dot-launch 'a\\x1bb')"
+        );
+        assert!(!line.chars().any(|c| c.is_control()), "{line:?}");
+        assert_eq!(
+            visible("plain \\ text\twith a tab"),
+            "plain \\ text\twith a tab"
+        );
+        assert_eq!(
+            visible("\r\u{8}\u{7f}\u{2066}\u{feff}"),
+            "\\x0d\\x08\\x7f\\u{2066}\\u{feff}"
+        );
+    }
+
+    #[test]
+    fn the_stderr_tail_follows_the_human_line_line_by_line() {
+        let mut e = ErrorObject::new(crate::Kind::PluginExit, "failed");
+        assert_eq!(
+            human_text("dot-launch", &e),
+            "dot-launch: plugin-exit: failed"
+        );
+        let run: crate::result::RunResult = serde_json::from_value(serde_json::json!({
+            "schema": 1, "txid": "t", "name": "hello", "version": "1.0.0",
+            "sha256": "0".repeat(64), "trust": "local", "containment": "audit",
+            "dependencies": "pinned", "status": "failed", "exit": {"code": 1},
+            "duration_ms": 1, "stdout_bytes": 0, "stderr_bytes": 9, "outputs": [],
+            "stderr_tail": "one\n\x1b[2Jtwo\n",
+        }))
+        .unwrap_or_else(|err| panic!("{err}"));
+        e.run = Some(Box::new(run));
+        assert_eq!(
+            human_text("dot-launch", &e),
+            "dot-launch: plugin-exit: failed\n\
+             dot-launch: the plugin's stderr ended with (12 bytes):\n\
+             | one\n\
+             | \\x1b[2Jtwo"
+        );
+    }
+
+    /// A command without `--root`.
+    #[derive(argh::FromArgs, Debug)]
+    /// test
+    struct NoRoot {
+        /// files
+        #[argh(positional, greedy)]
+        files: Vec<String>,
+    }
+
+    #[test]
+    fn dot_root_is_added_only_where_the_command_takes_root_and_none_is_given() {
+        let v = || Some(OsString::from("/env/root"));
+        let mut a = argv(&[b"hello", b"--", b"x"]);
+        assert_eq!(env_root_for::<T>(&mut a, v()), v());
+        assert_eq!(a, argv(&[b"hello", b"--root", b"/env/root", b"--", b"x"]));
+        let t: T = parse(&argv(&[b"hello", b"--root", b"/env/root"])).expect("parses");
+        assert_eq!(t.root, PathBuf::from("/env/root"));
+        for given in [
+            &[&b"--root"[..], b"/r", b"n"][..],
+            &[&b"--root=/r"[..], b"n"][..],
+            &[&b"--sysroot"[..], b"/s", b"n"][..],
+            &[&b"n"[..], b"--help"][..],
+        ] {
+            let mut a = argv(given);
+            assert_eq!(env_root_for::<T>(&mut a, v()), None, "{given:?}");
+            assert_eq!(a, argv(given));
+        }
+        let mut a = argv(&[b"n"]);
+        assert_eq!(
+            env_root_for::<T>(&mut a, Some(OsString::new())),
+            None,
+            "empty"
+        );
+        assert_eq!(env_root_for::<T>(&mut a, None), None);
+        let mut a = argv(&[b"f1", b"f2"]);
+        assert_eq!(env_root_for::<NoRoot>(&mut a, v()), None, "takes no --root");
+        let n: NoRoot = parse(&a).expect("parses");
+        assert_eq!(n.files, ["f1", "f2"]);
+    }
+
+    #[test]
+    fn a_stream_is_shown_escaped_even_split_mid_character() {
+        let mut v = VisibleStream::default();
+        let bytes = "a\x1b[2J\u{202e}é\n\tb\u{9b}".as_bytes();
+        let mut shown = Vec::new();
+        for chunk in bytes.chunks(1) {
+            shown.extend(v.feed(chunk));
+        }
+        shown.extend(v.feed(b"\xff"));
+        shown.extend(v.feed(&"é".as_bytes()[..1]));
+        shown.extend(v.finish());
+        assert_eq!(
+            String::from_utf8(shown).unwrap(),
+            "a\\x1b[2J\\u{202e}é\n\tb\\u{9b}\\xff\\xc3"
         );
     }
 }

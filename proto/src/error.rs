@@ -128,6 +128,7 @@ kinds! {
     DynamicNotGranted = "dynamic-not-granted" => Refused,
     ExeSymlink = "exe-symlink" => Refused,
     ExeNotRegular = "exe-not-regular" => Refused,
+    ExeUnknownFormat = "exe-unknown-format" => Refused,
     DocumentNotRegular = "document-not-regular" => Usage,
     FileMissing = "file-missing" => Usage,
     ExeSetid = "exe-setid" => Refused,

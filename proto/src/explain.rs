@@ -21,6 +21,8 @@ pub struct Explanation {
     /// Always `allowed`: a refusal is the launch's own error, with its exit code.
     pub decision: String,
     pub name: Name,
+    /// Where the entry was looked up, and what named it.
+    pub registry: ExplainedRegistry,
     pub version: String,
     pub trust: Trust,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -45,6 +47,18 @@ pub struct Explanation {
     /// its whole environment. Their values are not shown.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub env: Vec<String>,
+}
+
+/// The registry a launch reads: a root, named by `--root` or, without it, by the `DOT_ROOT`
+/// environment variable; or the system layers.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExplainedRegistry {
+    /// `--root`, `DOT_ROOT` or `system`.
+    pub from: String,
+    /// The root's directory (`--root`, `DOT_ROOT`), or the system layers' directories, vendor
+    /// then admin (`system`).
+    pub paths: Vec<String>,
 }
 
 /// The executable that would run, as verified.
@@ -93,6 +107,10 @@ pub struct RunnerPlan {
     /// The namespaces the plugin gets of its own (`/proc/self/ns` names).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub namespaces: Vec<String>,
+    /// The entry's runtime directories, bound read-only into the run's root (their files are the
+    /// host's, not pinned: `executable.dependencies` is `runtime` then).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runtime: Vec<String>,
 }
 
 /// The limits of the run.

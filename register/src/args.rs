@@ -43,8 +43,8 @@ pub struct InitArgs {
     /// exist (default: the root itself)
     #[argh(option, from_str_fn(proto::cli::path))]
     pub state: Option<PathBuf>,
-    /// make a development root (writes the DEV marker); an existing non-development root is
-    /// refused, never upgraded
+    /// make a development root (writes the DEV marker); an existing root without it becomes
+    /// one only while it holds no registrations (no file in plugins.d or trust/publishers)
     #[argh(switch)]
     pub dev: bool,
     /// make a system layer (a vendor layer staged under DESTDIR for a package, or the admin

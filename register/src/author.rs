@@ -43,9 +43,12 @@ pub fn entry_new(a: &EntryNewArgs) -> Result<Entry, RegisterError> {
         })?;
     if entry.containment == Containment::Process {
         verify::elf::check_program(&file, &entry.runtime, verify::elf::Depth::All).map_err(
-            |source| VerifyError::Runtime {
-                path: a.exe.clone(),
-                source: Box::new(source),
+            |source| {
+                RegisterError::from(VerifyError::Runtime {
+                    path: a.exe.clone(),
+                    source: Box::new(source),
+                })
+                .with_build_hint(&file)
             },
         )?;
     }

@@ -26,10 +26,27 @@ pub enum RegisterError {
     },
     #[error("{} is a local entry: `add` registers signed entries only; use `dot-register dev` in a development root", .path.display())]
     LocalEntryInAdd { path: PathBuf, next: Next },
-    #[error("{} is an existing root without the DEV marker; it is not turned into a development root", .path.display())]
-    RootNotDev { path: PathBuf },
-    #[error("{} is not a development root (no DEV marker): `dev` registers local entries only there", .path.display())]
-    DevNeedsDevRoot { path: PathBuf },
+    #[error("{} is a root without the DEV marker that already holds registrations ({}); a root with entries or publishers is not turned into a development root: make one in a new directory", .path.display(), .holds.join(", "))]
+    RootNotDev {
+        path: PathBuf,
+        holds: Vec<String>,
+        next: Next,
+    },
+    #[error("{} is not a development root (no DEV marker): `dev` registers local entries only there; {}", .path.display(), match .empty { true => "it holds no registrations, so `init --dev` makes it one", false => "it holds registrations, so it stays as it is: make the development root in a new directory" })]
+    DevNeedsDevRoot {
+        path: PathBuf,
+        empty: bool,
+        next: Next,
+    },
+    /// `not-static-elf` at registration, with how the executable's toolchain builds a static one.
+    #[error("{} {source}; {hint}", .path.display())]
+    NotStaticElf {
+        path: PathBuf,
+        source: verify::elf::ElfError,
+        hint: String,
+    },
+    #[error("{} is neither an ELF executable nor a script (its first bytes are {start}, not \"\\x7fELF\" or \"#!\"): the kernel cannot execute it (\"Exec format error\"); a script's first line names its interpreter, e.g. #!/bin/sh", .path.display())]
+    UnknownFormat { path: PathBuf, start: String },
     #[error("--input {spec:?}: {reason}")]
     InputSpec { spec: String, reason: String },
     #[error("--version {value:?} is not a semantic version: {reason}")]
@@ -62,6 +79,48 @@ pub enum RegisterError {
     },
 }
 
+impl RegisterError {
+    /// A refusal of the static-ELF rule of the executable `file`, told with how to build a static
+    /// one (`verify::elf::static_build_hint`); any other error as it is.
+    pub fn with_build_hint(self, file: &std::fs::File) -> RegisterError {
+        match self {
+            RegisterError::Verify(VerifyError::NotStaticElf { path, source }) => {
+                match verify::elf::static_build_hint(file, &source) {
+                    Some(hint) => RegisterError::NotStaticElf { path, source, hint },
+                    None => VerifyError::NotStaticElf { path, source }.into(),
+                }
+            }
+            // A script or dynamic program at process without a runtime: the build hint, and the
+            // runtime that would let it run as it is.
+            RegisterError::Verify(VerifyError::Runtime { path, source }) => match *source {
+                verify::elf::RuntimeError::Static(e) => {
+                    match verify::elf::static_build_hint(file, &e) {
+                        Some(hint) => RegisterError::NotStaticElf {
+                            path,
+                            source: e,
+                            hint: format!(
+                                "{hint}; or, to run it as it is, declare the read-only directory \
+                                 its interpreter and libraries come from with --runtime DIR"
+                            ),
+                        },
+                        None => VerifyError::Runtime {
+                            path,
+                            source: Box::new(verify::elf::RuntimeError::Static(e)),
+                        }
+                        .into(),
+                    }
+                }
+                other => VerifyError::Runtime {
+                    path,
+                    source: Box::new(other),
+                }
+                .into(),
+            },
+            e => e,
+        }
+    }
+}
+
 fn consent_hint(given: &Option<String>) -> String {
     match given {
         Some(g) => format!("--accept-changes {g} names a different change"),
@@ -75,6 +134,8 @@ impl ToErrorObject for RegisterError {
     fn kind(&self) -> Kind {
         match self {
             RegisterError::Verify(e) => e.kind(),
+            RegisterError::NotStaticElf { source, .. } => source.kind(),
+            RegisterError::UnknownFormat { .. } => Kind::ExeUnknownFormat,
             RegisterError::EntryExists { .. } => Kind::EntryExists,
             RegisterError::Downgrade { .. } => Kind::Downgrade,
             RegisterError::LocalEntryInAdd { .. } => Kind::LocalEntryInAdd,
@@ -96,6 +157,8 @@ impl ToErrorObject for RegisterError {
         let obj = ErrorObject::new(self.kind(), self.to_string());
         match self {
             RegisterError::Verify(e) => e.to_error_object(),
+            RegisterError::NotStaticElf { path, .. } => obj.path(path).field("containment"),
+            RegisterError::UnknownFormat { path, start } => obj.path(path).value(start.clone()),
             RegisterError::EntryExists { name, path, next } => {
                 obj.path(path).value(name.clone()).next(next)
             }
@@ -112,9 +175,8 @@ impl ToErrorObject for RegisterError {
             RegisterError::LocalEntryInAdd { path, next } => {
                 obj.path(path).field("trust").value("local").next(next)
             }
-            RegisterError::RootNotDev { path } | RegisterError::DevNeedsDevRoot { path } => {
-                obj.path(path)
-            }
+            RegisterError::RootNotDev { path, next, .. }
+            | RegisterError::DevNeedsDevRoot { path, next, .. } => obj.path(path).next(next),
             RegisterError::InputSpec { spec, .. } => obj.field("inputs").value(spec.clone()),
             RegisterError::VersionSpec { value, .. } => obj.field("version").value(value.clone()),
             RegisterError::ChangesNeedConsent {

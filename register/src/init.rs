@@ -2,7 +2,9 @@
 //!
 //! 1. inspect what exists: the root and every layout directory must be real directories of ours,
 //!    not group- or world-writable; an existing DEV marker must be a private regular file
-//! 2. `--dev` on an existing root (it has `plugins.d`) without the DEV marker: refuse
+//! 2. `--dev` on an existing root (it has `plugins.d`) without the DEV marker: refuse if it has
+//!    registered anything (an entry in `plugins.d`, a publisher in `trust/publishers`); an
+//!    empty root becomes a development root
 //! 3. only then create what is missing: directories 0700, the DEV marker 0600
 //!
 //! With `--state DIR` the state part (`txn/`) is made in `DIR` (its parent must exist) instead of
@@ -12,6 +14,7 @@
 use crate::error::RegisterError;
 use crate::report::InitReport;
 use proto::layout::{Root, DEV_MARKER, REGISTRY_DIRS, STATE_DIRS};
+use proto::Next;
 use std::fs;
 use std::io::ErrorKind;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
@@ -79,9 +82,20 @@ pub fn init(root: &Root, dev: bool, layer: bool) -> Result<InitReport, RegisterE
     };
     let existing = !missing.iter().any(|p| p == &root.plugins());
     if dev && existing && !has_marker {
-        return Err(RegisterError::RootNotDev {
-            path: dir.to_path_buf(),
-        });
+        let holds = registered(root)?;
+        if !holds.is_empty() {
+            return Err(RegisterError::RootNotDev {
+                path: dir.to_path_buf(),
+                holds,
+                next: dev_root_next(None),
+            });
+        }
+    }
+
+    // Everything is checked before anything is made: each directory to make goes inside one that
+    // exists or is made before it.
+    for (i, p) in missing.iter().enumerate() {
+        check_makeable(p, &missing[..i], root)?;
     }
 
     let mut created = Vec::new();
@@ -106,6 +120,97 @@ pub fn init(root: &Root, dev: bool, layer: bool) -> Result<InitReport, RegisterE
         dev: info.dev,
         created,
     })
+}
+
+/// What a root has registered: the files of `plugins.d` (entries, signatures, grants) and of
+/// `trust/publishers`, sorted. An existing root becomes a development root only while this is
+/// empty: a root that holds signed entries or publishers is a production root, and local entries
+/// never join it.
+pub fn registered(root: &Root) -> Result<Vec<String>, RegisterError> {
+    let mut holds = Vec::new();
+    for dir in [root.plugins(), root.publishers()] {
+        let entries = match fs::read_dir(&dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == ErrorKind::NotFound => continue,
+            Err(e) => return Err(VerifyError::io(&dir, e).into()),
+        };
+        for e in entries {
+            let e = e.map_err(|e| VerifyError::io(&dir, e))?;
+            holds.push(dir.join(e.file_name()).display().to_string());
+        }
+    }
+    holds.sort();
+    Ok(holds)
+}
+
+/// `p` can be made: it names something, and its parent is an existing directory or one of
+/// `before` (made first).
+fn check_makeable(
+    p: &Path,
+    before: &[std::path::PathBuf],
+    root: &Root,
+) -> Result<(), RegisterError> {
+    let which = if p == root.path() {
+        "--root"
+    } else if root.separate_state() == Some(p) {
+        "--state"
+    } else {
+        return Ok(());
+    };
+    if p.as_os_str().is_empty() {
+        return Err(RegisterError::Usage(format!(
+            "{which} is empty: name the directory to make"
+        )));
+    }
+    let parent = match p.parent() {
+        Some(d) if d.as_os_str().is_empty() => Path::new("."),
+        Some(d) => d,
+        None => return Ok(()),
+    };
+    if before.iter().any(|b| b == parent) {
+        return Ok(());
+    }
+    match fs::metadata(parent) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(m) => Err(VerifyError::RootMissing {
+            path: p.to_path_buf(),
+            root: root.path().to_path_buf(),
+            what: format!(
+                "{which} cannot be made: its parent {} is a {}, not a directory",
+                parent.display(),
+                sys::fs::file_kind(&m)
+            ),
+            next: Next::cmd("dot-register")
+                .args(["init", "--root"])
+                .raw("DIR"),
+        }
+        .into()),
+        Err(e) if e.kind() == ErrorKind::NotFound => Err(VerifyError::RootMissing {
+            path: p.to_path_buf(),
+            root: root.path().to_path_buf(),
+            what: format!(
+                "{which} cannot be made: its parent {} does not exist",
+                parent.display()
+            ),
+            next: Next::cmd("mkdir")
+                .arg("-p")
+                .arg(parent)
+                .then(Next::cmd("dot-register").arg("init").root(root)),
+        }
+        .into()),
+        Err(e) => Err(VerifyError::io(parent, e).into()),
+    }
+}
+
+/// `dot-register init --root DIR --dev`: for `dir`, an existing root that holds nothing, or
+/// (`None`) a new directory of the user's choosing (the placeholder `DIR`).
+pub fn dev_root_next(dir: Option<&Path>) -> Next {
+    let init = Next::cmd("dot-register").args(["init", "--root"]);
+    match dir {
+        Some(d) => init.arg(d),
+        None => init.raw("DIR"),
+    }
+    .arg("--dev")
 }
 
 /// `true` if `p` is an acceptable existing directory, `false` if it does not exist. The root itself

@@ -140,10 +140,28 @@ pub fn add(a: &AddArgs) -> Result<AddReport, RegisterError> {
 /// executable checked and pinned as for `add`. Local entries keep no high-water version.
 pub fn dev(a: &DevArgs) -> Result<AddReport, RegisterError> {
     let root = Root::single(&a.root);
-    let info = crate::check_registry_writable(&root)?;
+    // A root that is missing is made a development root (`init … --dev`), never a production
+    // one that `dev` would then refuse.
+    let info = crate::check_registry_writable(&root).map_err(|e| match e {
+        RegisterError::Verify(VerifyError::RootMissing {
+            path,
+            root,
+            what,
+            next,
+        }) => RegisterError::Verify(VerifyError::RootMissing {
+            path,
+            root,
+            what,
+            next: next.arg("--dev"),
+        }),
+        e => e,
+    })?;
     if !info.dev {
+        let empty = crate::init::registered(&root)?.is_empty();
         return Err(RegisterError::DevNeedsDevRoot {
             path: root.path().to_path_buf(),
+            empty,
+            next: crate::init::dev_root_next(empty.then_some(root.path())),
         });
     }
     let ctx = TrustContext::load(&root)?;
@@ -183,7 +201,7 @@ pub fn dev(a: &DevArgs) -> Result<AddReport, RegisterError> {
         size,
         (entry.containment, &entry.runtime),
     )
-    .map_err(|e| e.with_path(&a.exe))?;
+    .map_err(|e| RegisterError::from(e.with_path(&a.exe)).with_build_hint(&file))?;
     let base = dev_command(a);
     let hint = |add: Vec<Opt>| Next::again(add, vec![], base.clone());
     let dynamic = check_dynamic(&file, &a.exe, &entry, a.allow_dynamic, &hint)?;
@@ -312,6 +330,7 @@ fn check_dynamic(
     if entry.containment == Containment::Process {
         return Ok(false);
     }
+    check_executable_format(exe, path)?;
     match verify::elf::check_static_elf(exe) {
         Ok(_) => Ok(false),
         Err(_) if allow => Ok(true),
@@ -322,6 +341,30 @@ fn check_dynamic(
         }
         .into()),
     }
+}
+
+/// An `audit` executable must be one the kernel can execute: an ELF file or a script whose first
+/// line names its interpreter (`#!`). Anything else would be registered, then fail at every launch
+/// with "Exec format error".
+fn check_executable_format(exe: &File, path: &Path) -> Result<(), RegisterError> {
+    let mut start = [0u8; 4];
+    let mut n = 0;
+    while n < start.len() {
+        match std::os::unix::fs::FileExt::read_at(exe, &mut start[n..], n as u64) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(VerifyError::io(path, e).into()),
+        }
+    }
+    let start = &start[..n];
+    if start.starts_with(b"#!") || start == b"\x7fELF" {
+        return Ok(());
+    }
+    Err(RegisterError::UnknownFormat {
+        path: path.to_path_buf(),
+        start: format!("\"{}\"", start.escape_ascii()),
+    })
 }
 
 /// Writes the owner's `--allow-dynamic` grant for this executable, or removes a stale grant.
@@ -383,7 +426,7 @@ fn open_checked_exe(path: &Path, entry: &Entry) -> Result<File, RegisterError> {
         entry.size,
         (entry.containment, &entry.runtime),
     )
-    .map_err(|e| e.with_path(path))?;
+    .map_err(|e| RegisterError::from(e.with_path(path)).with_build_hint(&file))?;
     Ok(file)
 }
 

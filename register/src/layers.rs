@@ -8,15 +8,25 @@ use proto::layers::{self, Layer, SystemLayers};
 use proto::layout::Root;
 use proto::Name;
 use std::io::ErrorKind;
+use std::os::unix::fs::DirBuilderExt;
 use std::path::PathBuf;
 use verify::VerifyError;
 
-/// Masks `name` in the admin layer (made, as `init --layer` makes one, when it does not exist):
+/// Masks `name` in the admin layer (made, as `init --layer` makes one, with its missing parent
+/// directories, when it does not exist):
 /// writes `plugins.d/NAME.mask` (empty, 0644). Masking a name no layer has is allowed (a package
 /// installed later stays hidden); masking it again changes nothing.
 pub fn mask(sys: &SystemLayers, name: &Name) -> Result<MaskReport, RegisterError> {
     let admin = Root::single(sys.admin.clone());
     if !admin.path().exists() {
+        // Its parents too (`SYSROOT/etc` in a scratch tree): system directories, 0755.
+        if let Some(parent) = admin.path().parent().filter(|p| !p.exists()) {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o755)
+                .create(parent)
+                .map_err(|e| VerifyError::io(parent, e))?;
+        }
         crate::init::init(&admin, false, true)?;
     }
     crate::check_registry_writable(&admin)?;

@@ -231,7 +231,33 @@ pub fn check_registry(root: &Root) -> Result<verify::root::RootInfo, RegisterErr
 /// The check of a registry before `dot-register` changes it (`verify::root::check_root_writable`:
 /// it must be ours).
 pub fn check_registry_writable(root: &Root) -> Result<verify::root::RootInfo, RegisterError> {
-    Ok(verify::root::check_root_writable(root)?)
+    let info = verify::root::check_root_writable(root)?;
+    check_change_log(root)?;
+    Ok(info)
+}
+
+/// The change log, if it exists, must be a regular file: checked before anything is written, so
+/// that a FIFO (or any other file) in its place refuses the change whole instead of leaving it
+/// written but unlogged. The append itself refuses one that appears later, without blocking.
+fn check_change_log(root: &Root) -> Result<(), RegisterError> {
+    let path = root.change_log();
+    match std::fs::symlink_metadata(&path) {
+        Ok(m) if !m.file_type().is_file() => Err(log_not_regular(&path, sys::fs::file_kind(&m))),
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(VerifyError::io(&path, e).into()),
+    }
+}
+
+/// `root-unsafe` for a log that is not a regular file.
+fn log_not_regular(path: &Path, kind: &str) -> RegisterError {
+    VerifyError::RootUnsafe {
+        path: path.to_path_buf(),
+        reason: format!(
+            "the log is a {kind}, not a regular file; nothing is appended to it (remove it: the next change creates it)"
+        ),
+    }
+    .into()
 }
 
 /// Whether a change is written for a package (`--staging`) or kept by the registry.
@@ -266,5 +292,8 @@ pub fn audit_staged(root: &Root, rec: &AuditRecord, staging: Staging) -> Result<
 /// `sys::fs::append_line`).
 pub fn audit(root: &Root, rec: &AuditRecord) -> Result<(), RegisterError> {
     let path = root.change_log();
-    sys::fs::append_line(&path, &rec.to_line()).map_err(|e| VerifyError::io(&path, e).into())
+    sys::fs::append_line(&path, &rec.to_line()).map_err(|e| match sys::fs::not_regular(&e) {
+        Some(kind) => log_not_regular(&path, kind),
+        None => VerifyError::io(&path, e).into(),
+    })
 }

@@ -155,9 +155,10 @@ fn registers_static_executable_for_process() {
 fn replaces_with_replace_and_keeps_the_old_pinned_copy() {
     let fx = fx();
     testkit::assert_ok::<AddReport>(&fx.add(&entry(Containment::Audit, EXE), EXE, &[]));
-    let mut newer = entry(Containment::Audit, b"version two");
+    let mut newer = entry(Containment::Audit, b"#!/bin/sh\n# version two\n");
     newer.version = semver::Version::new(2, 0, 0);
-    let report: AddReport = testkit::assert_ok(&fx.add(&newer, b"version two", &["--replace"]));
+    let report: AddReport =
+        testkit::assert_ok(&fx.add(&newer, b"#!/bin/sh\n# version two\n", &["--replace"]));
     assert!(report.replaced);
     assert_eq!(
         verify::entry::verify_entry(&fx.root, &hello())
@@ -483,10 +484,15 @@ fn refuses_version_changed_after_signing() {
 fn refuses_existing_name_without_replace() {
     let fx = fx();
     testkit::assert_ok::<AddReport>(&fx.add(&entry(Containment::Audit, EXE), EXE, &[]));
-    let mut newer = entry(Containment::Audit, b"two");
+    let mut newer = entry(Containment::Audit, b"#!/bin/sh\n# two\n");
     newer.version = semver::Version::new(2, 0, 0);
     let before = fx.snap();
-    let err = fx.refused(&before, &fx.add(&newer, b"two", &[]), 1, Kind::EntryExists);
+    let err = fx.refused(
+        &before,
+        &fx.add(&newer, b"#!/bin/sh\n# two\n", &[]),
+        1,
+        Kind::EntryExists,
+    );
     assert!(err.next.unwrap().ends_with("--replace"));
 }
 
@@ -496,11 +502,11 @@ fn refuses_downgrade() {
     let mut e = entry(Containment::Audit, EXE);
     e.version = semver::Version::new(1, 2, 0);
     testkit::assert_ok::<AddReport>(&fx.add(&e, EXE, &[]));
-    let older = entry(Containment::Audit, b"old");
+    let older = entry(Containment::Audit, b"#!/bin/sh\n# old\n");
     let before = fx.snap();
     let err = fx.refused(
         &before,
-        &fx.add(&older, b"old", &["--replace"]),
+        &fx.add(&older, b"#!/bin/sh\n# old\n", &["--replace"]),
         1,
         Kind::Downgrade,
     );

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::process::Output;
 use testkit::TempDir;
 
-const EXE: &[u8] = b"local plugin bytes";
+const EXE: &[u8] = b"#!/bin/sh\n# local plugin bytes\n";
 
 struct Fx {
     d: TempDir,
@@ -122,19 +122,75 @@ fn registers_a_static_executable_for_process() {
 fn refuses_a_root_without_the_dev_marker() {
     let fx = fx(false);
     let before = testkit::tree_snapshot(fx.root.path());
-    fx.refused(
+    let e = fx.refused(
         fx.dev(&fx.exe, &["--containment", "audit"]),
         1,
         Kind::LocalEntryNotDev,
         &before,
     );
+    // An empty root: `init --dev` on it is the way out.
+    let root = fx.root.path().to_str().unwrap();
+    assert_eq!(
+        e.next_argv,
+        Some(
+            ["dot-register", "init", "--root", root, "--dev"]
+                .map(String::from)
+                .to_vec()
+        )
+    );
+    // A root that holds an entry stays as it is: a new directory is.
+    fs::write(fx.root.plugins().join("other.json"), b"{}").unwrap();
+    let before = testkit::tree_snapshot(fx.root.path());
+    let e = fx.refused(
+        fx.dev(&fx.exe, &["--containment", "audit"]),
+        1,
+        Kind::LocalEntryNotDev,
+        &before,
+    );
+    assert_eq!(
+        e.next.as_deref(),
+        Some("dot-register init --root DIR --dev")
+    );
+    assert!(e.message.contains("new directory"), "{}", e.message);
+}
+
+#[test]
+fn a_missing_root_is_made_a_dev_root_by_the_next() {
+    let d = TempDir::new();
+    let exe = testkit::write_exe(d.path(), "plugin", EXE, 0o755);
+    let root = d.join("new");
+    let out = cargo_bin_cmd!("dot-register")
+        .args(["dev", "--root"])
+        .arg(&root)
+        .args([
+            "--name",
+            "hello",
+            "--containment",
+            "audit",
+            "--allow-dynamic",
+            "--exe",
+        ])
+        .arg(&exe)
+        .output()
+        .unwrap();
+    let e = testkit::assert_refused(&out, 1, Kind::RootMissing);
+    let root_s = root.to_str().unwrap();
+    assert_eq!(
+        e.next_argv,
+        Some(
+            ["dot-register", "init", "--root", root_s, "--dev"]
+                .map(String::from)
+                .to_vec()
+        )
+    );
+    assert!(!root.exists(), "nothing made");
 }
 
 #[test]
 fn refuses_existing_name_without_replace() {
     let fx = fx(true);
     testkit::assert_ok::<AddReport>(&fx.dev(&fx.exe, &["--containment", "audit"]));
-    let other = testkit::write_exe(fx.d.path(), "other", b"new build", 0o755);
+    let other = testkit::write_exe(fx.d.path(), "other", b"#!/bin/sh\n# new build\n", 0o755);
     let before = testkit::tree_snapshot(fx.root.path());
     fx.refused(
         fx.dev(&other, &["--containment", "audit"]),
@@ -300,4 +356,36 @@ fn refuses_symlinked_exe() {
         Kind::ExeSymlink,
         &before,
     );
+}
+
+#[test]
+fn refuses_a_script_without_an_interpreter_line() {
+    let fx = fx(true);
+    for (name, bytes) in [
+        ("noshebang.sh", &b"echo '{}'\n"[..]),
+        ("empty", b""),
+        ("short", b"#"),
+    ] {
+        let exe = testkit::write_exe(fx.d.path(), name, bytes, 0o755);
+        let before = testkit::tree_snapshot(fx.root.path());
+        let e = fx.refused(
+            fx.dev(&exe, &["--containment", "audit"]),
+            1,
+            Kind::ExeUnknownFormat,
+            &before,
+        );
+        assert_eq!(e.path.as_deref(), exe.to_str(), "{e:?}");
+        assert!(e.message.contains("#!/bin/sh"), "{}", e.message);
+    }
+    // Without --allow-dynamic too: the format is checked first, so the grant's `next` is never
+    // offered for a file no grant could make runnable.
+    let exe = testkit::write_exe(fx.d.path(), "plain", b"echo hi\n", 0o755);
+    let out = cargo_bin_cmd!("dot-register")
+        .args(["dev", "--root"])
+        .arg(fx.root.path())
+        .args(["--name", "hello", "--containment", "audit", "--exe"])
+        .arg(&exe)
+        .output()
+        .unwrap();
+    testkit::assert_refused(&out, 1, Kind::ExeUnknownFormat);
 }

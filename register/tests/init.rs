@@ -118,13 +118,41 @@ fn completes_a_root_with_a_missing_layout_directory() {
 }
 
 #[test]
-fn refuses_to_turn_an_existing_root_into_a_dev_root() {
+fn refuses_to_turn_a_root_with_registrations_into_a_dev_root() {
     let d = TempDir::new();
     let root = d.join("root");
     testkit::assert_ok::<InitReport>(&init(&root, false));
-    let before = testkit::tree_snapshot(&root);
-    testkit::assert_refused(&init(&root, true), 1, Kind::RootNotDev);
-    assert_eq!(before, testkit::tree_snapshot(&root));
+    for held in ["plugins.d/hello.json", "trust/publishers/acme.json"] {
+        fs::write(root.join(held), b"{}").unwrap();
+        let before = testkit::tree_snapshot(&root);
+        let e = testkit::assert_refused(&init(&root, true), 1, Kind::RootNotDev);
+        assert_eq!(before, testkit::tree_snapshot(&root));
+        assert!(
+            e.message.contains(&root.join(held).display().to_string()),
+            "names what it holds: {}",
+            e.message
+        );
+        assert_eq!(
+            e.next.as_deref(),
+            Some("dot-register init --root DIR --dev")
+        );
+        fs::remove_file(root.join(held)).unwrap();
+    }
+}
+
+#[test]
+fn an_empty_root_becomes_a_dev_root() {
+    let d = TempDir::new();
+    let root = Root::single(d.join("root"));
+    testkit::assert_ok::<InitReport>(&init(root.path(), false));
+    let report: InitReport = testkit::assert_ok(&init(root.path(), true));
+    assert!(report.dev);
+    assert_eq!(
+        report.created,
+        vec![root.dev_marker().display().to_string()]
+    );
+    let m = fs::symlink_metadata(root.dev_marker()).unwrap();
+    assert_eq!((m.is_file(), m.mode() & 0o777), (true, 0o600));
 }
 
 #[test]
@@ -172,4 +200,75 @@ fn refuses_symlinked_layout_directory() {
     let before = testkit::tree_snapshot(&root);
     testkit::assert_refused(&init(&root, false), 1, Kind::RootUnsafe);
     assert_eq!(before, testkit::tree_snapshot(&root));
+}
+
+#[test]
+fn a_state_directory_that_cannot_be_made_is_refused_before_anything_is_made() {
+    let d = TempDir::new();
+    let root = d.join("new");
+    let missing = d.join("nonexistent").join("x");
+    let mut cmd = cargo_bin_cmd!("dot-register");
+    cmd.args(["init", "--root"])
+        .arg(&root)
+        .arg("--state")
+        .arg(&missing);
+    let e = testkit::assert_refused(&cmd.output().unwrap(), 1, Kind::RootMissing);
+    assert_eq!(e.path.as_deref(), missing.to_str());
+    assert!(
+        e.message
+            .contains(&d.join("nonexistent").display().to_string()),
+        "names the missing parent: {}",
+        e.message
+    );
+    assert!(!root.exists(), "nothing made");
+    // An empty --state names nothing: a usage error, and nothing made.
+    let mut cmd = cargo_bin_cmd!("dot-register");
+    cmd.args(["init", "--root"])
+        .arg(&root)
+        .args(["--state", ""]);
+    let e = testkit::assert_refused(&cmd.output().unwrap(), 2, Kind::Usage);
+    assert!(e.message.contains("--state is empty"), "{}", e.message);
+    assert!(!root.exists(), "nothing made");
+    // A root whose parent is missing: the same, for --root.
+    let deep = d.join("no").join("root");
+    let e = testkit::assert_refused(&init(&deep, false), 1, Kind::RootMissing);
+    assert!(e.message.contains("does not exist"), "{}", e.message);
+    assert!(!d.join("no").exists());
+}
+
+#[test]
+fn an_audit_log_that_is_a_fifo_refuses_a_change_before_it_is_written() {
+    let d = TempDir::new();
+    let root = Root::single(d.join("root"));
+    testkit::assert_ok::<InitReport>(&init(root.path(), true));
+    nix::unistd::mkfifo(
+        &root.change_log(),
+        nix::sys::stat::Mode::from_bits_truncate(0o600),
+    )
+    .unwrap();
+    let exe = testkit::write_exe(d.path(), "p.sh", testkit::SCRIPT, 0o755);
+    let before = testkit::tree_snapshot(root.path());
+    let out = cargo_bin_cmd!("dot-register")
+        .args(["dev", "--root"])
+        .arg(root.path())
+        .args([
+            "--name",
+            "hello",
+            "--containment",
+            "audit",
+            "--allow-dynamic",
+            "--exe",
+        ])
+        .arg(&exe)
+        .timeout(std::time::Duration::from_secs(20))
+        .output()
+        .unwrap();
+    let e = testkit::assert_refused(&out, 1, Kind::RootUnsafe);
+    assert_eq!(e.path.as_deref(), root.change_log().to_str());
+    assert!(e.message.contains("fifo"), "{}", e.message);
+    assert_eq!(
+        before,
+        testkit::tree_snapshot(root.path()),
+        "nothing written"
+    );
 }

@@ -62,6 +62,8 @@ pub enum ExecError {
     BadPluginPath { path: String },
     #[error("limit --{field} = {value} is too small")]
     BadLimit { field: &'static str, value: u64 },
+    #[error("--env {name} is given twice or holds a NUL byte")]
+    BadEnv { name: String },
     #[error("plugin descriptor {PLUGIN_FD} is not open: {0}")]
     PluginFd(io::Error),
     #[error("plugin {0}")]
@@ -127,6 +129,7 @@ impl ToErrorObject for ExecError {
             ExecError::ReportFd { .. } => Kind::BadReportFd,
             ExecError::BadPluginPath { .. } => Kind::BadPluginPath,
             ExecError::BadLimit { .. } => Kind::BadLimit,
+            ExecError::BadEnv { .. } => Kind::EnvInvalid,
             ExecError::PluginFd(_) => Kind::BadPluginFd,
             ExecError::NotStaticElf(e) => e.kind(),
             ExecError::Program(e) => e.kind(),
@@ -157,6 +160,7 @@ impl ToErrorObject for ExecError {
         match self {
             ExecError::BadPluginPath { path } => obj.field("plugin").value(path.clone()),
             ExecError::BadLimit { field, value } => obj.field(*field).value(value.to_string()),
+            ExecError::BadEnv { name } => obj.field("env").value(name.clone()),
             ExecError::NotStaticElf(e) => e.to_error_object().path(PLUGIN_PATH),
             ExecError::Program(e) => e.to_error_object().path(PLUGIN_PATH),
             ExecError::PluginFd(_) => obj.path(PLUGIN_PATH),
@@ -189,10 +193,10 @@ impl ToErrorObject for ExecError {
 
 /// Runs the whole sequence. Returns only on failure, after reporting it on the report descriptor
 /// (when that descriptor is usable); the caller prints it on stderr.
-pub fn run(inv: &Invocation) -> Result<Infallible, ExecError> {
+pub fn run(inv: &Invocation, env: &[proto::runner::EnvVar]) -> Result<Infallible, ExecError> {
     let start = Instant::now();
     let mut report = claim_report(inv.report_fd)?;
-    let err = match confine_and_exec(inv, start, &mut report) {
+    let err = match confine_and_exec(inv, env, start, &mut report) {
         Ok(never) => match never {},
         Err(e) => e,
     };
@@ -596,12 +600,32 @@ fn exec_argv0(inv: &Invocation) -> Result<CString, ExecError> {
     CString::new(inv.argv0.as_str()).map_err(|e| ExecError::Exec(io::Error::other(e)))
 }
 
-/// Executes the plugin through its descriptor (no path: the private root has no `/proc`).
-fn exec_plugin(plugin: &File, argv0: &CString, cookie: u64) -> ExecError {
+/// The plugin's environment: exactly the `NAME=VALUE` pairs given, each name once.
+fn exec_env(env: &[proto::runner::EnvVar]) -> Result<Vec<CString>, ExecError> {
+    let mut seen = std::collections::BTreeSet::new();
+    env.iter()
+        .map(|v| {
+            if !seen.insert(v.name.to_string()) {
+                return Err(ExecError::BadEnv {
+                    name: v.name.to_string(),
+                });
+            }
+            CString::new(v.to_arg()).map_err(|_| ExecError::BadEnv {
+                name: v.name.to_string(),
+            })
+        })
+        .collect()
+}
+
+/// Executes the plugin through its descriptor (no path: the private root has no `/proc`) with
+/// exactly `envp` as its environment.
+fn exec_plugin(plugin: &File, argv0: &CString, envp: &[CString], cookie: u64) -> ExecError {
     use std::os::fd::AsFd;
+    let envp: Vec<&std::ffi::CStr> = envp.iter().map(CString::as_c_str).collect();
     ExecError::Exec(sys::confine::execveat_with_cookie(
         plugin.as_fd(),
         &[argv0.as_c_str()],
+        &envp,
         cookie,
     ))
 }
@@ -616,6 +640,7 @@ fn sys_close_report(report: &mut File) {
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 fn confine_and_exec(
     inv: &Invocation,
+    env: &[proto::runner::EnvVar],
     start: Instant,
     report: &mut File,
 ) -> Result<Infallible, ExecError> {
@@ -624,6 +649,7 @@ fn confine_and_exec(
     check_plugin_path(&inv.plugin)?;
     check_limits(&inv.limits)?;
     let argv0 = exec_argv0(inv)?;
+    let envp = exec_env(env)?;
     let plugin = claim_plugin()?;
     let mut laps = Laps(Instant::now());
     let mut t = ConfineTimings::default();
@@ -742,12 +768,13 @@ fn confine_and_exec(
         timings: Some(t),
     };
     write_line(report, &SandboxReport::Enforced(enforced)).map_err(ExecError::Report)?;
-    Err(exec_plugin(&plugin, &argv0, params.cookie))
+    Err(exec_plugin(&plugin, &argv0, &envp, params.cookie))
 }
 
 #[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
 fn confine_and_exec(
     _inv: &Invocation,
+    _env: &[proto::runner::EnvVar],
     _start: Instant,
     _report: &mut File,
 ) -> Result<Infallible, ExecError> {

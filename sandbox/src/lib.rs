@@ -94,6 +94,10 @@ pub struct ExecArgs {
     /// dynamic program's libraries
     #[argh(option)]
     pub runtime: Vec<proto::RuntimeDir>,
+    /// a NAME=VALUE the plugin gets in its environment (repeatable, each name once; an entry's
+    /// declared variables as the invoker gave them), nothing else
+    #[argh(option)]
+    pub env: Vec<proto::runner::EnvVar>,
     /// the plugin's argv[0]: its registry name
     #[argh(option)]
     pub argv0: Name,
@@ -129,7 +133,8 @@ impl ExecArgs {
 #[derive(FromArgs, Debug, Clone, PartialEq, Eq)]
 #[argh(subcommand, name = "probe")]
 pub struct ProbeArgs {
-    /// launch the dot-canary next to this dot-sandbox for every escape probe
+    /// launch the dot-canary (beside this dot-sandbox, else in ../libexec/dot or the built-in
+    /// libexec directory, never through PATH) for every escape probe
     #[argh(switch)]
     pub prove: bool,
     /// run only this probe (repeatable; default: all)
@@ -190,7 +195,7 @@ pub fn version_about() -> String {
 /// is the plugin's.
 pub fn run(args: Args) -> Result<Output, Error> {
     match args.command {
-        Command::Exec(a) => match exec::run(&a.invocation()) {
+        Command::Exec(a) => match exec::run(&a.invocation(), &a.env) {
             Err(e) => Err(Error::Exec(e)),
             Ok(never) => match never {},
         },

@@ -44,7 +44,7 @@ pub struct ProveReport {
 /// Why the proof could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum ProveError {
-    #[error("cannot open {path}: {reason}; the canary is installed with dot-sandbox (`make install`), or built beside it in a build tree (`make build`)")]
+    #[error("cannot open {path}: {reason}; the canary is installed in LIBEXECDIR/dot (`make install`), or built beside dot-sandbox in a build tree (`make build`)")]
     Canary { path: PathBuf, reason: String },
     #[error("cannot open the running dot-sandbox: {0}")]
     Runner(io::Error),
@@ -144,21 +144,58 @@ pub fn prove(
     Ok(ProveReport { probes, ok })
 }
 
-/// `probe --prove`: the running dot-sandbox is the runner, `dot-canary` next to it the canary
-/// (opened without following a symlink, from the directory of `/proc/self/exe`, never `PATH`).
+/// Where an installation keeps the canary, fixed at build time (`DOT_LIBEXEC_DIR`, the
+/// Makefile's `$(LIBEXECDIR)/dot`): a helper no one runs by name, so never in a `PATH` directory.
+pub const LIBEXEC_DIR: Option<&str> = option_env!("DOT_LIBEXEC_DIR");
+
+/// Where `probe --prove` looks for `dot-canary`, in order, for the running dot-sandbox at `exe`:
+/// beside it (a build tree: `target/TRIPLE/PROFILE`); `../libexec/dot/` from its directory (an
+/// installation: `PREFIX/bin/dot-sandbox`, `PREFIX/libexec/dot/dot-canary`, under any DESTDIR or
+/// scratch root); the build's [`LIBEXEC_DIR`]. Never `PATH`.
+pub fn canary_candidates(exe: &std::path::Path) -> Vec<PathBuf> {
+    let dir = exe.parent().unwrap_or(std::path::Path::new("/"));
+    let mut c = vec![
+        dir.join("dot-canary"),
+        dir.join("../libexec/dot/dot-canary"),
+    ];
+    if let Some(d) = LIBEXEC_DIR {
+        c.push(std::path::Path::new(d).join("dot-canary"));
+    }
+    c
+}
+
+/// `probe --prove`: the running dot-sandbox is the runner, `dot-canary` the canary: the first of
+/// [`canary_candidates`] that exists, opened without following a symlink (from the directory of
+/// `/proc/self/exe`, never `PATH`).
 pub fn prove_sibling(
     only: &[String],
     landlock_abi: Option<u32>,
 ) -> Result<ProveReport, ProveError> {
+    // Started with SIGCHLD ignored, the kernel would reap each run before its status is read.
+    sys::signal::default_child_signal().map_err(|source| ProveError::Harness {
+        name: "(SIGCHLD)".to_owned(),
+        source,
+    })?;
     let runner = File::open("/proc/self/exe").map_err(ProveError::Runner)?;
     let exe = std::fs::read_link("/proc/self/exe").map_err(ProveError::Runner)?;
-    let path = exe
-        .parent()
-        .map(|d| d.join("dot-canary"))
-        .unwrap_or_else(|| PathBuf::from("dot-canary"));
-    let (canary, _) = sys::fs::open_regular(&path).map_err(|e| ProveError::Canary {
-        path: path.clone(),
-        reason: e.to_string(),
-    })?;
-    prove(&runner, &canary, only, landlock_abi)
+    let candidates = canary_candidates(&exe);
+    let mut tried = Vec::new();
+    for path in &candidates {
+        match sys::fs::open_regular(path) {
+            Ok((canary, _)) => return prove(&runner, &canary, only, landlock_abi),
+            Err(sys::fs::OpenError::Io(e)) if e.kind() == io::ErrorKind::NotFound => {
+                tried.push(path.display().to_string());
+            }
+            Err(e) => {
+                return Err(ProveError::Canary {
+                    path: path.clone(),
+                    reason: e.to_string(),
+                })
+            }
+        }
+    }
+    Err(ProveError::Canary {
+        path: candidates.first().cloned().unwrap_or_default(),
+        reason: format!("no dot-canary in {}", tried.join(", ")),
+    })
 }

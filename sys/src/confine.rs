@@ -498,16 +498,23 @@ pub(crate) fn set_cloexec_raw(fd: RawFd) -> io::Result<()> {
     check(unsafe { libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC) }).map(drop)
 }
 
-/// `execveat(fd, "", argv, {}, AT_EMPTY_PATH, cookie)` through the raw syscall: executes the file
-/// open on `fd` itself (no path: the private root has no `/proc`), with `cookie` in the sixth
+/// `execveat(fd, "", argv, envp, AT_EMPTY_PATH, cookie)` through the raw syscall: executes the
+/// file open on `fd` itself (no path: the private root has no `/proc`), with `cookie` in the sixth
 /// argument register, which `execveat` never reads, so a seccomp rule can tell this exec from any
-/// other. The environment is empty. Returns only on failure.
-pub fn execveat_with_cookie(fd: BorrowedFd<'_>, argv: &[&CStr], cookie: u64) -> io::Error {
+/// other. The environment is exactly `envp` (`NAME=VALUE` strings). Returns only on failure.
+pub fn execveat_with_cookie(
+    fd: BorrowedFd<'_>,
+    argv: &[&CStr],
+    envp: &[&CStr],
+    cookie: u64,
+) -> io::Error {
     let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
     ptrs.push(std::ptr::null());
-    let envp: [*const libc::c_char; 1] = [std::ptr::null()];
-    // SAFETY: `fd` is open, the empty path and every `argv` string are NUL-terminated and alive;
-    // `ptrs` and `envp` are NULL-terminated pointer arrays alive for the call. On success the call
+    let mut env: Vec<*const libc::c_char> = envp.iter().map(|e| e.as_ptr()).collect();
+    env.push(std::ptr::null());
+    let envp = env;
+    // SAFETY: `fd` is open, the empty path and every `argv` and `envp` string are NUL-terminated
+    // and alive; `ptrs` and `envp` are NULL-terminated pointer arrays alive for the call. On success the call
     // does not return.
     unsafe {
         libc::syscall(

@@ -246,6 +246,30 @@ pub fn append_line(path: &Path, line: &[u8]) -> io::Result<()> {
     append_line_unsynced(path, line)?.sync()
 }
 
+/// What [`append_line_unsynced`] refused a file for: not a regular file (carries the kind seen).
+#[derive(Debug)]
+pub struct NotRegular(pub &'static str);
+
+impl std::fmt::Display for NotRegular {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "is a {}, not a regular file", self.0)
+    }
+}
+
+impl std::error::Error for NotRegular {}
+
+fn not_regular_error(kind: &'static str) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, NotRegular(kind))
+}
+
+/// The kind of file [`append_line`] or [`append_line_unsynced`] found in the place of a regular
+/// file, when that is why `e` was returned.
+pub fn not_regular(e: &io::Error) -> Option<&'static str> {
+    e.get_ref()
+        .and_then(|inner| inner.downcast_ref::<NotRegular>())
+        .map(|n| n.0)
+}
+
 /// A line appended with one `write` whose durability is still to come: [`Appended::sync`] makes
 /// it durable (`fdatasync`, and an fsync of the directory when the file was created).
 #[derive(Debug)]
@@ -268,24 +292,44 @@ impl Appended {
 
 /// The first half of [`append_line`]: open (creating it 0600 if needed, never following a
 /// symlink) and append `line` with one `O_APPEND` write; the caller must [`Appended::sync`].
+///
+/// The open is `O_NONBLOCK` and the descriptor must then be a regular file: a FIFO (with or without
+/// a reader), a device or a socket in the log's place is refused at once ([`not_regular`] tells
+/// that error apart), never waited on.
 pub fn append_line_unsynced(path: &Path, line: &[u8]) -> io::Result<Appended> {
     let open = |create: bool| {
         OpenOptions::new()
             .append(true)
             .create_new(create)
             .mode(0o600)
-            .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW)
+            .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW | libc::O_NONBLOCK)
             .open(path)
     };
-    let (mut f, created) = match open(false) {
-        Ok(f) => (f, false),
+    let opened = match open(false) {
+        Ok(f) => Ok((f, false)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => match open(true) {
-            Ok(f) => (f, true),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => (open(false)?, false),
-            Err(e) => return Err(e),
+            Ok(f) => Ok((f, true)),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => open(false).map(|f| (f, false)),
+            Err(e) => Err(e),
+        },
+        Err(e) => Err(e),
+    };
+    let (mut f, created) = match opened {
+        Ok(o) => o,
+        // A FIFO without a reader, or a socket: what is there is not a file to append to.
+        Err(e) if e.raw_os_error() == Some(libc::ENXIO) => match std::fs::symlink_metadata(path) {
+            Ok(m) if !m.file_type().is_file() => return Err(not_regular_error(file_kind(&m))),
+            _ => return Err(e),
         },
         Err(e) => return Err(e),
     };
+    let meta = f.metadata()?;
+    if !meta.file_type().is_file() {
+        return Err(not_regular_error(file_kind(&meta)));
+    }
+    // For a regular file O_NONBLOCK changes nothing; cleared all the same, so the one write
+    // below behaves exactly as before.
+    nix::fcntl::fcntl(&f, nix::fcntl::FcntlArg::F_SETFL(OFlag::O_APPEND))?;
     let n = f.write(line)?;
     if n != line.len() {
         return Err(io::Error::new(
@@ -672,6 +716,29 @@ mod tests {
         ));
         std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o4755)).expect("chmod");
         assert!(matches!(open_regular(&f), Err(OpenError::SetId(_))));
+        std::fs::remove_dir_all(&d).expect("cleanup");
+    }
+
+    #[test]
+    fn append_line_refuses_a_fifo_at_once_with_or_without_a_reader() {
+        let d = tempdir();
+        let fifo = d.join("audit.log");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600))
+            .expect("mkfifo");
+        // No reader: a blocking open would wait forever.
+        let e = append_line(&fifo, b"x\n").expect_err("a fifo is refused");
+        assert_eq!(not_regular(&e), Some("fifo"), "{e}");
+        // A reader (opened without blocking): the open would succeed, the type refuses it.
+        let reader = open_read(&fifo, false).expect("reader");
+        let e = append_line(&fifo, b"x\n").expect_err("a fifo is refused");
+        assert_eq!(not_regular(&e), Some("fifo"), "{e}");
+        let mut buf = [0u8; 4];
+        assert_eq!(
+            std::io::Read::read(&mut &reader, &mut buf).expect("nothing written"),
+            0
+        );
+        let e = append_line(Path::new("/dev/null"), b"x\n").expect_err("a device is refused");
+        assert_eq!(not_regular(&e), Some("character device"), "{e}");
         std::fs::remove_dir_all(&d).expect("cleanup");
     }
 

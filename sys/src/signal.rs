@@ -60,3 +60,13 @@ pub fn die_by(signal: Signal) {
     only.add(signal);
     let _ = nix::sys::signal::sigprocmask(SigmaskHow::SIG_UNBLOCK, Some(&only), None);
 }
+
+/// Gives SIGCHLD its default disposition. A process started with SIGCHLD ignored (a parent's
+/// `SIG_IGN` survives exec) has its children reaped by the kernel the moment they end: `waitpid`
+/// then fails with `ECHILD`, and the exit status of a plugin is lost. A tool that waits for its
+/// children calls this first, before it starts any.
+pub fn default_child_signal() -> io::Result<()> {
+    // SAFETY: SIG_DFL installs no handler of ours: no code runs in signal context.
+    unsafe { nix::sys::signal::signal(Signal::SIGCHLD, SigHandler::SigDfl) }?;
+    Ok(())
+}

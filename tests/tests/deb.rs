@@ -55,9 +55,14 @@ fn the_package_passes_lintian_installs_runs_and_removes_cleanly() {
     for line in listing.lines() {
         assert!(line.contains(" root/root "), "{line}");
     }
+    assert!(
+        !listing.lines().any(|l| l.ends_with("./usr/bin/dot-canary")),
+        "the canary is not on PATH:\n{listing}"
+    );
     for want in [
         "./usr/bin/dot-launch",
         "./usr/bin/dot-sandbox",
+        "./usr/libexec/dot/dot-canary",
         "./usr/share/man/man1/dot-launch.1.gz",
         "./usr/share/man/man7/dot.7.gz",
         "./usr/share/doc/dot/copyright",
@@ -110,6 +115,22 @@ fn the_package_passes_lintian_installs_runs_and_removes_cleanly() {
         std::fs::read_to_string(target.join("hello.txt")).unwrap(),
         "hello, deb\n"
     );
+    // The packaged runner finds the packaged canary in /usr/libexec/dot, with nothing on PATH.
+    run(
+        tool("dot-sandbox").args(["probe", "--prove", "--only", "read-etc-passwd"]),
+        "probe --prove",
+    );
+    // No packaged binary keeps the toolchains' `.comment` section.
+    for bin in ["usr/bin/dot-launch", "usr/libexec/dot/dot-canary"] {
+        let headers = run(
+            Command::new("objdump").arg("-h").arg(sysroot.join(bin)),
+            "objdump -h",
+        );
+        assert!(
+            !headers.split_whitespace().any(|w| w == ".comment"),
+            "{bin}: {headers}"
+        );
+    }
 
     // Removing the package removes every file it installed.
     assert!(!installed_files(&sysroot).is_empty());

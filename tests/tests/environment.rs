@@ -45,6 +45,48 @@ fn a_declared_name_given_a_value_is_the_plugins_whole_environment() {
     assert_eq!(plugin_env(&env), r#""RUST_BACKTRACE"="1""#);
 }
 
+/// Under `process` too: the runner executes the plugin with exactly the variables given.
+#[test]
+fn under_process_the_declared_variables_given_are_the_whole_environment() {
+    let env = Env::new();
+    env.register_with(
+        "fx-env-p",
+        &workspace_bin("fixture-plugin"),
+        "process",
+        &[
+            "--input",
+            "mode:string:optional",
+            "--env",
+            "RUST_BACKTRACE",
+            "--env",
+            "APP_MODE",
+        ],
+    );
+    let out = env
+        .launch(
+            "fx-env-p",
+            &["--require-process-sandbox", "--input", "mode=env"],
+        )
+        .args(["--env", "RUST_BACKTRACE=1", "--env", "APP_MODE=a=b c"])
+        .env("LEAK_ME", "inherited")
+        .output()
+        .unwrap();
+    result(&out);
+    assert_eq!(
+        plugin_env(&env),
+        "\"RUST_BACKTRACE\"=\"1\"\n\"APP_MODE\"=\"a=b c\""
+    );
+    let out = env
+        .launch(
+            "fx-env-p",
+            &["--require-process-sandbox", "--input", "mode=env"],
+        )
+        .output()
+        .unwrap();
+    result(&out);
+    assert_eq!(plugin_env(&env), "");
+}
+
 #[test]
 fn without_env_the_plugin_gets_none_even_for_a_declared_name() {
     let env = env_with_declared();

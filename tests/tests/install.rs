@@ -1,4 +1,5 @@
-//! `make install` into a temporary DESTDIR: the layout, a process-containment launch by the
+//! `make install` into a temporary DESTDIR: the layout (dot-canary in LIBEXECDIR/dot, out of PATH;
+//! no binary keeps a `.comment` section), a process-containment launch and `probe --prove` by the
 //! installed tools with no PATH to find anything through, and `make uninstall` leaving no file.
 #![allow(clippy::unwrap_used)]
 
@@ -56,6 +57,24 @@ fn files_under(dir: &Path) -> BTreeSet<PathBuf> {
     found
 }
 
+/// Whether the ELF file at `path` has a `.comment` section (`objdump -h`).
+fn has_comment_section(path: &Path) -> bool {
+    require_program("objdump", "binutils");
+    let out = Command::new("objdump")
+        .arg("-h")
+        .arg(path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "objdump -h {}: {out:?}",
+        path.display()
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .any(|w| w == ".comment")
+}
+
 /// The installed tool `name`, run with an empty environment but for a PATH that holds nothing.
 fn installed(bindir: &Path, name: &str) -> Command {
     let mut c = Command::new(bindir.join(name));
@@ -74,8 +93,13 @@ fn install_layout_launch_from_the_installed_tree_and_uninstall_leaves_no_file() 
     let usr = destdir.join("usr");
     let bindir = usr.join("bin");
     let mut expected = BTreeSet::new();
+    let libexec = common::makefile_libexec_tools();
+    assert_eq!(libexec, ["dot-canary"], "the canary is kept out of PATH");
     for t in makefile_tools() {
-        expected.insert(PathBuf::from(format!("usr/bin/{t}")));
+        match libexec.contains(&t) {
+            true => expected.insert(PathBuf::from(format!("usr/libexec/dot/{t}"))),
+            false => expected.insert(PathBuf::from(format!("usr/bin/{t}"))),
+        };
         expected.insert(PathBuf::from(format!("usr/share/man/man1/{t}.1")));
     }
     expected.insert(PathBuf::from("usr/share/man/man7/dot.7"));
@@ -87,12 +111,24 @@ fn install_layout_launch_from_the_installed_tree_and_uninstall_leaves_no_file() 
     assert_eq!(files_under(&destdir), expected);
     for t in makefile_tools() {
         use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(bindir.join(&t))
-            .unwrap()
-            .permissions()
-            .mode();
+        let path = match libexec.contains(&t) {
+            true => usr.join("libexec/dot").join(&t),
+            false => bindir.join(&t),
+        };
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
         assert_eq!(mode & 0o7777, 0o755, "{t}");
+        assert!(
+            !has_comment_section(&path),
+            "{} keeps .comment",
+            path.display()
+        );
     }
+    // The installed runner finds the installed canary with nothing on PATH.
+    let out = installed(&bindir, "dot-sandbox")
+        .args(["probe", "--prove", "--only", "read-etc-passwd"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
 
     // The installed tools run a process-contained plugin; nothing can come from PATH.
     let root = tmp.join("root");
@@ -154,5 +190,9 @@ fn install_layout_launch_from_the_installed_tree_and_uninstall_leaves_no_file() 
         "DOCDIR is dot's own and goes"
     );
     assert!(bindir.is_dir(), "BINDIR is shared and stays");
+    assert!(
+        !usr.join("libexec/dot").exists(),
+        "LIBEXECDIR/dot is dot's own and goes"
+    );
 }
 use proto::{Containment, Kind};

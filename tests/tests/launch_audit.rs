@@ -348,3 +348,34 @@ fn two_outputs_commit_atomically_per_file() {
     assert_eq!(std::fs::read(env.target.join("b.txt")).unwrap(), b"second");
     assert_eq!(env.target_files(), ["a.txt", "b.txt"]);
 }
+
+/// A FIFO in place of `ROOT/audit.log` (no reader: a blocking open would wait forever, with the
+/// cancelling signals blocked): the launch refuses at once as `root-unsafe` naming the log, and
+/// nothing runs.
+#[test]
+fn an_audit_log_that_is_a_fifo_refuses_the_launch_without_waiting() {
+    let env = Env::new();
+    let log = env.root.join("audit.log");
+    std::fs::remove_file(&log).unwrap();
+    nix::unistd::mkfifo(&log, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let mut child = env
+        .launch("hello", &["--allow-audit-plugin", "--input", "name=fifo"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("dot-launch waited on the fifo");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    let e = testkit::assert_refused(&out, 1, Kind::RootUnsafe);
+    assert_eq!(e.path.as_deref(), log.to_str());
+    assert!(e.message.contains("fifo"), "{}", e.message);
+    assert!(!env.target.join("hello.txt").exists(), "nothing ran");
+    assert!(env.runs().is_empty(), "no run directory: {:?}", env.runs());
+}

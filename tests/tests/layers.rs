@@ -606,3 +606,79 @@ fn a_vendor_layer_cannot_lower_an_admin_threshold() {
         "a process entry runs at level verified",
     );
 }
+
+/// `dot-verify doctor` without `--root` reads the system layers as `entry` does: the entry a
+/// launch would run, with its layer; a masked name is not reported; a broken one is.
+#[test]
+fn doctor_defaults_to_the_system_layers() {
+    let (sys, _) = vendor_hello();
+    let doctor = |sys: &System| sys.cmd("dot-verify", &["doctor"]).output().unwrap();
+    let r: verify::doctor::DoctorReport = assert_ok(&doctor(&sys));
+    assert!(r.ok, "{r:?}");
+    assert_eq!(r.entries.len(), 1);
+    assert_eq!(
+        (
+            r.entries[0].name.as_str(),
+            r.entries[0].layer,
+            r.entries[0].valid
+        ),
+        ("hello", Some(Layer::Vendor), true)
+    );
+    assert_eq!(r.publishers.len(), 1);
+    assert_eq!(r.publishers[0].layer, Some(Layer::Vendor));
+    // Masked by the admin: no launch runs it, nothing to report.
+    ok(
+        sys.cmd("dot-register", &["mask", "hello"])
+            .output()
+            .unwrap(),
+        "mask",
+    );
+    let r: verify::doctor::DoctorReport = assert_ok(&doctor(&sys));
+    assert!(r.entries.is_empty(), "{r:?}");
+    ok(
+        sys.cmd("dot-register", &["unmask", "hello"])
+            .output()
+            .unwrap(),
+        "unmask",
+    );
+    // A vendor entry whose pinned copy was changed: reported, exit 1, report on stdout.
+    let store = sys.layers.vendor.join("store/sha256");
+    let copy = std::fs::read_dir(&store)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let mut bytes = std::fs::read(&copy).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    std::fs::write(&copy, &bytes).unwrap();
+    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o555)).unwrap();
+    let out = doctor(&sys);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let r: verify::doctor::DoctorReport = testkit::decode_json(&out.stdout);
+    assert!(!r.ok && !r.entries[0].valid, "{r:?}");
+    testkit::assert_kind!(r.entries[0].problem.as_ref().unwrap(), Kind::StoreTampered);
+}
+
+/// `mask --sysroot S` makes the admin layer with its missing parents (`S/etc`), as its help says.
+#[test]
+fn mask_makes_the_admin_layer_and_its_parents() {
+    let dir = testkit::TempDir::new();
+    let sysroot = dir.join("empty sysroot");
+    std::fs::create_dir(&sysroot).unwrap();
+    let layers = proto::layers::SystemLayers::new(Some(&sysroot));
+    assert!(!layers.admin.parent().unwrap().exists());
+    let m: MaskReport = assert_ok(
+        &common::tool("dot-register")
+            .args(["mask", "hello", "--sysroot"])
+            .arg(&sysroot)
+            .output()
+            .unwrap(),
+    );
+    assert!(m.masked && m.changed);
+    assert!(proto::layers::mask_path(&layers.admin, &proto::Name::new("hello").unwrap()).is_file());
+    let parent = std::fs::metadata(layers.admin.parent().unwrap()).unwrap();
+    assert_eq!(parent.permissions().mode() & 0o777, 0o755);
+}

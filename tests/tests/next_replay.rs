@@ -684,6 +684,13 @@ fn containment_refusals_point_at_the_probe() {
             sandbox::ExecError::UnsupportedPlatform,
             Kind::UnsupportedPlatform,
         ),
+        (
+            sandbox::ExecError::Namespaces {
+                step: "pivot_root onto the stage",
+                source: std::io::Error::from_raw_os_error(1),
+            },
+            Kind::Namespaces,
+        ),
     ] {
         let e = testkit::assert_typed(&err, kind);
         replayed(&replay(&e, &o.base), kind, "probe");
@@ -1101,4 +1108,82 @@ fn a_plugin_failure_shows_its_stderr_by_its_next() {
         testkit::assert_kind!(e, Kind::PluginExit, "--stderr {shown}");
         assert_eq!(e.next, None, "--stderr {shown}");
     }
+}
+
+/// `dot-register dev` where there is no development root: every way it can fail points to one
+/// that `dev` then accepts. A missing root: `init … --dev`; an empty production root: `init --dev`
+/// on it; a root that holds registrations (and `init --dev` on it, `root-not-dev`): a new
+/// directory, `DIR`.
+#[test]
+fn no_dev_root_is_a_dead_end() {
+    let odd = Odd::new();
+    let hello = workspace_bin("hello");
+    let dev_in = |root: &Path| {
+        odd.register()
+            .args(["dev", "--root"])
+            .arg(root)
+            .args(["--name", "hello", "--containment", "audit", "--exe"])
+            .arg(&hello)
+            .output()
+            .unwrap()
+    };
+    // Missing.
+    let missing = odd.base.join("new root");
+    let e = assert_refused(&dev_in(&missing), 1, Kind::RootMissing);
+    replayed(
+        &replay(&e, &odd.base),
+        Kind::RootMissing,
+        "the dev root made",
+    );
+    ok(dev_in(&missing), "dev in the root its next made");
+    // Empty, without the DEV marker.
+    let empty = odd.base.join("empty root");
+    ok(
+        tool("dot-register")
+            .args(["init", "--root"])
+            .arg(&empty)
+            .output()
+            .unwrap(),
+        "init",
+    );
+    let e = assert_refused(&dev_in(&empty), 1, Kind::LocalEntryNotDev);
+    assert!(e.next_argv.is_some(), "runnable as printed: {e:?}");
+    replayed(
+        &replay(&e, &odd.base),
+        Kind::LocalEntryNotDev,
+        "made a dev root",
+    );
+    ok(dev_in(&empty), "dev in the root made a dev root");
+    // Holding a registration: `dev` and `init --dev` both point to a new directory.
+    let held = odd.base.join("held root");
+    ok(
+        tool("dot-register")
+            .args(["init", "--root"])
+            .arg(&held)
+            .output()
+            .unwrap(),
+        "init",
+    );
+    std::fs::write(held.join("plugins.d").join("other.json"), b"{}").unwrap();
+    let e = assert_refused(&dev_in(&held), 1, Kind::LocalEntryNotDev);
+    let fresh = odd.base.join("fresh 'dev'");
+    replayed(
+        &replay_filled(&e, &[("DIR", &fresh)], &odd.base),
+        Kind::LocalEntryNotDev,
+        "a dev root in a new directory",
+    );
+    ok(dev_in(&fresh), "dev in the new directory");
+    let out = tool("dot-register")
+        .args(["init", "--dev", "--root"])
+        .arg(&held)
+        .output()
+        .unwrap();
+    let e = assert_refused(&out, 1, Kind::RootNotDev);
+    let other = odd.base.join("other dev");
+    replayed(
+        &replay_filled(&e, &[("DIR", &other)], &odd.base),
+        Kind::RootNotDev,
+        "a dev root in a new directory",
+    );
+    ok(dev_in(&other), "dev in the other directory");
 }

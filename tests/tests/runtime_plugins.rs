@@ -130,9 +130,22 @@ fn a_python_plugin_under_process_with_a_runtime_commits_and_is_contained() {
         "process",
         &["--runtime", "/usr", "--input", "name:string:optional"],
     );
+    let explained = env
+        .launch("probe-py", &["--require-process-sandbox", "--explain"])
+        .output()
+        .unwrap();
+    let x: proto::explain::Explanation = testkit::assert_ok(&explained);
+    assert_eq!(x.executable.dependencies, Dependencies::Runtime);
+    let plan = x.runner.expect("a process plan");
+    assert_eq!(plan.runtime, ["/usr"]);
     let out = launch_process(&env, "probe-py");
     let r = result(&out);
     assert_eq!(r.dependencies, Dependencies::Runtime);
+    assert_eq!(
+        plan.seccomp_policy_sha256,
+        r.enforced.as_ref().map(|e| e.seccomp_policy_sha256),
+        "--explain names the policy the run gets (the runtime's)"
+    );
     let enforced = r.enforced.expect("process reports what it enforced");
     assert_eq!(enforced.runtime, ["/usr"]);
     assert_eq!(enforced.program.as_deref(), Some("script"));

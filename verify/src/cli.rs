@@ -9,7 +9,6 @@ use argh::FromArgs;
 use proto::cli::Output;
 use proto::error::ExitCode;
 use proto::layers::Layer;
-use proto::layout::Root;
 use proto::{Containment, InputDecl, Name, Sha256, Trust};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -78,16 +77,21 @@ pub struct EntryArgs {
     pub name: String,
 }
 
-/// Verify every entry of the root as `entry` does and report what comes due within N days: an
+/// Verify every entry of the root (default: of the system layers, as `entry` reads them) as
+/// `entry` does and report what comes due within N days: an
 /// entry's `expires`, a signing key's `not_after`, a signature reaching the policy's maximum age,
 /// any publisher key's `not_after`. Exit 0 when every entry is valid and nothing is due; exit 1
 /// otherwise, with the report on stdout all the same.
 #[derive(FromArgs, Debug)]
 #[argh(subcommand, name = "doctor")]
 pub struct DoctorArgs {
-    /// the platform root
+    /// the platform root (default: the system layers, as `entry` reads them)
     #[argh(option, from_str_fn(proto::cli::path))]
-    pub root: PathBuf,
+    pub root: Option<PathBuf>,
+    /// without --root: the directory the system layers are under (as dpkg --root), for a scratch
+    /// tree
+    #[argh(option, from_str_fn(proto::cli::path))]
+    pub sysroot: Option<PathBuf>,
     /// the warning window in days (default: the policy's expiry_warning_days)
     #[argh(option)]
     pub warn_days: Option<u64>,
@@ -189,7 +193,15 @@ pub fn run(args: Args) -> Result<Output, VerifyError> {
             Ok(Output::json(&EntryReport::new(&v, &answer)))
         }
         Command::Doctor(a) => {
-            let report = doctor::doctor(&Root::single(a.root), a.warn_days)?;
+            let reg = Registry::from_args(a.root, a.sysroot).ok_or_else(|| {
+                VerifyError::Usage(
+                    "--sysroot moves the system layers; it cannot go with --root".into(),
+                )
+            })?;
+            let report = match reg {
+                Registry::Root(root) => doctor::doctor(&root, a.warn_days)?,
+                Registry::System(sys) => doctor::doctor_system(&sys, a.warn_days)?,
+            };
             let code = match report.ok {
                 true => ExitCode::Success,
                 false => ExitCode::Refused,

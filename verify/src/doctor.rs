@@ -7,8 +7,10 @@
 use crate::batch::{Batch, Check, DigestSource};
 use crate::entry::{self, Verified};
 use crate::error::VerifyError;
+use crate::layers;
 use crate::root;
 use crate::trust::TrustContext;
+use proto::layers::{Layer, SystemLayers};
 use proto::layout::Root;
 use proto::{ErrorObject, Name, ToErrorObject};
 use serde::{Deserialize, Serialize};
@@ -120,6 +122,9 @@ pub struct DoctorReport {
 pub struct DoctorEntry {
     /// From the file name.
     pub name: String,
+    /// Without `--root`: the system layer whose entry a launch of the name would run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layer: Option<Layer>,
     /// `dot-verify entry` (and so `dot-launch`) accepts this entry now.
     pub valid: bool,
     /// Why not, as the error object `dot-verify entry` prints.
@@ -143,6 +148,9 @@ pub struct DoctorEntry {
 pub struct DoctorPublisher {
     /// From the file name.
     pub id: String,
+    /// Without `--root`: the system layer whose trust store holds the record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layer: Option<Layer>,
     /// Why the publisher record cannot be used (malformed, wrongly named).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub problem: Option<ErrorObject>,
@@ -180,6 +188,91 @@ pub fn doctor(root: &Root, warn_days: Option<u64>) -> Result<DoctorReport, Verif
     })
 }
 
+/// [`doctor`] of the system layers (`dot-verify doctor` without `--root`), as `entry` and
+/// `list` read them: every name that a present layer's `plugins.d` holds is verified as a launch
+/// of it would be (admin over vendor, every layer's deny list and revocations applied; a name the
+/// admin masks is not reported: no launch runs it), and every publisher of each layer. The window
+/// defaults to the admin layer's policy, else the vendor's. No layer present: an empty report.
+pub fn doctor_system(
+    sys: &SystemLayers,
+    warn_days: Option<u64>,
+) -> Result<DoctorReport, VerifyError> {
+    let present = layers::present_layers(sys)?;
+    let mut ctxs = Vec::new();
+    for (layer, root) in &present {
+        ctxs.push((*layer, root, TrustContext::load(root)?));
+    }
+    let policy_days = ctxs
+        .iter()
+        .rev()
+        .map(|(_, _, c)| c.policy.expiry_warning_days)
+        .next();
+    let warn_days = warn_days
+        .or(policy_days)
+        .unwrap_or(proto::trust::Policy::default().expiry_warning_days);
+    let mut names = std::collections::BTreeSet::new();
+    for (_, root) in &present {
+        names.extend(root::json_stems(&root.plugins())?);
+    }
+    let reg = layers::Registry::System(sys.clone());
+    let mut entries = Vec::new();
+    for stem in names {
+        let verified = Name::new(&stem)
+            .map_err(VerifyError::BadName)
+            .and_then(|n| layers::verify_named(&reg, &n));
+        entries.push(match verified {
+            Ok((v, answer)) => {
+                let ctx = ctxs.iter().find(|(l, _, _)| *l == answer.layer);
+                DoctorEntry {
+                    due: ctx
+                        .map(|(_, _, c)| due(c, &v, warn_days))
+                        .unwrap_or_default(),
+                    name: stem,
+                    layer: Some(answer.layer),
+                    valid: true,
+                    problem: None,
+                    // The system layers are verified entry by entry (no batch across layers).
+                    checks: Vec::new(),
+                    digest: None,
+                }
+            }
+            Err(VerifyError::EntryMasked { .. }) => continue,
+            Err(e) => DoctorEntry {
+                name: stem,
+                layer: None,
+                valid: false,
+                problem: Some(e.to_error_object()),
+                due: Vec::new(),
+                checks: Vec::new(),
+                digest: None,
+            },
+        });
+    }
+    let mut publishers = Vec::new();
+    for (layer, root, ctx) in &ctxs {
+        for stem in root::json_stems(&root.publishers())? {
+            publishers.push(DoctorPublisher {
+                layer: Some(*layer),
+                ..doctor_publisher(root, ctx, warn_days, stem)
+            });
+        }
+    }
+    let ok = entries.iter().all(|e| e.valid && e.due.is_empty())
+        && publishers
+            .iter()
+            .all(|p| p.problem.is_none() && p.due.is_empty());
+    Ok(DoctorReport {
+        schema: DOCTOR_SCHEMA,
+        now: ctxs
+            .first()
+            .map_or_else(crate::trust::now, |(_, _, c)| c.now),
+        warn_days,
+        ok,
+        entries,
+        publishers,
+    })
+}
+
 fn doctor_entry(batch: &Batch, warn_days: u64, name: String) -> DoctorEntry {
     let outcome = batch.verify(&name);
     let checks = outcome.checks();
@@ -187,6 +280,7 @@ fn doctor_entry(batch: &Batch, warn_days: u64, name: String) -> DoctorEntry {
         Ok(v) => DoctorEntry {
             due: due(batch.ctx(), &v, warn_days),
             name,
+            layer: None,
             valid: true,
             problem: None,
             checks,
@@ -194,6 +288,7 @@ fn doctor_entry(batch: &Batch, warn_days: u64, name: String) -> DoctorEntry {
         },
         Err(e) => DoctorEntry {
             name,
+            layer: None,
             valid: false,
             problem: Some(e.to_error_object()),
             due: Vec::new(),
@@ -215,6 +310,7 @@ fn doctor_publisher(
     match loaded {
         Ok((p, _)) => DoctorPublisher {
             id,
+            layer: None,
             problem: None,
             due: p
                 .keys
@@ -234,6 +330,7 @@ fn doctor_publisher(
         },
         Err(e) => DoctorPublisher {
             id,
+            layer: None,
             problem: Some(e.to_error_object()),
             due: Vec::new(),
         },

@@ -176,6 +176,16 @@ fn main() -> ExitCode {
             );
             ExitCode::from(4)
         }
+        // Text a terminal would act on, in its message and on stderr: an OSC 52 clipboard write,
+        // a screen clear, a C1 CSI, a bidi override, a BEL; then exit status 4.
+        "hostile-text" => {
+            eprintln!("before\x1b]52;c;cm0gLXJmIH4=\x07\x1b[2J\x1b[Hafter");
+            eprintln!("\u{202e}gnp.exe\u{9b}31m");
+            println!(
+                r#"{{"protocol":"1.0","status":"error","message":"bad\u001b]52;c;cm0gLXJmIH4=\u0007\u001b[2J\u009b31m\u202etxt"}}"#
+            );
+            ExitCode::from(4)
+        }
         "exit-3" => {
             let _ = std::fs::write("out/result.txt", "x");
             println!("{OK}");

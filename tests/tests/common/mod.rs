@@ -23,7 +23,7 @@ pub struct Env {
 
 pub fn tool(name: &str) -> Command {
     let mut c = Command::new(workspace_bin(name));
-    c.env_remove("DOT_FAILPOINT");
+    c.env_remove("DOT_FAILPOINT").env_remove("DOT_ROOT");
     c
 }
 
@@ -193,13 +193,23 @@ pub fn repo_file(rel: &str) -> String {
 
 /// The binaries the Makefile installs (its `TOOLS := …` line).
 pub fn makefile_tools() -> Vec<String> {
+    makefile_list("TOOLS")
+}
+
+/// Of [`makefile_tools`], those installed in `LIBEXECDIR/dot` (its `LIBEXEC_TOOLS := …` line).
+pub fn makefile_libexec_tools() -> Vec<String> {
+    makefile_list("LIBEXEC_TOOLS")
+}
+
+/// The words of the Makefile's `NAME := …` line.
+fn makefile_list(name: &str) -> Vec<String> {
     let makefile = repo_file("Makefile");
     let line = makefile
         .lines()
-        .find(|l| l.starts_with("TOOLS "))
-        .expect("Makefile has a TOOLS line");
+        .find(|l| l.split_whitespace().next() == Some(name) && l.contains(":="))
+        .unwrap_or_else(|| panic!("Makefile has a {name} line"));
     line.split_once(":=")
-        .expect("TOOLS := …")
+        .unwrap_or_else(|| panic!("{name} := …"))
         .1
         .split_whitespace()
         .map(str::to_owned)

@@ -1,0 +1,138 @@
+//! `DOT_ROOT`: the root of every tool that takes `--root`, when the command line gives neither
+//! `--root` nor `--sysroot`; `--root` overrides it; `dot-launch --explain` says which named the
+//! root; a tool or command without `--root` ignores it.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::{init_dev_root, ok, tool};
+use proto::explain::Explanation;
+use testkit::{workspace_bin, TempDir};
+
+#[test]
+fn dot_root_names_the_root_of_every_tool_that_takes_one() {
+    let dir = TempDir::new();
+    let root = dir.join("root");
+    let other = dir.join("other");
+    let target = dir.join("out");
+    std::fs::create_dir(&target).unwrap();
+    init_dev_root(&root);
+    init_dev_root(&other);
+    let with_env = |name: &str| {
+        let mut c = tool(name);
+        c.env("DOT_ROOT", &root);
+        c
+    };
+    // dot-register: a subcommand with a required --root.
+    ok(
+        with_env("dot-register")
+            .args(["dev", "--name", "hello", "--containment", "audit", "--exe"])
+            .arg(workspace_bin("hello"))
+            .args(["--input", "name:string:optional"])
+            .output()
+            .unwrap(),
+        "dev with DOT_ROOT",
+    );
+    assert!(root.join("plugins.d/hello.json").is_file());
+    assert!(!other.join("plugins.d/hello.json").exists());
+    // dot-verify entry and doctor: an optional --root.
+    let r: verify::cli::EntryReport = testkit::assert_ok(
+        &with_env("dot-verify")
+            .args(["entry", "hello"])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(r.registry, root);
+    let d: verify::doctor::DoctorReport =
+        testkit::assert_ok(&with_env("dot-verify").arg("doctor").output().unwrap());
+    assert_eq!(d.entries.len(), 1);
+    // dot-launch, explained: the root and what named it.
+    let launch = |extra: &[&std::ffi::OsStr]| {
+        with_env("dot-launch")
+            .args(extra)
+            .args(["hello", "--allow-audit-plugin", "--explain", "--target"])
+            .arg(&target)
+            .output()
+            .unwrap()
+    };
+    let x: Explanation = testkit::assert_ok(&launch(&[]));
+    assert_eq!(x.registry.from, "DOT_ROOT");
+    assert_eq!(x.registry.paths, [root.display().to_string()]);
+    // --root overrides it.
+    let out = launch(&["--root".as_ref(), other.as_os_str()]);
+    let e = testkit::assert_refused(&out, 1, proto::Kind::EntryMissing);
+    assert_eq!(
+        e.path.as_deref(),
+        other.join("plugins.d/hello.json").to_str()
+    );
+    // A run, then dot-journal-fmt and dot-discard read the same root.
+    ok(
+        with_env("dot-launch")
+            .args([
+                "hello",
+                "--allow-audit-plugin",
+                "--input",
+                "name=env",
+                "--target",
+            ])
+            .arg(&target)
+            .output()
+            .unwrap(),
+        "launch with DOT_ROOT",
+    );
+    assert_eq!(
+        std::fs::read_to_string(target.join("hello.txt")).unwrap(),
+        "hello, env\n"
+    );
+    ok(
+        with_env("dot-discard").output().unwrap(),
+        "discard with DOT_ROOT",
+    );
+    let audit = ok(
+        with_env("dot-journal-fmt").arg("--audit").output().unwrap(),
+        "journal-fmt --audit with DOT_ROOT",
+    );
+    assert!(
+        String::from_utf8_lossy(&audit.stdout).contains("hello"),
+        "{audit:?}"
+    );
+    // A command without --root is unchanged by it, and so is --help.
+    let digest = ok(
+        with_env("dot-verify")
+            .arg("digest")
+            .arg(workspace_bin("hello"))
+            .output()
+            .unwrap(),
+        "digest",
+    );
+    assert_eq!(String::from_utf8_lossy(&digest.stdout).lines().count(), 1);
+    ok(
+        with_env("dot-discard").arg("--help").output().unwrap(),
+        "--help",
+    );
+}
+
+/// `dot-journal-fmt FILE` with `DOT_ROOT` set formats the file: the root from the environment gives
+/// way to journal files named on the command line (`--root` with files is still a usage error).
+#[test]
+fn dot_root_gives_way_to_journal_files() {
+    let dir = TempDir::new();
+    let root = dir.join("root");
+    init_dev_root(&root);
+    let journal = dir.join("journal");
+    std::fs::write(&journal, b"").unwrap();
+    let out = tool("dot-journal-fmt")
+        .env("DOT_ROOT", &root)
+        .arg(&journal)
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(2), "not a usage error: {out:?}");
+    let out = tool("dot-journal-fmt")
+        .arg("--root")
+        .arg(&root)
+        .arg(&journal)
+        .output()
+        .unwrap();
+    testkit::assert_refused(&out, 2, proto::Kind::Usage);
+}
