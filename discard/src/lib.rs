@@ -168,7 +168,13 @@ pub struct Args {
 /// `dot-discard`'s entry point.
 pub fn run(args: Args) -> Result<Output, DiscardError> {
     let report = discard(&Root::from_args(args.root, args.state), args.dry_run)?;
-    let out = Output::json(&report);
+    let done = format!(
+        "dot-discard finished: {} discarded{}, {} retained",
+        report.discarded.len(),
+        if report.dry_run { " (dry run)" } else { "" },
+        report.retained.len()
+    );
+    let out = Output::json(&report).done(done, None, None);
     Ok(if report.retained.is_empty() {
         out
     } else {
@@ -313,7 +319,8 @@ impl Ctx<'_> {
 /// The temp files an ABANDONED run left in its target directory: exactly the names
 /// `.dot-TXID-N.tmp` (N decimal), each our regular file with one link. The names carry the run's
 /// random 128-bit id, so nothing else matches by chance.
-struct TargetTemps {
+#[derive(Debug)]
+pub struct TargetTemps {
     target: PathBuf,
     dir: OwnedFd,
     rules: Rules,
@@ -324,8 +331,8 @@ impl TargetTemps {
     /// Finds and checks them; `None` when the target is gone (nothing to remove). A temp name
     /// that is anything but our own one-link regular file retains the run, with what the operator
     /// must do: dot-discard never removes it, so running dot-discard again would not help.
-    fn find(target: &Path, txid: &str, uid: u32) -> Result<Option<TargetTemps>, String> {
-        let dir = match sys::fs::open_dir(target) {
+    pub fn find(target: &Path, txid: &str, uid: u32) -> Result<Option<TargetTemps>, String> {
+        let dir = match sys::fs::open_dir_nofollow(target) {
             Ok(fd) => fd,
             Err(Errno::ENOENT) => return Ok(None),
             Err(e) => return Err(format!("target {}: {e}", target.display())),
@@ -365,8 +372,13 @@ impl TargetTemps {
         }
     }
 
+    /// The target directory, held open.
+    pub fn dir(&self) -> &OwnedFd {
+        &self.dir
+    }
+
     /// Removes them, each checked again, then makes the target directory durable.
-    fn remove(&self) -> Result<(), Stop> {
+    pub fn remove(&self) -> Result<(), Stop> {
         for name in &self.names {
             self.check(name).map_err(Stop::Changed)?;
             hooks::failpoint("remove-temp");

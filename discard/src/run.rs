@@ -128,10 +128,13 @@ impl Inspected {
 /// 4. `journal` is our regular file, one link, not group/other-writable, at most 4 MiB — or there
 ///    is no journal and nothing else either (an empty run directory);
 /// 5. the journal, read with [`classify_run`], is not UNRECOGNIZED (which also checks that BEGIN
-///    names this run and PREPARED only this run's temp files and one-component names);
-/// 6. a journal that holds no record (empty, or a torn first line) comes with nothing but the
-///    layout a launcher makes before BEGIN: `journal`, and at most an empty `stage/in/` and
-///    `stage/out/`.
+///    names this run and PREPARED only this run's temp files and one-component names).
+///
+/// A journal that holds no complete record (empty, or a torn first line) is ABANDONED whatever
+/// the stage holds: a launcher makes BEGIN durable before it creates anything in a target, so a
+/// run without a record touched no target (a power cut can keep the run directory, a 0-byte
+/// journal and a copied input while BEGIN's bytes are lost). Its stage is removed by the same
+/// rules as any other.
 pub fn inspect(txn: &OwnedFd, name: &CStr, uid: u32) -> Inspection {
     use State::Unrecognized;
     let txid = name.to_string_lossy().into_owned();
@@ -211,17 +214,6 @@ pub fn inspect(txn: &OwnedFd, name: &CStr, uid: u32) -> Inspection {
                 .unwrap_or_else(|| "the journal is not recognized".into());
             return retain(Unrecognized, why);
         }
-        if j.is_empty() {
-            if let Err(why) = bare_layout(&dir, &rules) {
-                return retain(
-                    Unrecognized,
-                    format!(
-                        "the journal holds no record (empty or a torn first line), yet {why}: \
-                         a launcher writes BEGIN before anything else"
-                    ),
-                );
-            }
-        }
     }
     Inspection::Found(Box::new(Inspected {
         txid,
@@ -265,44 +257,6 @@ fn read_journal(dir: &File, rules: &Rules) -> Result<Option<(FileStat, Vec<u8>)>
     let bytes = sys::fs::read_at_most(&file, MAX_JOURNAL as u64 + 1)
         .map_err(|e| format!("{JOURNAL_FILE}: {e}"))?;
     Ok(Some((st, bytes)))
-}
-
-/// The run directory holds nothing but `journal` and at most a `stage/` of ours holding at most
-/// empty `in/` and `out/` directories of ours: what a launcher creates before anything runs.
-fn bare_layout(dir: &File, rules: &Rules) -> Result<(), String> {
-    let names = list(dir, 4).map_err(|e| format!("the run directory cannot be listed: {e}"))?;
-    if let Some(extra) = names
-        .iter()
-        .find(|n| n.as_c_str() != JOURNAL && n.as_c_str() != STAGE)
-    {
-        return Err(format!(
-            "the run directory holds {}",
-            extra.to_string_lossy()
-        ));
-    }
-    if !names.iter().any(|n| n.as_c_str() == STAGE) {
-        return Ok(());
-    }
-    let held = |parent: &OwnedFd, name: &CStr, rel: &str| -> Result<OwnedFd, String> {
-        let st = stat_at(parent, name).map_err(|e| format!("{rel}: {e}"))?;
-        if check_entry(&st, rel, rules)? != Kind::Dir {
-            return Err(format!("{rel} is not a directory"));
-        }
-        open_dir_at(parent, name).map_err(|e| format!("{rel}: {e}"))
-    };
-    let top = open_dir_at(dir, c".").map_err(|e| format!("the run directory: {e}"))?;
-    let stage = held(&top, STAGE, STAGE_DIR)?;
-    for sub in list(&stage, 3).map_err(|e| format!("{STAGE_DIR}: {e}"))? {
-        let rel = format!("{STAGE_DIR}/{}", sub.to_string_lossy());
-        if sub.as_c_str() != c"in" && sub.as_c_str() != c"out" {
-            return Err(format!("{rel} exists"));
-        }
-        let fd = held(&stage, &sub, &rel)?;
-        if !list(&fd, 1).map_err(|e| format!("{rel}: {e}"))?.is_empty() {
-            return Err(format!("{rel} is not empty"));
-        }
-    }
-    Ok(())
 }
 
 /// The files of one run directory `name` of `txn/`, held open (and locked) as `dir`: what

@@ -299,11 +299,20 @@ pub fn run(args: Args) -> Result<Output, FmtError> {
             ));
         };
         let mut out = String::new();
-        for r in audit::read(&Root::single(root))? {
+        let log = audit::read(&Root::single(root))?;
+        for r in &log.records {
             if args.json {
                 out.push_str(&String::from_utf8_lossy(&r.to_line()));
             } else {
-                out.push_str(&audit::text(&r));
+                out.push_str(&audit::text(r));
+            }
+        }
+        if !args.json {
+            for (line_no, bytes) in &log.torn {
+                let _ = writeln!(
+                    out,
+                    "line {line_no}: torn write, {bytes} bytes, not a record"
+                );
             }
         }
         return Ok(Output::text(out));

@@ -66,6 +66,12 @@ pub enum LaunchError {
     ProtocolUnsupported { req: String, ours: &'static str },
     #[error("target {path}: {why}")]
     Target { path: PathBuf, why: String },
+    #[error("target {target} has run {txid} PREPARED and not finished: nothing else commits there until it is recovered")]
+    TargetPending {
+        target: PathBuf,
+        txid: String,
+        next: Next,
+    },
     #[error("{step}: {path}: {source}")]
     Io {
         step: &'static str,
@@ -163,6 +169,7 @@ impl ToErrorObject for LaunchError {
             LaunchError::Request { .. } => Kind::RequestInvalid,
             LaunchError::ProtocolUnsupported { .. } => Kind::ProtocolUnsupported,
             LaunchError::Target { .. } => Kind::TargetInvalid,
+            LaunchError::TargetPending { .. } => Kind::TargetPending,
             LaunchError::Io { .. } => Kind::Io,
             LaunchError::Plugin { failure, .. } => failure.kind(),
             LaunchError::SandboxRefused { .. } => Kind::SandboxRefused,
@@ -197,6 +204,11 @@ impl ToErrorObject for LaunchError {
                 }
             }
             LaunchError::Retained { txid, next, .. } => base.value(txid.clone()).next(next),
+            LaunchError::TargetPending { target, txid, next } => base
+                .field("target")
+                .path(target)
+                .value(txid.clone())
+                .next(next),
             LaunchError::ConsentMissing { next, .. }
             | LaunchError::ConsentMismatch { next, .. } => base.field("containment").next(next),
             LaunchError::Usage(_) => base.next(&Next::cmd("dot-launch").arg("--help")),

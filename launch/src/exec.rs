@@ -606,7 +606,16 @@ fn supervise(
                     Err(e)
                         if e.kind() == ErrorKind::WouldBlock
                             || e.kind() == ErrorKind::Interrupted => {}
-                    Err(_) => sent = request.len(), // EPIPE: the plugin closed its stdin
+                    // EPIPE: the plugin closed its stdin without reading it all (its choice);
+                    // any other error is the host's, and the run fails with it.
+                    Err(e) if e.raw_os_error() == Some(nix::libc::EPIPE) => sent = request.len(),
+                    Err(e) => {
+                        return Err(LaunchError::io(
+                            "writing the request to the plugin's stdin",
+                            "stdin",
+                            e,
+                        ))
+                    }
                 }
                 if sent >= request.len() {
                     s.stdin = None;

@@ -126,7 +126,7 @@ pub fn explain(opts: &Options) -> Result<Explanation, LaunchError> {
                 size: f.file.metadata().map(|m| m.len()).unwrap_or(0),
             })
             .collect(),
-        target: target.display().to_string(),
+        target: target.path.display().to_string(),
     })
 }
 

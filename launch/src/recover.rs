@@ -36,6 +36,10 @@ pub struct RecoverReport {
     pub skipped: Vec<Retained>,
     /// PREPARED runs that could not be rolled forward: retained for the operator.
     pub conflicts: Vec<Conflict>,
+    /// PREPARED runs given up (`recover --abandon TXID`): their temp files and directory removed,
+    /// the target left as it was.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub abandoned: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -44,6 +48,11 @@ pub struct Conflict {
     pub txid: String,
     pub file: String,
     pub reason: String,
+    /// The way out when the operator accepts the target as it is: `recover --abandon TXID`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_argv: Option<Vec<String>>,
 }
 
 impl RecoverReport {
@@ -102,6 +111,90 @@ pub fn recover(root: &Root, txid: Option<&str>) -> Result<RecoverReport, LaunchE
         nix::unistd::fsync(&txn).map_err(|source| DiscardError::SyncTxn { path, source })?;
     }
     cancelled.map(|()| report)
+}
+
+/// `dot-launch recover --root R --abandon TXID`.
+fn abandon_command(root: &Root, txid: &str) -> proto::Next {
+    proto::Next::cmd("dot-launch")
+        .arg("recover")
+        .root(root)
+        .arg("--abandon")
+        .arg(txid)
+}
+
+/// `recover --abandon TXID`: gives up the PREPARED run `txid` (what the operator chooses for a
+/// run recover cannot roll forward): under the target's commit lock, its temp files still in the
+/// target (`.dot-TXID-N.tmp`, each our own regular file with one link) are removed, then the run
+/// directory, by the rules `dot-discard` keeps. The target keeps what it holds now. A run in any
+/// other state is recovered as `recover TXID` would.
+pub fn abandon(root: &Root, txid: &str) -> Result<RecoverReport, LaunchError> {
+    let uid = nix::unistd::geteuid().as_raw();
+    let path = root.txn();
+    let txn = open_txn(&path, uid)?;
+    let missing = || LaunchError::NoSuchRun {
+        txid: txid.to_owned(),
+        path: path.clone(),
+    };
+    let name = CString::new(txid)
+        .ok()
+        .filter(|_| is_txid(txid))
+        .ok_or_else(missing)?;
+    let run = match inspect(&txn, &name, uid) {
+        Inspection::Gone => return Err(missing()),
+        Inspection::Found(run) if run.state() == RunState::Prepared => run,
+        Inspection::Found(run) => {
+            drop(run);
+            return recover(root, Some(txid));
+        }
+        Inspection::Retain(..) => return recover(root, Some(txid)),
+    };
+    let mut report = RecoverReport::default();
+    let target = match run.journal.as_ref().and_then(|(_, j)| j.prepared()) {
+        Some(Record::Prepared { target, .. }) => target.clone(),
+        _ => return Err(missing()),
+    };
+    let stuck = |report: &mut RecoverReport, reason: String| {
+        report.conflicts.push(Conflict {
+            txid: txid.to_owned(),
+            file: String::new(),
+            reason,
+            next: None,
+            next_argv: None,
+        })
+    };
+    let temps = match discard::TargetTemps::find(Path::new(&target), txid, uid) {
+        Ok(t) => t,
+        Err(why) => {
+            stuck(&mut report, why);
+            return Ok(report);
+        }
+    };
+    let lock = match temps.as_ref().map(|t| t.dir().try_clone().map(File::from)) {
+        Some(Ok(dir)) => {
+            crate::commit::lock_target(&dir, Path::new(&target), crate::cancel::During::Recover)?;
+            Some(dir)
+        }
+        Some(Err(e)) => return Err(LaunchError::io("holding the target", &target, e)),
+        None => None,
+    };
+    let removal = run.files(&txn, uid).remove(|| match &temps {
+        Some(t) => t.remove(),
+        None => Ok(()),
+    });
+    drop(lock);
+    match removal {
+        Ok(()) => {
+            report.abandoned.push(txid.to_owned());
+            nix::unistd::fsync(&txn).map_err(|source| DiscardError::SyncTxn { path, source })?;
+        }
+        Err(stop) => report.skipped.push(Retained::new(
+            txid,
+            State::Prepared,
+            format!("its removal stopped, the target as it was: {stop}"),
+            Some(abandon_command(root, txid)),
+        )),
+    }
+    Ok(report)
 }
 
 struct Pass<'a> {
@@ -195,17 +288,25 @@ impl Pass<'_> {
             );
             return false;
         };
+        let way_out = abandon_command(self.root, &txid);
         let conflict = |report: &mut RecoverReport, file: String, reason: String| {
             report.conflicts.push(Conflict {
                 txid: txid.clone(),
                 file,
                 reason,
+                next: Some(way_out.text()),
+                next_argv: way_out.argv(),
             })
         };
-        if let Err((file, reason)) = roll_forward(Path::new(&target), &files, self.uid) {
-            conflict(report, file, reason);
-            return false;
-        }
+        // The target's commit lock is held from the checks until COMMITTED is appended, so a
+        // launch into the target waits and then sees the run finished.
+        let _locked = match roll_forward(Path::new(&target), &files, self.uid) {
+            Ok(dir) => dir,
+            Err((file, reason)) => {
+                conflict(report, file, reason);
+                return false;
+            }
+        };
         let mut dir = match RunDir::adopt(self.root, run) {
             Ok(d) => d,
             Err(e) => {
@@ -288,13 +389,22 @@ fn digest_at(
 /// has the prepared digest and the target still holds the old bytes). Checks every file before
 /// renaming any, so a conflict changes nothing. Every name is looked up in the target directory
 /// opened once; the names were checked to be single components and this run's temp files.
-fn roll_forward(target: &Path, files: &[PreparedFile], uid: u32) -> Result<(), (String, String)> {
-    let dir = sys::fs::open_dir(target).map(File::from).map_err(|e| {
-        (
-            String::new(),
-            format!("{}: {}", target.display(), std::io::Error::from(e)),
-        )
-    })?;
+///
+/// The target is opened one component at a time without following a link
+/// (`sys::fs::open_dir_nofollow`: the directory the journal names, not one a swapped parent
+/// points at) and its commit lock taken (`commit::lock_target`); the directory comes back with
+/// the lock held.
+fn roll_forward(target: &Path, files: &[PreparedFile], uid: u32) -> Result<File, (String, String)> {
+    let dir = sys::fs::open_dir_nofollow(target)
+        .map(File::from)
+        .map_err(|e| {
+            (
+                String::new(),
+                format!("{}: {}", target.display(), std::io::Error::from(e)),
+            )
+        })?;
+    crate::commit::lock_target(&dir, target, crate::cancel::During::Recover)
+        .map_err(|e| (String::new(), e.to_string()))?;
     let mut to_rename = Vec::new();
     let mut stale_temps = Vec::new();
     for f in files {
@@ -329,5 +439,7 @@ fn roll_forward(target: &Path, files: &[PreparedFile], uid: u32) -> Result<(), (
             .map_err(|e| (temp.clone(), format!("removing the stale temp file: {e}")))?;
     }
     // The renames (if any) and the removals are made durable by rename_all's directory fsync.
-    crate::commit::rename_all(&dir, target, &to_rename).map_err(|e| (String::new(), e.to_string()))
+    crate::commit::rename_all(&dir, target, &to_rename)
+        .map_err(|e| (String::new(), e.to_string()))?;
+    Ok(dir)
 }

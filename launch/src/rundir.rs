@@ -179,6 +179,15 @@ impl RunDir {
                 std::io::Error::other("the journal was replaced after it was read"),
             ));
         }
+        // A torn last line (an append cut short: ENOSPC, a crash) is not a record: it is cut off
+        // before anything is appended, so the next record starts a line of its own and the
+        // journal reads as the records it holds.
+        if let Some(torn) = journal.torn_tail {
+            let whole = held.len().saturating_sub(torn as u64);
+            file.set_len(whole)
+                .and_then(|()| file.sync_data())
+                .map_err(|e| LaunchError::io("cutting the journal's torn tail", &jpath, e))?;
+        }
         Ok(RunDir {
             next_seq: journal.records().count() as u64,
             txid: run.txid,
@@ -233,7 +242,8 @@ impl RunDir {
         sys::fs::fsync_dir(&txn).map_err(|e| LaunchError::io("syncing txn/", &txn, e))
     }
 
-    fn txn(&self) -> PathBuf {
+    /// The `txn/` directory this run is in.
+    pub fn txn(&self) -> PathBuf {
         self.path.parent().map(PathBuf::from).unwrap_or_default()
     }
 
