@@ -285,32 +285,21 @@ fn remove_temps(dir: &File, prepared: &[PreparedFile]) {
     }
 }
 
-/// Takes the target's commit lock (an exclusive flock on the held target directory, released
-/// when the descriptor closes or the process dies): one commit at a time per target directory,
-/// whatever path each launch named it by. Waits while another holds it, ended by a cancelling
-/// signal; returns whether it waited.
+/// Takes the target's commit lock (`txn::lock`: an exclusive flock on the held target
+/// directory, released when the descriptor closes or the process dies): one commit at a time per
+/// target directory, whatever path each launch named it by. Waits while another holds it, ended
+/// by a cancelling signal; returns whether it waited.
 pub fn lock_target(dir: &File, target: &Path, during: During) -> Result<bool, LaunchError> {
-    let mut pause = std::time::Duration::from_millis(1);
-    let mut waited = false;
-    loop {
-        match dir.try_lock() {
-            Ok(()) => return Ok(waited),
-            Err(std::fs::TryLockError::WouldBlock) => {}
-            Err(std::fs::TryLockError::Error(e)) => {
-                return Err(LaunchError::io("locking the target", target, e))
-            }
-        }
-        waited = true;
-        cancel::check(during)?;
-        std::thread::sleep(pause);
-        pause = (pause * 2).min(std::time::Duration::from_millis(20));
-    }
+    txn::lock::lock_target(dir, || cancel::check(during)).map_err(|e| match e {
+        txn::lock::LockError::Io(e) => LaunchError::io("locking the target", target, e),
+        txn::lock::LockError::Cancelled(e) => e,
+    })
 }
 
 /// Commits the outputs named by the plugin's response, read from the open directory `out_dir` (the
 /// stage's `out/`), into the held `target`: under its commit lock ([`lock_target`], `waited` says
 /// whether the launch waited for it), refused while a PREPARED run of this state is pending there
-/// ([`crate::pending::find`]).
+/// ([`txn::pending::find`]).
 pub fn commit(
     run: &mut RunDir,
     out_dir: &File,
@@ -337,7 +326,9 @@ fn commit_locked(
 ) -> Result<Vec<OutputFile>, CommitError> {
     let target_dir = &target.dir;
     let target_path = target.path.as_path();
-    if let Some(txid) = crate::pending::find(&run.txn(), Some(&run.txid), target) {
+    if let Some(txid) =
+        txn::pending::find(&run.txn(), Some(&run.txid), &target.path, &target.dir, true)
+    {
         return Err(CommitError::Pending(txid));
     }
     // BEGIN names the target: durable before the first temp file is created there.

@@ -193,7 +193,7 @@ pub(crate) fn decide(
             target::check(&opts.target, &Root::split(dir, root.state()))?;
         }
     }
-    if let Some(txid) = crate::pending::find(&root.txn(), None, &target) {
+    if let Some(txid) = txn::pending::find(&root.txn(), None, &target.path, &target.dir, false) {
         return Err(LaunchError::TargetPending {
             target: target.path,
             next: opts.recover_command(&txid),

@@ -117,7 +117,7 @@ pub enum LaunchError {
     },
     /// `txn/` itself refused (missing, unsafe, unreadable), as `dot-discard` refuses it.
     #[error(transparent)]
-    Txn(#[from] discard::DiscardError),
+    Txn(#[from] txn::TxnError),
 }
 
 /// `CAUSE; ` before a retained run's message, when a failure ended the run.

@@ -2,18 +2,15 @@
 //! runs; never touches ABANDONED or UNRECOGNIZED ones.
 //!
 //! It fails closed exactly like `dot-discard`, through the same code: `txn/` is checked
-//! (`discard::run::open_txn`), and every run is examined by `discard::run::inspect` (ownership,
+//! (`txn::run::open_txn`), and every run is examined by `txn::run::inspect` (ownership,
 //! modes, the lock taken before the journal is read, the journal read by `classify_run`, which
 //! also checks that BEGIN names this run and PREPARED only this run's temp files and one-component
-//! names in BEGIN's target) and removed by `discard::run::RunFiles` (nothing that is not our own
+//! names in BEGIN's target) and removed by `txn::run::RunFiles` (nothing that is not our own
 //! plain file or directory is ever removed; the journal last). Anything else is retained with its
 //! reason; a run that vanishes during the pass is skipped.
 
 use crate::error::LaunchError;
 use crate::rundir::{now_ms, RunDir};
-use discard::run::{inspect, open_txn, Inspected, Inspection};
-use discard::tree::{list, same, stat_at, Kind, Stop};
-use discard::{next_for, DiscardError, Retained, State};
 use proto::journal::{PreparedFile, Record, RunState, RECORD_VERSION};
 use proto::layout::{is_txid, Root};
 use proto::Sha256;
@@ -22,6 +19,9 @@ use std::ffi::{CStr, CString};
 use std::fs::File;
 use std::os::fd::OwnedFd;
 use std::path::Path;
+use txn::run::{inspect, open_txn, Inspected, Inspection};
+use txn::tree::{list, same, stat_at, Kind, Stop};
+use txn::{next_for, Retained, State, TxnError};
 
 /// What recover did.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -85,7 +85,7 @@ pub fn recover(root: &Root, txid: Option<&str>) -> Result<RecoverReport, LaunchE
                 }
             }
         }
-        None => list(&txn, usize::MAX).map_err(|source| DiscardError::ListTxn {
+        None => list(&txn, usize::MAX).map_err(|source| TxnError::ListTxn {
             path: path.clone(),
             source,
         })?,
@@ -108,7 +108,7 @@ pub fn recover(root: &Root, txid: Option<&str>) -> Result<RecoverReport, LaunchE
         removed |= pass.one(&name, &mut report);
     }
     if removed {
-        nix::unistd::fsync(&txn).map_err(|source| DiscardError::SyncTxn { path, source })?;
+        nix::unistd::fsync(&txn).map_err(|source| TxnError::SyncTxn { path, source })?;
     }
     cancelled.map(|()| report)
 }
@@ -162,10 +162,10 @@ pub fn abandon(root: &Root, txid: &str) -> Result<RecoverReport, LaunchError> {
             next_argv: None,
         })
     };
-    let temps = match discard::TargetTemps::find(Path::new(&target), txid, uid) {
+    let temps = match txn::TargetTemps::find(Path::new(&target), txid, uid) {
         Ok(t) => t,
         Err(why) => {
-            stuck(&mut report, why);
+            stuck(&mut report, why.to_string());
             return Ok(report);
         }
     };
@@ -185,7 +185,7 @@ pub fn abandon(root: &Root, txid: &str) -> Result<RecoverReport, LaunchError> {
     match removal {
         Ok(()) => {
             report.abandoned.push(txid.to_owned());
-            nix::unistd::fsync(&txn).map_err(|source| DiscardError::SyncTxn { path, source })?;
+            nix::unistd::fsync(&txn).map_err(|source| TxnError::SyncTxn { path, source })?;
         }
         Err(stop) => report.skipped.push(Retained::new(
             txid,
@@ -205,12 +205,14 @@ struct Pass<'a> {
 
 impl Pass<'_> {
     fn skip(&self, report: &mut RecoverReport, txid: &str, state: State, reason: String) {
-        report.skipped.push(Retained::new(
-            txid,
-            state,
-            reason,
-            next_for(self.root, txid, state),
-        ));
+        // An I/O error stopped the examination: the same recover again may get past it.
+        let next = match state {
+            State::Unreadable => Some(proto::next::recover_run(self.root, txid)),
+            _ => next_for(self.root, txid, state),
+        };
+        report
+            .skipped
+            .push(Retained::new(txid, state, reason, next));
     }
 
     /// A run whose removal stopped after its outcome was settled (COMMITTED): a broken rule is

@@ -1,5 +1,5 @@
 //! The run directory `txn/TXID/`: created private, locked for its whole life, journaled, and
-//! removed by the same rules `dot-discard` keeps (`discard::run`): everything but the journal
+//! removed by the same rules `dot-discard` keeps (`txn::run`): everything but the journal
 //! first, the journal last, the directory after, with a bounded number of descriptors whatever
 //! the plugin left in the stage.
 //!
@@ -11,8 +11,6 @@
 
 use crate::error::LaunchError;
 use crate::hooks::inject;
-use discard::run::{open_txn, Inspected, RunFiles, JOURNAL};
-use discard::tree::Stop;
 use proto::journal::{Record, RecordKind};
 use proto::layout::{Root, JOURNAL_FILE, STAGE_DIR};
 use proto::result::{RunResult, Warning};
@@ -21,6 +19,8 @@ use std::fs::File;
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
+use txn::run::{open_txn, Inspected, RunFiles, JOURNAL};
+use txn::tree::Stop;
 
 /// A live, locked run directory.
 #[derive(Debug)]
@@ -279,7 +279,7 @@ impl RunDir {
         self.remove_with(true)
     }
 
-    /// Removes the whole run directory by `dot-discard`'s rules (`discard::run::RunFiles`):
+    /// Removes the whole run directory by `dot-discard`'s rules (`txn::run::RunFiles`):
     /// everything under `stage/` is checked first and nothing is removed if anything breaks a rule
     /// (a symbolic link, fifo, socket, device, setuid or setgid, hard-linked or foreign-owned
     /// file, another filesystem); then `stage/`, the journal last, the directory after. With
