@@ -332,7 +332,8 @@ fn commit_locked(
         return Err(CommitError::Pending(txid));
     }
     // BEGIN names the target: durable before the first temp file is created there.
-    run.sync_intent().map_err(CommitError::Before)?;
+    run.sync_intent()
+        .map_err(|e| CommitError::Before(e.into()))?;
     let mut prepared = Vec::with_capacity(outputs.len());
     let mut temps = Vec::with_capacity(outputs.len());
     let result = (|| {
@@ -364,7 +365,8 @@ fn commit_locked(
             files: prepared.clone(),
             sum: None,
         };
-        run.append(&record, true).map_err(CommitError::Before)
+        run.append(&record, true)
+            .map_err(|e| CommitError::Before(e.into()))
     })();
     if let Err(e) = result {
         remove_temps(target_dir, &prepared);
@@ -390,7 +392,7 @@ fn commit_locked(
         .collect();
     match run.append(&record, true) {
         Ok(()) => Ok(outputs),
-        Err(e) => Err(CommitError::Unrecorded(outputs, Box::new(e))),
+        Err(e) => Err(CommitError::Unrecorded(outputs, Box::new(e.into()))),
     }
 }
 

@@ -7,7 +7,7 @@ use crate::commit::{self, CommitError};
 use crate::decide::{decide, Consent, Decided};
 use crate::exec::{self, Limits, StreamLimits};
 use crate::judge::{self, PluginFailure, Unconfirmed};
-use crate::rundir::{now_ms, RunDir};
+use crate::rundir::{now_ms, End, RunDir};
 use crate::target::Target;
 use crate::{hooks, inputs, pinning, stage, LaunchError};
 use proto::journal::{Record, RECORD_VERSION};
@@ -155,7 +155,7 @@ fn proceed(
         target: target.path.display().to_string(),
         sum: None,
     };
-    run.append(&begin, false)?;
+    run.append(&begin, false).map_err(LaunchError::from)?;
     hooks::failpoint("after-begin");
     let workdir = stage::prepare(run, &inputs, entry.containment)?;
     cancel::check(During::Stage)?;

@@ -5,6 +5,8 @@
 //! - [`run`]: `txn/` opened and checked ([`run::open_txn`]); one run examined — name, owner,
 //!   modes, its lock taken before its journal is read, the journal classified
 //!   ([`run::inspect`]) — and removed by descriptors, the journal last ([`run::RunFiles`]);
+//! - [`rundir`]: a launcher's own run directory: created and locked, its journal appended (BEGIN
+//!   made durable before a target is touched, a torn tail cut before an append), removed;
 //! - [`tree`]: the walk that checks and removes a stage at any depth with a bounded number of
 //!   descriptors;
 //! - [`TargetTemps`]: the temp files a run left in its target;
@@ -20,6 +22,7 @@ pub mod hooks;
 pub mod lock;
 pub mod pending;
 pub mod run;
+pub mod rundir;
 pub mod tree;
 
 use nix::errno::Errno;
