@@ -11,16 +11,15 @@
 
 use crate::error::LaunchError;
 use crate::rundir::{now_ms, RunDir};
-use proto::journal::{PreparedFile, Record, RunState, RECORD_VERSION};
+use proto::journal::{Record, RunState, RECORD_VERSION};
 use proto::layout::{is_txid, Root};
-use proto::Sha256;
 use serde::{Deserialize, Serialize};
 use std::ffi::{CStr, CString};
 use std::fs::File;
 use std::os::fd::OwnedFd;
 use std::path::Path;
 use txn::run::{inspect, open_txn, Inspected, Inspection};
-use txn::tree::{list, same, stat_at, Kind, Stop};
+use txn::tree::{list, stat_at, Stop};
 use txn::{next_for, Retained, State, TxnError};
 
 /// What recover did.
@@ -302,13 +301,21 @@ impl Pass<'_> {
         };
         // The target's commit lock is held from the checks until COMMITTED is appended, so a
         // launch into the target waits and then sees the run finished.
-        let _locked = match roll_forward(Path::new(&target), &files, self.uid) {
-            Ok(dir) => dir,
-            Err((file, reason)) => {
-                conflict(report, file, reason);
-                return false;
-            }
-        };
+        let cancelled =
+            || crate::cancel::check(crate::cancel::During::Recover).map_err(|e| e.to_string());
+        let plan =
+            match txn::rollforward::roll_forward(Path::new(&target), &files, self.uid, cancelled) {
+                Ok(plan) => plan,
+                Err((file, reason)) => {
+                    conflict(report, file, reason);
+                    return false;
+                }
+            };
+        if let Err(e) = crate::commit::rename_all(&plan.dir, Path::new(&target), &plan.to_rename) {
+            conflict(report, String::new(), e.to_string());
+            return false;
+        }
+        let _locked = plan.dir;
         let mut dir = match RunDir::adopt(self.root, run) {
             Ok(d) => d,
             Err(e) => {
@@ -335,113 +342,4 @@ impl Pass<'_> {
             }
         }
     }
-}
-
-/// What is at `name` in the target directory `dir` (`target` for messages), never following a
-/// symbolic link: `Ok(None)` absent, `Ok(Some(digest))` a regular file without setuid/setgid,
-/// `Err` anything else. With `own`, the file must also be a temp file this run could have written:
-/// owned by that uid, with one link.
-fn digest_at(
-    dir: &File,
-    target: &Path,
-    name: &str,
-    own: Option<u32>,
-) -> Result<Option<Sha256>, String> {
-    let path = target.join(name);
-    let cname = CString::new(name).map_err(|e| format!("{}: {e}", path.display()))?;
-    let st = match stat_at(dir, &cname) {
-        Ok(st) => st,
-        Err(nix::errno::Errno::ENOENT) => return Ok(None),
-        Err(e) => return Err(format!("{}: {e}", path.display())),
-    };
-    if Kind::of(&st) != Kind::File {
-        return Err(format!(
-            "{} is a {}, not a regular file",
-            path.display(),
-            Kind::of(&st).word()
-        ));
-    }
-    if let Some(uid) = own {
-        if st.st_uid != uid || st.st_nlink != 1 {
-            return Err(format!(
-                "{} is not a temp file of this run (owned by uid {}, {} links)",
-                path.display(),
-                st.st_uid,
-                st.st_nlink
-            ));
-        }
-    }
-    let file = sys::fs::open_read_at(dir, cname.as_c_str())
-        .map(File::from)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    let held = nix::sys::stat::fstat(&file).map_err(|e| format!("{}: {e}", path.display()))?;
-    if !same(&held, &st) {
-        return Err(format!("{} changed while it was read", path.display()));
-    }
-    let meta = file
-        .metadata()
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    sys::fs::check_regular(&meta).map_err(|e| format!("{} {e}", path.display()))?;
-    verify::digest::digest_file(&file)
-        .map(|(d, _)| Some(d))
-        .map_err(|e| format!("{}: {e}", path.display()))
-}
-
-/// Each file must be either already in place (target has the prepared digest) or renameable (temp
-/// has the prepared digest and the target still holds the old bytes). Checks every file before
-/// renaming any, so a conflict changes nothing. Every name is looked up in the target directory
-/// opened once; the names were checked to be single components and this run's temp files.
-///
-/// The target is opened one component at a time without following a link
-/// (`sys::fs::open_dir_nofollow`: the directory the journal names, not one a swapped parent
-/// points at) and its commit lock taken (`commit::lock_target`); the directory comes back with
-/// the lock held.
-fn roll_forward(target: &Path, files: &[PreparedFile], uid: u32) -> Result<File, (String, String)> {
-    let dir = sys::fs::open_dir_nofollow(target)
-        .map(File::from)
-        .map_err(|e| {
-            (
-                String::new(),
-                format!("{}: {}", target.display(), std::io::Error::from(e)),
-            )
-        })?;
-    crate::commit::lock_target(&dir, target, crate::cancel::During::Recover)
-        .map_err(|e| (String::new(), e.to_string()))?;
-    let mut to_rename = Vec::new();
-    let mut stale_temps = Vec::new();
-    for f in files {
-        let conflict = |why: String| (f.name.clone(), why);
-        let current = digest_at(&dir, target, &f.name, None).map_err(conflict)?;
-        let temp = digest_at(&dir, target, &f.temp, Some(uid)).map_err(conflict)?;
-        if current == Some(f.sha256) {
-            // Already in place. A temp file still holding the prepared bytes means the target
-            // already had them (old == new) and the rename never happened: it is ours to remove.
-            if temp == Some(f.sha256) {
-                stale_temps.push(f.temp.clone());
-            }
-            continue;
-        }
-        if temp != Some(f.sha256) {
-            return Err(conflict(format!(
-                "the target holds neither the prepared bytes nor can they be restored: temp file {} is {}",
-                f.temp,
-                if temp.is_none() { "missing" } else { "changed" }
-            )));
-        }
-        if current != f.old {
-            return Err(conflict(format!(
-                "{} changed since the run prepared it (neither the old bytes nor the prepared ones)",
-                target.join(&f.name).display()
-            )));
-        }
-        to_rename.push(f.clone());
-    }
-    for temp in stale_temps {
-        nix::unistd::unlinkat(&dir, temp.as_str(), nix::unistd::UnlinkatFlags::NoRemoveDir)
-            .map_err(|e| (temp.clone(), format!("removing the stale temp file: {e}")))?;
-    }
-    // The renames (if any) and the removals are made durable by rename_all's directory fsync.
-    crate::commit::rename_all(&dir, target, &to_rename)
-        .map_err(|e| (String::new(), e.to_string()))?;
-    Ok(dir)
 }

@@ -12,6 +12,7 @@
 //! - [`TargetTemps`]: the temp files a run left in its target;
 //! - [`lock`]: the per-target commit lock (an `flock` on the held target directory);
 //! - [`pending`]: a PREPARED run pending in a target, which refuses launches there;
+//! - [`rollforward`]: the checks that let `recover` finish a PREPARED run, or say why not;
 //! - [`State`], [`Retained`], [`next_for`]: what a tool reports of a run it leaves in place;
 //! - [`hooks`]: the failpoints and injected errors of the test builds.
 //!
@@ -21,6 +22,7 @@
 pub mod hooks;
 pub mod lock;
 pub mod pending;
+pub mod rollforward;
 pub mod run;
 pub mod rundir;
 pub mod tree;
