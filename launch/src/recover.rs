@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use std::ffi::{CStr, CString};
 use std::fs::File;
 use std::os::fd::OwnedFd;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use txn::run::{inspect, open_txn, Inspected, Inspection};
 use txn::tree::{list, stat_at, Stop};
 use txn::{next_for, Retained, State, TxnError};
@@ -74,13 +74,23 @@ pub fn recover(root: &Root, txid: Option<&str>) -> Result<RecoverReport, LaunchE
     let names: Vec<CString> = match txid {
         Some(t) => {
             let name = CString::new(t).ok().filter(|_| is_txid(t));
-            match name {
-                Some(n) if stat_at(&txn, &n).is_ok() => vec![n],
-                _ => {
-                    return Err(LaunchError::NoSuchRun {
-                        txid: t.to_owned(),
-                        path,
-                    })
+            let missing = |path: PathBuf| LaunchError::NoSuchRun {
+                txid: t.to_owned(),
+                path,
+            };
+            let Some(n) = name else {
+                return Err(missing(path));
+            };
+            // Only a run that is not there is `no-such-run`; an error asking (EIO) is the host's.
+            match stat_at(&txn, &n) {
+                Ok(_) => vec![n],
+                Err(nix::errno::Errno::ENOENT) => return Err(missing(path)),
+                Err(e) => {
+                    return Err(LaunchError::io(
+                        "looking up the run",
+                        path.join(t),
+                        e.into(),
+                    ))
                 }
             }
         }
