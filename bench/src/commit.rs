@@ -100,8 +100,24 @@ fn durable_once(root: &Root, target: &Path, files: usize, size: usize) -> Result
     mkdir(target)?;
     let out_dir =
         std::fs::File::open(&out).map_err(|e| BenchError::io("opening", out.display(), e))?;
+    let held = std::fs::canonicalize(target)
+        .map_err(|e| BenchError::io("resolving", target.display(), e))
+        .and_then(|abs| {
+            launch::target::Target::open(&abs).map_err(|e| BenchError::CommandFailed {
+                command: "Target::open".into(),
+                why: e.to_string(),
+            })
+        })?;
     let start = Instant::now();
-    let committed = launch::commit::commit(&mut run, &out_dir, target, &names, &limits(files));
+    let mut waited = false;
+    let committed = launch::commit::commit(
+        &mut run,
+        &out_dir,
+        &held,
+        &names,
+        &limits(files),
+        &mut waited,
+    );
     let us = start.elapsed().as_secs_f64() * 1e6;
     let failed = |why: String| BenchError::CommandFailed {
         command: "launch::commit::commit".into(),

@@ -23,22 +23,17 @@
 //! With `--dry-run` nothing is removed: the report lists what would be.
 #![forbid(unsafe_code)]
 
-pub mod hooks;
-pub mod run;
-pub mod tree;
-
-use nix::errno::Errno;
-use nix::unistd::{unlinkat, UnlinkatFlags};
 use proto::cli::Output;
 use proto::journal::{Record, RunState};
 use proto::layout::Root;
-use proto::{ErrorObject, ExitCode, Next, ToErrorObject};
-use run::{open_txn, Inspection};
+use proto::ExitCode;
 use serde::{Deserialize, Serialize};
-use std::ffi::{CStr, CString};
+use std::ffi::CStr;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
-use tree::{check_entry, list, stat_at, Kind, Rules, Stop};
+use txn::run::{self, open_txn, Inspection};
+use txn::tree::{list, Stop};
+pub use txn::{next_for, Retained, State, TargetTemps, TxnError as DiscardError};
 
 /// What `dot-discard` did.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -49,105 +44,6 @@ pub struct Report {
     /// Runs left in place, each with the reason.
     pub retained: Vec<Retained>,
     pub dry_run: bool,
-}
-
-/// One run left in place.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Retained {
-    /// The entry's name under `txn/` (not always a valid transaction id).
-    pub txid: String,
-    pub state: State,
-    pub reason: String,
-    /// The command that takes it further, where one exists (quoted for POSIX `sh`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next: Option<String>,
-    /// `next` as an argument vector.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next_argv: Option<Vec<String>>,
-}
-
-impl Retained {
-    /// A retained run and the command that takes it further, if there is one.
-    pub fn new(txid: &str, state: State, reason: String, next: Option<Next>) -> Retained {
-        Retained {
-            txid: txid.to_owned(),
-            state,
-            reason,
-            next_argv: next.as_ref().and_then(Next::argv),
-            next: next.as_ref().map(Next::text),
-        }
-    }
-}
-
-/// The state a retained run was found in: the journal's state, or `LIVE` for a run whose
-/// `dot-launch` still holds its lock.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum State {
-    /// ABANDONED, but its removal stopped because something changed under it.
-    Abandoned,
-    Prepared,
-    Committed,
-    Unrecognized,
-    /// Its lock is held.
-    Live,
-}
-
-impl From<RunState> for State {
-    fn from(s: RunState) -> State {
-        match s {
-            RunState::Abandoned => State::Abandoned,
-            RunState::Prepared => State::Prepared,
-            RunState::Committed => State::Committed,
-            RunState::Unrecognized => State::Unrecognized,
-        }
-    }
-}
-
-/// Why `dot-discard` could not look at the runs at all.
-#[derive(Debug, thiserror::Error)]
-pub enum DiscardError {
-    #[error("{path} does not exist: not a platform root")]
-    NoTxn { path: PathBuf },
-    #[error("refusing {path}: {why}")]
-    UnsafeTxn { path: PathBuf, why: String },
-    #[error("could not open {path}: {source}")]
-    OpenTxn { path: PathBuf, source: Errno },
-    #[error("could not list {path}: {source}")]
-    ListTxn { path: PathBuf, source: Errno },
-    #[error("could not sync {path}: {source}")]
-    SyncTxn { path: PathBuf, source: Errno },
-}
-
-impl ToErrorObject for DiscardError {
-    fn kind(&self) -> proto::Kind {
-        match self {
-            DiscardError::NoTxn { .. } => proto::Kind::NotARoot,
-            DiscardError::UnsafeTxn { .. } => proto::Kind::UnsafeTxn,
-            DiscardError::OpenTxn { .. }
-            | DiscardError::ListTxn { .. }
-            | DiscardError::SyncTxn { .. } => proto::Kind::Io,
-        }
-    }
-
-    fn to_error_object(&self) -> ErrorObject {
-        let obj = ErrorObject::new(self.kind(), self.to_string());
-        match self {
-            DiscardError::NoTxn { path } => {
-                // `init` makes a root only where nothing is yet.
-                let root = path.parent().unwrap_or(path);
-                match std::fs::symlink_metadata(root) {
-                    Err(_) => obj.path(path).next(&proto::next::init_root(root)),
-                    Ok(_) => obj.path(path),
-                }
-            }
-            DiscardError::UnsafeTxn { path, .. }
-            | DiscardError::OpenTxn { path, .. }
-            | DiscardError::ListTxn { path, .. }
-            | DiscardError::SyncTxn { path, .. } => obj.path(path),
-        }
-    }
 }
 
 /// `dot-discard`: delete the ABANDONED runs of a platform root, retaining (and saying why) every
@@ -168,7 +64,13 @@ pub struct Args {
 /// `dot-discard`'s entry point.
 pub fn run(args: Args) -> Result<Output, DiscardError> {
     let report = discard(&Root::from_args(args.root, args.state), args.dry_run)?;
-    let out = Output::json(&report);
+    let done = format!(
+        "dot-discard finished: {} discarded{}, {} retained",
+        report.discarded.len(),
+        if report.dry_run { " (dry run)" } else { "" },
+        report.retained.len()
+    );
+    let out = Output::json(&report).done(done, None, None);
     Ok(if report.retained.is_empty() {
         out
     } else {
@@ -222,15 +124,6 @@ enum Verdict {
     Discarded,
 }
 
-/// The command that takes a run retained in `state` further, where one exists.
-pub fn next_for(root: &Root, txid: &str, state: State) -> Option<Next> {
-    match state {
-        State::Prepared | State::Committed => Some(proto::next::recover_run(root, txid)),
-        State::Abandoned => Some(Next::cmd("dot-discard").root(root)),
-        State::Unrecognized | State::Live => None,
-    }
-}
-
 impl Ctx<'_> {
     fn retain(&self, txid: &str, state: State, reason: impl Into<String>) -> Verdict {
         Verdict::Retain(Retained::new(
@@ -272,8 +165,15 @@ impl Ctx<'_> {
             Some(Record::Begin { target, .. }) => {
                 match TargetTemps::find(Path::new(target), txid, self.uid) {
                     Ok(temps) => temps,
-                    Err(why) => {
+                    Err(Stop::Rule(why)) => {
                         return Verdict::Retain(Retained::new(txid, State::Abandoned, why, None))
+                    }
+                    Err(Stop::Changed(why)) => {
+                        return self.retain(
+                            txid,
+                            State::Abandoned,
+                            format!("{why} (it may pass: run dot-discard again)"),
+                        )
                     }
                 }
             }
@@ -303,82 +203,11 @@ impl Ctx<'_> {
     fn stopped(&self, txid: &str, stop: Stop) -> Verdict {
         match stop {
             Stop::Rule(why) => self.retain(txid, State::Unrecognized, why),
-            Stop::Changed(why) => {
-                self.retain(txid, State::Abandoned, format!("removal stopped: {why}"))
-            }
+            Stop::Changed(why) => self.retain(
+                txid,
+                State::Abandoned,
+                format!("removal stopped: {why} (it may pass: run dot-discard again)"),
+            ),
         }
-    }
-}
-
-/// The temp files an ABANDONED run left in its target directory: exactly the names
-/// `.dot-TXID-N.tmp` (N decimal), each our regular file with one link. The names carry the run's
-/// random 128-bit id, so nothing else matches by chance.
-struct TargetTemps {
-    target: PathBuf,
-    dir: OwnedFd,
-    rules: Rules,
-    names: Vec<CString>,
-}
-
-impl TargetTemps {
-    /// Finds and checks them; `None` when the target is gone (nothing to remove). A temp name
-    /// that is anything but our own one-link regular file retains the run, with what the operator
-    /// must do: dot-discard never removes it, so running dot-discard again would not help.
-    fn find(target: &Path, txid: &str, uid: u32) -> Result<Option<TargetTemps>, String> {
-        let dir = match sys::fs::open_dir(target) {
-            Ok(fd) => fd,
-            Err(Errno::ENOENT) => return Ok(None),
-            Err(e) => return Err(format!("target {}: {e}", target.display())),
-        };
-        let dev = nix::sys::stat::fstat(&dir)
-            .map_err(|e| format!("target {}: {e}", target.display()))?
-            .st_dev;
-        let mut names =
-            list(&dir, usize::MAX).map_err(|e| format!("target {}: {e}", target.display()))?;
-        names.retain(|n| proto::layout::is_target_temp(&n.to_string_lossy(), txid));
-        let temps = TargetTemps {
-            target: target.to_owned(),
-            dir,
-            rules: Rules { uid, dev },
-            names,
-        };
-        for name in &temps.names {
-            temps.check(name).map_err(|why| {
-                format!(
-                    "{why}: it carries this run's temp name but is not a temp file the run wrote, \
-                     so dot-discard removes neither it nor the run, and running it again will not \
-                     help; inspect it, remove or move it yourself, then run dot-discard again"
-                )
-            })?;
-        }
-        Ok(Some(temps))
-    }
-
-    /// One temp file: our regular file with one link, not setuid or setgid.
-    fn check(&self, name: &CStr) -> Result<(), String> {
-        let path = self.target.join(name.to_string_lossy().as_ref());
-        let path = path.display().to_string();
-        let st = stat_at(&self.dir, name).map_err(|e| format!("{path}: {e}"))?;
-        match check_entry(&st, &path, &self.rules)? {
-            Kind::File => Ok(()),
-            other => Err(format!("{path} is a {}", other.word())),
-        }
-    }
-
-    /// Removes them, each checked again, then makes the target directory durable.
-    fn remove(&self) -> Result<(), Stop> {
-        for name in &self.names {
-            self.check(name).map_err(Stop::Changed)?;
-            hooks::failpoint("remove-temp");
-            unlinkat(&self.dir, name.as_c_str(), UnlinkatFlags::NoRemoveDir).map_err(|e| {
-                let path = self.target.join(name.to_string_lossy().as_ref());
-                Stop::errno(e, format!("could not remove {}", path.display()))
-            })?;
-        }
-        if !self.names.is_empty() {
-            nix::unistd::fsync(&self.dir)
-                .map_err(|e| Stop::Changed(format!("target {}: {e}", self.target.display())))?;
-        }
-        Ok(())
     }
 }

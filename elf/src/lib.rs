@@ -147,8 +147,9 @@ impl ToErrorObject for ElfError {
             | ElfError::NotExecutable(_)
             | ElfError::NoStackHeader
             | ElfError::ExecStack
-            | ElfError::NoEntry
-            | ElfError::Io(_) => Kind::NotStaticElf,
+            | ElfError::NoEntry => Kind::NotStaticElf,
+            // The host could not read the file (EIO): nothing about the file's bytes.
+            ElfError::Io(_) => Kind::Io,
         }
     }
 }

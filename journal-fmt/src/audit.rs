@@ -1,7 +1,13 @@
 //! `dot-journal-fmt --audit --root R`: `ROOT/audit.log` for people (`--json`: one record per line
-//! for machines). Every line must be a valid record: the first that is not stops the tool with
-//! `audit-log-malformed` naming its line number (fail closed: a log that cannot be read whole is
-//! not shown in part).
+//! for machines). Every line must be a valid record or a torn write: the first that is neither
+//! stops the tool with `audit-log-malformed` naming its line number (fail closed: a log that
+//! cannot be read whole is not shown in part).
+//!
+//! A torn write is an append cut short (ENOSPC, a crash): the last line without its newline, or
+//! a line that is JSON ending before its object does (the appender starts the next record on a
+//! line of its own when the log does not end in a newline, `sys::fs::append_line`). It is not a
+//! record; the text form shows it as one line (`line N: torn write, B bytes, not a record`),
+//! `--json` leaves it out.
 
 use crate::{iso8601_utc, FmtError};
 use proto::layout::Root;
@@ -9,12 +15,25 @@ use proto::trust::{AuditOutcome, AuditRecord};
 use std::fmt::Write as _;
 use std::io::{self, BufRead, BufReader};
 
+/// What the audit log holds: its records, and the torn writes met on the way.
+#[derive(Debug, Default)]
+pub struct Log {
+    pub records: Vec<AuditRecord>,
+    /// (line number, bytes) of each torn write.
+    pub torn: Vec<(usize, usize)>,
+}
+
+/// Whether `body` is a JSON text cut short: it ends before its value does.
+fn cut_short(body: &[u8]) -> bool {
+    serde_json::from_slice::<serde_json::Value>(body).is_err_and(|e| e.is_eof())
+}
+
 /// Reads and validates every record of the root's audit log (absent log: no records).
-pub fn read(root: &Root) -> Result<Vec<AuditRecord>, FmtError> {
+pub fn read(root: &Root) -> Result<Log, FmtError> {
     let path = root.audit_log();
     let file = match sys::fs::open_read(&path, false) {
         Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Log::default()),
         Err(source) => return Err(FmtError::Read { path, source }),
     };
     let meta = file.metadata().map_err(|source| FmtError::Read {
@@ -27,7 +46,7 @@ pub fn read(root: &Root) -> Result<Vec<AuditRecord>, FmtError> {
             what: "special file",
         });
     }
-    let mut out = Vec::new();
+    let mut out = Log::default();
     let mut reader = BufReader::new(file);
     let mut line = Vec::new();
     for line_no in 1.. {
@@ -47,9 +66,14 @@ pub fn read(root: &Root) -> Result<Vec<AuditRecord>, FmtError> {
             why,
         };
         let Some(body) = line.strip_suffix(b"\n") else {
-            return Err(bad("the last line has no newline (a torn write)".into()));
+            out.torn.push((line_no, line.len()));
+            break;
         };
-        out.push(AuditRecord::parse_line(body).map_err(|e| bad(e.to_string()))?);
+        match AuditRecord::parse_line(body) {
+            Ok(r) => out.records.push(r),
+            Err(_) if cut_short(body) => out.torn.push((line_no, body.len())),
+            Err(e) => return Err(bad(e.to_string())),
+        }
     }
     Ok(out)
 }

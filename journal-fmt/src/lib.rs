@@ -15,6 +15,7 @@ use proto::{ErrorObject, Kind, Next, ToErrorObject};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 use std::io::{self, Read};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 /// `dot-journal-fmt`: print run journals, one line per record, and each run's state. Bad lines and
@@ -303,11 +304,20 @@ pub fn run(args: Args) -> Result<Output, FmtError> {
             ));
         };
         let mut out = String::new();
-        for r in audit::read(&Root::single(root))? {
+        let log = audit::read(&Root::single(root))?;
+        for r in &log.records {
             if args.json {
                 out.push_str(&String::from_utf8_lossy(&r.to_line()));
             } else {
-                out.push_str(&audit::text(&r));
+                out.push_str(&audit::text(r));
+            }
+        }
+        if !args.json {
+            for (line_no, bytes) in &log.torn {
+                let _ = writeln!(
+                    out,
+                    "line {line_no}: torn write, {bytes} bytes, not a record"
+                );
             }
         }
         return Ok(Output::text(out));
@@ -383,38 +393,37 @@ pub fn read_file(path: &Path) -> Result<Formatted, FmtError> {
 /// `dot-discard` and `dot-launch recover` do. An entry that vanishes while it is read is left out.
 pub fn read_root(root: &Root) -> Result<Vec<Formatted>, FmtError> {
     let txn = root.txn();
-    let entries = match std::fs::read_dir(&txn) {
-        Ok(e) => e,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(no_txn(root)),
-        Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => return Err(no_txn(root)),
-        Err(source) => return Err(FmtError::ListTxn { path: txn, source }),
+    let dir = match sys::fs::open_dir(&txn) {
+        Ok(fd) => fd,
+        Err(nix::errno::Errno::ENOENT | nix::errno::Errno::ENOTDIR) => return Err(no_txn(root)),
+        Err(e) => {
+            return Err(FmtError::ListTxn {
+                path: txn,
+                source: e.into(),
+            })
+        }
     };
-    let mut names = Vec::new();
-    for entry in entries {
-        let entry = entry.map_err(|source| FmtError::ListTxn {
-            path: txn.clone(),
-            source,
-        })?;
-        names.push(entry.file_name());
-    }
-    names.sort();
+    let names = txn::tree::list(&dir, usize::MAX).map_err(|e| FmtError::ListTxn {
+        path: txn.clone(),
+        source: e.into(),
+    })?;
     let mut out = Vec::with_capacity(names.len());
     for name in names {
         let shown = name.to_string_lossy().into_owned();
-        let txid = name.to_str().filter(|n| is_txid(n)).map(str::to_owned);
-        let dir = txn.join(&name);
-        let path = dir.join(JOURNAL_FILE);
-        let journal = match txid {
-            None => Some(unrecognized(format!("txn/{shown} is not a transaction id"))),
-            Some(_) => read_run(&dir, &path, &shown),
+        let txid = Some(shown.clone()).filter(|n| is_txid(n));
+        let path = txn
+            .join(std::ffi::OsStr::from_bytes(name.as_bytes()))
+            .join(JOURNAL_FILE);
+        let journal = match txn::run::peek(&dir, &name) {
+            txn::run::Peek::Gone => continue,
+            txn::run::Peek::NotARun(problem) => unrecognized(problem),
+            txn::run::Peek::Journal(j) => j,
         };
-        if let Some(journal) = journal {
-            out.push(Formatted {
-                path,
-                txid,
-                journal,
-            });
-        }
+        out.push(Formatted {
+            path,
+            txid,
+            journal,
+        });
     }
     Ok(out)
 }
@@ -441,27 +450,6 @@ fn unrecognized(problem: String) -> Journal {
         state: RunState::Unrecognized,
         problem: Some(problem),
     }
-}
-
-/// One run directory's journal, classified; `None` when the entry vanished meanwhile.
-fn read_run(dir: &Path, journal: &Path, shown: &str) -> Option<Journal> {
-    match std::fs::symlink_metadata(dir) {
-        Ok(m) if m.is_dir() => {}
-        Ok(m) => {
-            return Some(unrecognized(format!(
-                "txn/{shown} is a {}, not a run directory",
-                kind_of(&m)
-            )))
-        }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return None,
-        Err(e) => return Some(unrecognized(format!("txn/{shown}: {e}"))),
-    }
-    Some(match read_journal(journal, true) {
-        Ok(Ok(bytes)) => classify(&bytes),
-        Ok(Err(what)) => unrecognized(format!("the journal is a {what}")),
-        Err(FmtError::NoJournal { .. }) => unrecognized("no journal".into()),
-        Err(e) => unrecognized(e.to_string()),
-    })
 }
 
 /// Reads a journal's bytes (at most one byte more than the classifier accepts, so an oversized

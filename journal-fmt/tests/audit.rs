@@ -84,11 +84,35 @@ fn fails_closed_on_a_malformed_line_and_names_it() {
 }
 
 #[test]
-fn fails_closed_on_a_torn_last_line() {
+fn reads_past_a_torn_last_line_and_a_torn_line_an_append_followed() {
+    // An append cut short by ENOSPC: the last line without its newline.
     let mut bytes = log_of(&records());
     bytes.extend_from_slice(b"{\"v\":1,");
     let d = root_with(&bytes);
-    let e = testkit::assert_refused(&fmt(&d, true), 2, Kind::AuditLogMalformed);
+    let out = fmt(&d, true);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let back: Vec<AuditRecord> = testkit::decode_json_lines(&out.stdout);
+    assert_eq!(back, records());
+    let out = fmt(&d, false);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.ends_with("line 3: torn write, 7 bytes, not a record\n"),
+        "{text}"
+    );
+    // The next append starts on a line of its own (sys::fs::append_line), and the log still
+    // reads: the torn line, then the new record.
+    sys::fs::append_line(&d.join("audit.log"), &records()[0].to_line()).unwrap();
+    let raw = fs::read(d.join("audit.log")).unwrap();
+    assert!(raw.ends_with(&[b"{\"v\":1,\n".as_slice(), &records()[0].to_line()].concat()));
+    let out = fmt(&d, true);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let back: Vec<AuditRecord> = testkit::decode_json_lines(&out.stdout);
+    assert_eq!(back.len(), 3);
+    // A line that is whole JSON but not a record is still malformed.
+    let mut bytes = log_of(&records());
+    bytes.extend_from_slice(b"{\"v\":1}\n");
+    let e = testkit::assert_refused(&fmt(&root_with(&bytes), true), 2, Kind::AuditLogMalformed);
     assert_eq!(e.value.as_deref(), Some("3"));
 }
 

@@ -196,8 +196,18 @@ fn root_formats_every_run_in_txid_order() {
     let root = testkit::make_root(&tmp.join("root"), true);
     let first = "00000000000000000000000000000001";
     let second = "00000000000000000000000000000002";
-    write_run(root.path(), second, &encode(&records()[..2]));
-    write_run(root.path(), first, &encode(&records()[..1]));
+    // Each journal names its own run, as `recover` and `dot-discard` require (`classify_run`):
+    // `--root` shows the state they see.
+    write_run(
+        root.path(),
+        second,
+        &encode(&testkit::journal::records(second)[..2]),
+    );
+    write_run(
+        root.path(),
+        first,
+        &encode(&testkit::journal::records(first)[..1]),
+    );
     fs::create_dir(root.run_dir("00000000000000000000000000000003")).expect("no journal");
     fs::create_dir(root.txn().join("stray")).expect("stray");
     let reports = json(&[std::ffi::OsStr::new("--root"), root.path().as_os_str()]);

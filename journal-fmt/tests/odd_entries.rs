@@ -73,7 +73,15 @@ fn every_entry_of_txn_is_listed_and_an_odd_one_does_not_stop_the_listing() {
             ),
             odd(4, format!("txn/{} is a fifo, not a run directory", txid(4))),
             odd(5, "the journal is a directory".to_owned()),
-            (Some(txid(6)), RunState::Abandoned, None),
+            // BEGIN names run 1: UNRECOGNIZED, as recover and dot-discard read it.
+            odd(
+                6,
+                format!(
+                    "BEGIN names run \"{}\", not its directory {}",
+                    txid(1),
+                    txid(6)
+                ),
+            ),
             (
                 None,
                 RunState::Unrecognized,

@@ -107,6 +107,11 @@ pub struct Args {
     /// the plugin name, or `recover` to roll interrupted runs forward
     #[argh(positional)]
     pub name: String,
+    /// with `recover TXID`: give up the PREPARED run TXID that recover cannot roll forward (a
+    /// conflict): its temp files still in the target are removed, the target keeps what it holds
+    /// now (each file new or old), and the run directory is removed
+    #[argh(switch)]
+    pub abandon: bool,
     /// with `recover`: the one run to recover (default: every run)
     #[argh(positional)]
     pub txid: Option<String>,
@@ -178,13 +183,35 @@ pub fn run(args: Args) -> Result<Output, LaunchError> {
     }
     let (root, registry, default_state) = locate(args.root, args.sysroot, args.state)?;
     if args.name == "recover" {
-        let report = crate::recover::recover(&root, args.txid.as_deref())?;
+        let report = match (args.abandon, args.txid.as_deref()) {
+            (true, Some(txid)) => crate::recover::abandon(&root, txid)?,
+            (true, None) => {
+                return Err(LaunchError::Usage(
+                    "--abandon gives up one run: recover --abandon TXID".into(),
+                ))
+            }
+            (false, txid) => crate::recover::recover(&root, txid)?,
+        };
         let code = if report.needs_operator() {
             ExitCode::Retained
         } else {
             ExitCode::Success
         };
-        return Ok(Output::json(&report).with_code(code));
+        let done = format!(
+            "recover finished: {} recovered ({}), {} abandoned, {} cleaned, {} skipped, {} conflicts",
+            report.recovered.len(),
+            report.recovered.join(", "),
+            report.abandoned.len(),
+            report.cleaned.len(),
+            report.skipped.len(),
+            report.conflicts.len()
+        );
+        return Ok(Output::json(&report).with_code(code).done(done, None, None));
+    }
+    if args.abandon {
+        return Err(LaunchError::Usage(
+            "--abandon is an option of recover: dot-launch recover --abandon TXID".into(),
+        ));
     }
     if let Some(extra) = args.txid {
         return Err(LaunchError::Usage(format!(
@@ -257,7 +284,16 @@ pub fn run(args: Args) -> Result<Output, LaunchError> {
         } else {
             ExitCode::Retained
         };
-        Output::json(&r).with_code(code)
+        let done = format!(
+            "run {} committed {} output(s) into {}",
+            r.txid,
+            r.outputs.len(),
+            r.target.as_deref().unwrap_or("its target")
+        );
+        let (txid, target) = (r.txid.clone(), r.target.clone());
+        Output::json(&r)
+            .with_code(code)
+            .done(done, Some(txid), target)
     })
 }
 

@@ -7,6 +7,7 @@ use crate::error::LaunchError;
 use crate::exec::Limits;
 use crate::hooks::failpoint;
 use crate::rundir::{now_ms, RunDir};
+use crate::target::Target;
 use proto::journal::{PreparedFile, Record, RECORD_VERSION};
 use proto::result::OutputFile;
 use proto::Sha256;
@@ -23,6 +24,8 @@ pub enum CommitError {
     Invalid(String),
     /// The target cannot take them (a name is a directory or a symlink there): `target-conflict`.
     Conflict(String),
+    /// A PREPARED run of this state, not finished, names the same target: `target-pending`.
+    Pending(String),
     /// I/O before PREPARED: nothing changed in the target.
     Before(LaunchError),
     /// I/O after PREPARED: the run is retained for `dot-launch recover`.
@@ -85,7 +88,7 @@ fn validate(out_dir: &File, names: &[String], limits: &Limits) -> Result<Vec<Out
         }
         let (file, meta) =
             sys::fs::open_regular_at(out_dir.as_fd(), Path::new(name)).map_err(|e| match e {
-                sys::fs::OpenError::Io(e) if out_of_descriptors(&e) => CommitError::Before(
+                sys::fs::OpenError::Io(e) if host_error(&e) => CommitError::Before(
                     LaunchError::io("opening an output", format!("out/{name}"), e),
                 ),
                 e => CommitError::Invalid(format!("output out/{name} {e}")),
@@ -112,59 +115,118 @@ fn validate(out_dir: &File, names: &[String], limits: &Limits) -> Result<Vec<Out
     Ok(outputs)
 }
 
-/// The launcher itself ran out of descriptors (or the system did): its failure, not the plugin's.
-fn out_of_descriptors(e: &std::io::Error) -> bool {
-    matches!(
+/// An error of the host (an I/O error, the launcher out of descriptors or memory), not something
+/// a plugin or the target's owner arranged: only a missing name, a link, a non-directory, a name
+/// too long or a permission is about the file itself.
+fn host_error(e: &std::io::Error) -> bool {
+    use nix::libc;
+    !matches!(
         e.raw_os_error(),
-        Some(nix::libc::EMFILE | nix::libc::ENFILE)
+        Some(
+            libc::ENOENT
+                | libc::ENOTDIR
+                | libc::ELOOP
+                | libc::ENAMETOOLONG
+                | libc::EACCES
+                | libc::EPERM
+        )
     )
 }
 
-/// Digest of what is at `target/name` now: `None` when absent; a conflict when it is not a regular file.
-fn old_digest(target: &Path, name: &str) -> Result<Option<Sha256>, CommitError> {
+/// Digest of what is at `name` in the target directory `dir` now: `None` when absent; a conflict
+/// when it is not a regular file, or when it is larger than `cap` (the entry's output-bytes
+/// limit: an old file is never read further than a run may write). The digest stops at a
+/// cancelling signal.
+fn old_digest(
+    dir: &File,
+    target: &Path,
+    name: &str,
+    cap: u64,
+) -> Result<Option<Sha256>, CommitError> {
     let path = target.join(name);
-    match std::fs::symlink_metadata(&path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(CommitError::Before(LaunchError::io(
-            "reading the target",
-            &path,
-            e,
-        ))),
-        Ok(m) if !m.file_type().is_file() => Err(CommitError::Conflict(format!(
+    let st = match nix::sys::stat::fstatat(dir, name, nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW) {
+        Err(nix::errno::Errno::ENOENT) => return Ok(None),
+        Err(e) => {
+            return Err(CommitError::Before(LaunchError::io(
+                "reading the target",
+                &path,
+                e.into(),
+            )))
+        }
+        Ok(st) => st,
+    };
+    let kind = st.st_mode & nix::libc::S_IFMT;
+    if kind != nix::libc::S_IFREG {
+        return Err(CommitError::Conflict(format!(
             "{} is a {}, not a regular file",
             path.display(),
-            sys::fs::file_kind(&m)
-        ))),
-        Ok(_) => {
-            let (f, _) = sys::fs::open_regular(&path).map_err(|e| match e {
-                sys::fs::OpenError::Io(e) if out_of_descriptors(&e) => {
-                    CommitError::Before(LaunchError::io("opening a target file", &path, e))
-                }
-                e => CommitError::Conflict(format!("{}: {e}", path.display())),
-            })?;
-            let (d, _) = verify::digest::digest_file(&f).map_err(|e| {
-                CommitError::Before(LaunchError::io("hashing the target file", &path, e))
-            })?;
-            Ok(Some(d))
+            kind_word(kind)
+        )));
+    }
+    let (f, meta) =
+        sys::fs::open_regular_at(dir.as_fd(), Path::new(name)).map_err(|e| match e {
+            sys::fs::OpenError::Io(e) if host_error(&e) => {
+                CommitError::Before(LaunchError::io("opening a target file", &path, e))
+            }
+            e => CommitError::Conflict(format!("{}: {e}", path.display())),
+        })?;
+    if meta.len() > cap {
+        return Err(CommitError::Conflict(format!(
+            "{} is {} bytes, more than the entry's output limit of {cap} bytes: an old file is \
+             digested only up to that size, so it is not replaced",
+            path.display(),
+            meta.len()
+        )));
+    }
+    let mut cancelled = false;
+    let digested = verify::digest::digest_file_with(&f, |_| {
+        if cancel::received().is_some() {
+            cancelled = true;
+            return Err(std::io::Error::from(std::io::ErrorKind::Interrupted));
         }
+        Ok(())
+    });
+    if cancelled {
+        cancel::check(During::Commit).map_err(CommitError::Before)?;
+    }
+    let (d, read) = digested
+        .map_err(|e| CommitError::Before(LaunchError::io("hashing the target file", &path, e)))?;
+    if read > cap {
+        return Err(CommitError::Conflict(format!(
+            "{} grew past the entry's output limit of {cap} bytes while it was digested",
+            path.display()
+        )));
+    }
+    Ok(Some(d))
+}
+
+fn kind_word(kind: u32) -> &'static str {
+    match kind {
+        nix::libc::S_IFDIR => "directory",
+        nix::libc::S_IFLNK => "symbolic link",
+        nix::libc::S_IFIFO => "fifo",
+        nix::libc::S_IFSOCK => "socket",
+        nix::libc::S_IFCHR | nix::libc::S_IFBLK => "device",
+        _ => "special file",
     }
 }
 
-/// Copies `src` to a new temp file in `target`, hashing as it goes.
+/// Copies `src` to a new temp file `temp` in the target directory `dir`, hashing as it goes.
 fn write_temp(
+    dir: &File,
     target: &Path,
     temp: &str,
     src: &File,
     size: u64,
 ) -> Result<(File, Sha256), LaunchError> {
     let path = target.join(temp);
-    let mut dst = sys::fs::create_new(&path, 0o644)
+    let mut dst = sys::fs::create_new_at(dir, temp, 0o644)
         .map_err(|e| LaunchError::io("creating a temp file in the target", &path, e))?;
     // The temp file is not in PREPARED yet, so nothing else would ever remove it: a failed copy
     // (ENOSPC, EFBIG, a changed output) removes its own partial temp file.
     copy_hashed(src, &mut dst, &path, size)
         .inspect_err(|_| {
-            let _ = std::fs::remove_file(&path);
+            let _ = nix::unistd::unlinkat(dir, temp, nix::unistd::UnlinkatFlags::NoRemoveDir);
         })
         .map(|sha256| (dst, sha256))
 }
@@ -196,50 +258,91 @@ fn copy_hashed(src: &File, dst: &mut File, path: &Path, size: u64) -> Result<Sha
     Ok(sha256)
 }
 
-/// Makes the temp files durable: one fsync each for a few, one syncfs for many.
+/// Makes the temp files durable, their names too: one fsync each and one of the target
+/// directory for a few, one syncfs for many.
 fn sync_temps(target_dir: &File, temps: &[File], target: &Path) -> Result<(), LaunchError> {
     if temps.len() <= 8 {
         for f in temps {
             f.sync_data()
                 .map_err(|e| LaunchError::io("syncing a temp file", target, e))?;
         }
-        Ok(())
+        target_dir
+            .sync_all()
+            .map_err(|e| LaunchError::io("syncing the target directory", target, e))
     } else {
         nix::unistd::syncfs(target_dir)
             .map_err(|e| LaunchError::io("syncfs on the target", target, e.into()))
     }
 }
 
-fn remove_temps(target: &Path, prepared: &[PreparedFile]) {
+fn remove_temps(dir: &File, prepared: &[PreparedFile]) {
     for p in prepared {
-        let _ = std::fs::remove_file(target.join(&p.temp));
+        let _ = nix::unistd::unlinkat(
+            dir,
+            p.temp.as_str(),
+            nix::unistd::UnlinkatFlags::NoRemoveDir,
+        );
     }
 }
 
+/// Takes the target's commit lock (`txn::lock`: an exclusive flock on the held target
+/// directory, released when the descriptor closes or the process dies): one commit at a time per
+/// target directory, whatever path each launch named it by. Waits while another holds it, ended
+/// by a cancelling signal; returns whether it waited.
+pub fn lock_target(dir: &File, target: &Path, during: During) -> Result<bool, LaunchError> {
+    txn::lock::lock_target(dir, || cancel::check(during)).map_err(|e| match e {
+        txn::lock::LockError::Io(e) => LaunchError::io("locking the target", target, e),
+        txn::lock::LockError::Cancelled(e) => e,
+    })
+}
+
 /// Commits the outputs named by the plugin's response, read from the open directory `out_dir` (the
-/// stage's `out/`), into `target`.
+/// stage's `out/`), into the held `target`: under its commit lock ([`lock_target`], `waited` says
+/// whether the launch waited for it), refused while a PREPARED run of this state is pending there
+/// ([`txn::pending::find`]).
 pub fn commit(
     run: &mut RunDir,
     out_dir: &File,
-    target: &Path,
+    target: &Target,
     names: &[String],
     limits: &Limits,
+    waited: &mut bool,
 ) -> Result<Vec<OutputFile>, CommitError> {
     let outputs = validate(out_dir, names, limits)?;
-    let target_dir = sys::fs::open_dir(target).map(File::from).map_err(|e| {
-        CommitError::Before(LaunchError::io("opening the target", target, e.into()))
-    })?;
+    let target_dir = &target.dir;
+    let path = target.path.as_path();
+    *waited = lock_target(target_dir, path, During::Commit).map_err(CommitError::Before)?;
+    let committed = commit_locked(run, outputs, target, limits);
+    // Released after COMMITTED (or the failure): the next commit there sees this run's end.
+    let _ = target_dir.unlock();
+    committed
+}
+
+fn commit_locked(
+    run: &mut RunDir,
+    outputs: Vec<Output>,
+    target: &Target,
+    limits: &Limits,
+) -> Result<Vec<OutputFile>, CommitError> {
+    let target_dir = &target.dir;
+    let target_path = target.path.as_path();
+    if let Some(txid) =
+        txn::pending::find(&run.txn(), Some(&run.txid), &target.path, &target.dir, true)
+    {
+        return Err(CommitError::Pending(txid));
+    }
     // BEGIN names the target: durable before the first temp file is created there.
-    run.sync_intent().map_err(CommitError::Before)?;
+    run.sync_intent()
+        .map_err(|e| CommitError::Before(e.into()))?;
     let mut prepared = Vec::with_capacity(outputs.len());
     let mut temps = Vec::with_capacity(outputs.len());
     let result = (|| {
         for (i, o) in outputs.into_iter().enumerate() {
             cancel::check(During::Commit).map_err(CommitError::Before)?;
-            let old = old_digest(target, &o.name)?;
+            let old = old_digest(target_dir, target_path, &o.name, limits.max_output_bytes)?;
             let temp = proto::layout::target_temp(&run.txid, i);
-            let (file, sha256) =
-                write_temp(target, &temp, &o.file, o.size).map_err(CommitError::Before)?;
+            let (file, sha256) = write_temp(target_dir, target_path, &temp, &o.file, o.size)
+                .map_err(CommitError::Before)?;
             prepared.push(PreparedFile {
                 name: o.name,
                 temp,
@@ -249,7 +352,7 @@ pub fn commit(
             });
             temps.push(file);
         }
-        sync_temps(&target_dir, &temps, target).map_err(CommitError::Before)?;
+        sync_temps(target_dir, &temps, target_path).map_err(CommitError::Before)?;
         failpoint("after-temp");
         crate::hooks::pause_at("after-temp");
         // The last moment a signal cancels the run: from PREPARED on, the commit is finished.
@@ -258,19 +361,20 @@ pub fn commit(
             v: RECORD_VERSION,
             seq: run.seq(),
             at_ms: now_ms(),
-            target: target.display().to_string(),
+            target: target_path.display().to_string(),
             files: prepared.clone(),
             sum: None,
         };
-        run.append(&record, true).map_err(CommitError::Before)
+        run.append(&record, true)
+            .map_err(|e| CommitError::Before(e.into()))
     })();
     if let Err(e) = result {
-        remove_temps(target, &prepared);
+        remove_temps(target_dir, &prepared);
         return Err(e);
     }
     failpoint("after-prepared");
     crate::hooks::pause_at("after-prepared");
-    rename_all(&target_dir, target, &prepared).map_err(CommitError::After)?;
+    rename_all(target_dir, target_path, &prepared).map_err(CommitError::After)?;
     failpoint("before-committed");
     let record = Record::Committed {
         v: RECORD_VERSION,
@@ -288,7 +392,7 @@ pub fn commit(
         .collect();
     match run.append(&record, true) {
         Ok(()) => Ok(outputs),
-        Err(e) => Err(CommitError::Unrecorded(outputs, Box::new(e))),
+        Err(e) => Err(CommitError::Unrecorded(outputs, Box::new(e.into()))),
     }
 }
 

@@ -112,7 +112,18 @@ fn open_runner() -> Result<Runner, LaunchError> {
         path: path.clone(),
         why,
     };
-    let (file, meta) = sys::fs::open_regular(&path).map_err(|e| unusable(e.to_string()))?;
+    let (file, meta) = sys::fs::open_regular(&path).map_err(|e| match e {
+        // The host failed to read it (EIO, out of descriptors or memory): `io`, not the runner's.
+        sys::fs::OpenError::Io(e)
+            if !matches!(
+                e.raw_os_error(),
+                Some(nix::libc::ENOENT | nix::libc::ENOTDIR | nix::libc::EACCES | nix::libc::EPERM)
+            ) =>
+        {
+            LaunchError::io("opening dot-sandbox", path.clone(), e)
+        }
+        e => unusable(e.to_string()),
+    })?;
     let euid = nix::unistd::geteuid().as_raw();
     if meta.uid() != 0 && meta.uid() != euid {
         return Err(unusable(format!(
@@ -150,7 +161,7 @@ fn open_runner() -> Result<Runner, LaunchError> {
 pub(crate) struct Decided {
     pub verified: verify::entry::Verified,
     pub inputs: inputs::Inputs,
-    pub target: PathBuf,
+    pub target: target::Target,
     pub runner: Option<Runner>,
     /// The entry's limits, lowered as the invoker asked.
     pub limits: proto::limits::Limits,
@@ -195,6 +206,13 @@ pub(crate) fn decide(
         for (_, dir) in sys.each() {
             target::check(&opts.target, &Root::split(dir, root.state()))?;
         }
+    }
+    if let Some(txid) = txn::pending::find(&root.txn(), None, &target.path, &target.dir, false) {
+        return Err(LaunchError::TargetPending {
+            target: target.path,
+            next: opts.recover_command(&txid),
+            txid,
+        });
     }
     let runner = match entry.containment {
         Containment::Process => Some(open_runner()?),

@@ -73,6 +73,12 @@ pub enum LaunchError {
     ProtocolUnsupported { req: String, ours: &'static str },
     #[error("target {path}: {why}")]
     Target { path: PathBuf, why: String },
+    #[error("target {target} has run {txid} PREPARED and not finished: nothing else commits there until it is recovered")]
+    TargetPending {
+        target: PathBuf,
+        txid: String,
+        next: Next,
+    },
     #[error("{step}: {path}: {source}")]
     Io {
         step: &'static str,
@@ -120,7 +126,7 @@ pub enum LaunchError {
     },
     /// `txn/` itself refused (missing, unsafe, unreadable), as `dot-discard` refuses it.
     #[error(transparent)]
-    Txn(#[from] discard::DiscardError),
+    Txn(#[from] txn::TxnError),
 }
 
 /// `CAUSE; ` before a retained run's message, when a failure ended the run.
@@ -217,6 +223,7 @@ impl ToErrorObject for LaunchError {
             LaunchError::Request { .. } => Kind::RequestInvalid,
             LaunchError::ProtocolUnsupported { .. } => Kind::ProtocolUnsupported,
             LaunchError::Target { .. } => Kind::TargetInvalid,
+            LaunchError::TargetPending { .. } => Kind::TargetPending,
             LaunchError::Io { .. } => Kind::Io,
             LaunchError::Plugin { failure, .. } => failure.kind(),
             LaunchError::SandboxRefused { .. } => Kind::SandboxRefused,
@@ -251,6 +258,11 @@ impl ToErrorObject for LaunchError {
                 }
             }
             LaunchError::Retained { txid, next, .. } => base.value(txid.clone()).next(next),
+            LaunchError::TargetPending { target, txid, next } => base
+                .field("target")
+                .path(target)
+                .value(txid.clone())
+                .next(next),
             LaunchError::ConsentMissing { next, .. }
             | LaunchError::ConsentMismatch { next, .. } => base.field("containment").next(next),
             LaunchError::Usage(_) => base.next(&Next::cmd("dot-launch").arg("--help")),

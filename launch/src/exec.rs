@@ -321,7 +321,7 @@ pub fn run(
             });
         }
     }
-    streams.drain_to_eof(&mut observed, limits);
+    let drained = streams.drain_to_eof(&mut observed, limits);
     if let Some(v) = streams.shown.as_mut() {
         let _ = std::io::stderr().write_all(&v.finish());
     }
@@ -332,6 +332,8 @@ pub fn run(
     observed.status = child
         .wait()
         .map_err(|e| LaunchError::io("waiting for the plugin", workdir, e))?;
+    // A stream that failed to read is the run's failure, once the leader is reaped.
+    drained?;
     observed.duration = started.elapsed();
     Ok(Ran::Observed(Box::new(observed)))
 }
@@ -403,18 +405,24 @@ fn set_nonblocking(fd: impl AsFd) -> Result<(), LaunchError> {
 
 /// Reads what is available now. Returns `false` at EOF (or on error), `true` when the stream is
 /// still open.
-fn read_some(r: &mut impl Read, count: &mut u64, mut sink: impl FnMut(&[u8])) -> bool {
+/// Reads what is there; `Ok(false)` at end of stream. A read error is the host's (a pipe that
+/// fails to read, EIO): the run fails with it, never as if the plugin had closed its stream.
+fn read_some(
+    r: &mut impl Read,
+    count: &mut u64,
+    mut sink: impl FnMut(&[u8]),
+) -> std::io::Result<bool> {
     let mut buf = [0u8; 16 * 1024];
     loop {
         match r.read(&mut buf) {
-            Ok(0) => return false,
+            Ok(0) => return Ok(false),
             Ok(n) => {
                 *count += n as u64;
                 sink(&buf[..n]);
             }
-            Err(e) if e.kind() == ErrorKind::WouldBlock => return true,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(true),
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(_) => return false,
+            Err(e) => return Err(e),
         }
     }
 }
@@ -445,20 +453,21 @@ fn read_report(sock: &OwnedFd, o: &mut Observed) -> bool {
 impl Streams {
     /// Reads every stream until EOF; used after the group is gone, so EOF comes at once. Bounded by
     /// a short grace period in case a descriptor leaked somewhere unexpected.
-    fn drain_to_eof(&mut self, o: &mut Observed, limits: &Limits) {
+    fn drain_to_eof(&mut self, o: &mut Observed, limits: &Limits) -> Result<(), LaunchError> {
         let until = Instant::now() + Duration::from_millis(200);
         while (self.stdout.is_some() || self.stderr.is_some() || self.report.is_some())
             && Instant::now() < until
         {
-            self.pump(o, limits);
+            self.pump(o, limits)?;
             if self.stdout.is_some() || self.stderr.is_some() || self.report.is_some() {
                 std::thread::sleep(Duration::from_millis(1));
             }
         }
         self.check_limits(o, limits);
+        Ok(())
     }
 
-    fn pump(&mut self, o: &mut Observed, limits: &Limits) {
+    fn pump(&mut self, o: &mut Observed, limits: &Limits) -> Result<(), LaunchError> {
         if let Some(s) = self.stdout.as_mut() {
             let keep = &mut o.stdout;
             let open = read_some(s, &mut o.stdout_bytes, |b| {
@@ -467,7 +476,8 @@ impl Streams {
                     .saturating_add(1)
                     .saturating_sub(keep.len());
                 keep.extend_from_slice(&b[..b.len().min(room)]);
-            });
+            })
+            .map_err(|e| LaunchError::io("reading the plugin's stdout", "stdout", e))?;
             if !open {
                 self.stdout = None;
             }
@@ -499,7 +509,8 @@ impl Streams {
                         *ends_line = b[n - 1] == b'\n';
                     }
                 }
-            });
+            })
+            .map_err(|e| LaunchError::io("reading the plugin's stderr", "stderr", e))?;
             if !open {
                 self.stderr = None;
             }
@@ -510,6 +521,7 @@ impl Streams {
                 self.report = None;
             }
         }
+        Ok(())
     }
 
     fn check_limits(&self, o: &mut Observed, limits: &Limits) {
@@ -633,7 +645,16 @@ fn supervise(
                     Err(e)
                         if e.kind() == ErrorKind::WouldBlock
                             || e.kind() == ErrorKind::Interrupted => {}
-                    Err(_) => sent = request.len(), // EPIPE: the plugin closed its stdin
+                    // EPIPE: the plugin closed its stdin without reading it all (its choice);
+                    // any other error is the host's, and the run fails with it.
+                    Err(e) if e.raw_os_error() == Some(nix::libc::EPIPE) => sent = request.len(),
+                    Err(e) => {
+                        return Err(LaunchError::io(
+                            "writing the request to the plugin's stdin",
+                            "stdin",
+                            e,
+                        ))
+                    }
                 }
                 if sent >= request.len() {
                     s.stdin = None;
@@ -641,7 +662,7 @@ fn supervise(
                 }
             }
         }
-        s.pump(&mut o, limits);
+        s.pump(&mut o, limits)?;
         s.check_limits(&mut o, limits);
         // The report socket closes at the runner's exec of the plugin: pinned by the kernel now
         // (unless the exec was refused because a writer is waiting: the lease stays, for sealing).
@@ -657,7 +678,7 @@ fn supervise(
     s.stdin = None;
     progress.clear();
     // The leader is gone (or we stop waiting): take what is already in the pipes.
-    s.pump(&mut o, limits);
+    s.pump(&mut o, limits)?;
     s.check_limits(&mut o, limits);
     Ok((o, s))
 }

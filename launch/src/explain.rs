@@ -178,7 +178,7 @@ pub fn explain(opts: &Options) -> Result<Explanation, LaunchError> {
                 sensitive: f.sensitive.clone(),
             })
             .collect(),
-        target: target.display().to_string(),
+        target: target.path.display().to_string(),
         env: inputs.env.iter().map(|v| v.name.to_string()).collect(),
     })
 }

@@ -2,8 +2,8 @@
 //! failpoints that SIGKILL the launcher (`DOT_FAILPOINT=NAME`, or `NAME@N` for the N-th time the
 //! point is reached; the names are the `failpoint` call sites: `after-begin`, `request-sent` (the
 //! plugin is running), `after-temp`, `after-prepared`, `between-renames`, `before-committed`, and
-//! the run-directory removal's own in `discard::hooks`), injected I/O errors (`DOT_INJECT=NAME`,
-//! see `discard::hooks`), a pause after validation (`DOT_PAUSE_AFTER_VERIFY=PATH`: creates
+//! the run-directory removal's own in `txn::hooks`), injected I/O errors (`DOT_INJECT=NAME`,
+//! see `txn::hooks`), a pause after validation (`DOT_PAUSE_AFTER_VERIFY=PATH`: creates
 //! `PATH.ready`, waits for `PATH.go`), a pretend Landlock ABI (`DOT_PRETEND_LANDLOCK_ABI=N`: the
 //! launcher decides as on a kernel with ABI min(N, real) and passes `--landlock-abi N` to
 //! `dot-sandbox`, which builds its ruleset so), a pause at a point of the commit
@@ -13,10 +13,10 @@
 //! report of the launcher's own open descriptors and peak memory just before it exits
 //! (`DOT_REPORT_FDS=PATH`, one JSON line appended per run), for the soak tests.
 //!
-//! The failpoints and injections are `discard`'s (one implementation for every tool that removes
-//! run directories); `launch/test-hooks` turns on `discard/test-hooks`.
+//! The failpoints and injections are `txn`'s (one implementation for every tool that removes
+//! run directories); `launch/test-hooks` turns on `txn/test-hooks`.
 
-pub use discard::hooks::{failpoint, inject};
+pub use txn::hooks::{failpoint, inject};
 
 /// Waits after validation until the test says go.
 #[cfg(feature = "test-hooks")]

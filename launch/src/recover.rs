@@ -2,26 +2,25 @@
 //! runs; never touches ABANDONED or UNRECOGNIZED ones.
 //!
 //! It fails closed exactly like `dot-discard`, through the same code: `txn/` is checked
-//! (`discard::run::open_txn`), and every run is examined by `discard::run::inspect` (ownership,
+//! (`txn::run::open_txn`), and every run is examined by `txn::run::inspect` (ownership,
 //! modes, the lock taken before the journal is read, the journal read by `classify_run`, which
 //! also checks that BEGIN names this run and PREPARED only this run's temp files and one-component
-//! names in BEGIN's target) and removed by `discard::run::RunFiles` (nothing that is not our own
+//! names in BEGIN's target) and removed by `txn::run::RunFiles` (nothing that is not our own
 //! plain file or directory is ever removed; the journal last). Anything else is retained with its
 //! reason; a run that vanishes during the pass is skipped.
 
 use crate::error::LaunchError;
 use crate::rundir::{now_ms, RunDir};
-use discard::run::{inspect, open_txn, Inspected, Inspection};
-use discard::tree::{list, same, stat_at, Kind, Stop};
-use discard::{next_for, DiscardError, Retained, State};
-use proto::journal::{PreparedFile, Record, RunState, RECORD_VERSION};
+use proto::journal::{Record, RunState, RECORD_VERSION};
 use proto::layout::{is_txid, Root};
-use proto::Sha256;
 use serde::{Deserialize, Serialize};
 use std::ffi::{CStr, CString};
 use std::fs::File;
 use std::os::fd::OwnedFd;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use txn::run::{inspect, open_txn, Inspected, Inspection};
+use txn::tree::{list, stat_at, Stop};
+use txn::{next_for, Retained, State, TxnError};
 
 /// What recover did.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -36,6 +35,10 @@ pub struct RecoverReport {
     pub skipped: Vec<Retained>,
     /// PREPARED runs that could not be rolled forward: retained for the operator.
     pub conflicts: Vec<Conflict>,
+    /// PREPARED runs given up (`recover --abandon TXID`): their temp files and directory removed,
+    /// the target left as it was.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub abandoned: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -44,6 +47,11 @@ pub struct Conflict {
     pub txid: String,
     pub file: String,
     pub reason: String,
+    /// The way out when the operator accepts the target as it is: `recover --abandon TXID`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_argv: Option<Vec<String>>,
 }
 
 impl RecoverReport {
@@ -66,17 +74,27 @@ pub fn recover(root: &Root, txid: Option<&str>) -> Result<RecoverReport, LaunchE
     let names: Vec<CString> = match txid {
         Some(t) => {
             let name = CString::new(t).ok().filter(|_| is_txid(t));
-            match name {
-                Some(n) if stat_at(&txn, &n).is_ok() => vec![n],
-                _ => {
-                    return Err(LaunchError::NoSuchRun {
-                        txid: t.to_owned(),
-                        path,
-                    })
+            let missing = |path: PathBuf| LaunchError::NoSuchRun {
+                txid: t.to_owned(),
+                path,
+            };
+            let Some(n) = name else {
+                return Err(missing(path));
+            };
+            // Only a run that is not there is `no-such-run`; an error asking (EIO) is the host's.
+            match stat_at(&txn, &n) {
+                Ok(_) => vec![n],
+                Err(nix::errno::Errno::ENOENT) => return Err(missing(path)),
+                Err(e) => {
+                    return Err(LaunchError::io(
+                        "looking up the run",
+                        path.join(t),
+                        e.into(),
+                    ))
                 }
             }
         }
-        None => list(&txn, usize::MAX).map_err(|source| DiscardError::ListTxn {
+        None => list(&txn, usize::MAX).map_err(|source| TxnError::ListTxn {
             path: path.clone(),
             source,
         })?,
@@ -99,9 +117,93 @@ pub fn recover(root: &Root, txid: Option<&str>) -> Result<RecoverReport, LaunchE
         removed |= pass.one(&name, &mut report);
     }
     if removed {
-        nix::unistd::fsync(&txn).map_err(|source| DiscardError::SyncTxn { path, source })?;
+        nix::unistd::fsync(&txn).map_err(|source| TxnError::SyncTxn { path, source })?;
     }
     cancelled.map(|()| report)
+}
+
+/// `dot-launch recover --root R --abandon TXID`.
+fn abandon_command(root: &Root, txid: &str) -> proto::Next {
+    proto::Next::cmd("dot-launch")
+        .arg("recover")
+        .root(root)
+        .arg("--abandon")
+        .arg(txid)
+}
+
+/// `recover --abandon TXID`: gives up the PREPARED run `txid` (what the operator chooses for a
+/// run recover cannot roll forward): under the target's commit lock, its temp files still in the
+/// target (`.dot-TXID-N.tmp`, each our own regular file with one link) are removed, then the run
+/// directory, by the rules `dot-discard` keeps. The target keeps what it holds now. A run in any
+/// other state is recovered as `recover TXID` would.
+pub fn abandon(root: &Root, txid: &str) -> Result<RecoverReport, LaunchError> {
+    let uid = nix::unistd::geteuid().as_raw();
+    let path = root.txn();
+    let txn = open_txn(&path, uid)?;
+    let missing = || LaunchError::NoSuchRun {
+        txid: txid.to_owned(),
+        path: path.clone(),
+    };
+    let name = CString::new(txid)
+        .ok()
+        .filter(|_| is_txid(txid))
+        .ok_or_else(missing)?;
+    let run = match inspect(&txn, &name, uid) {
+        Inspection::Gone => return Err(missing()),
+        Inspection::Found(run) if run.state() == RunState::Prepared => run,
+        Inspection::Found(run) => {
+            drop(run);
+            return recover(root, Some(txid));
+        }
+        Inspection::Retain(..) => return recover(root, Some(txid)),
+    };
+    let mut report = RecoverReport::default();
+    let target = match run.journal.as_ref().and_then(|(_, j)| j.prepared()) {
+        Some(Record::Prepared { target, .. }) => target.clone(),
+        _ => return Err(missing()),
+    };
+    let stuck = |report: &mut RecoverReport, reason: String| {
+        report.conflicts.push(Conflict {
+            txid: txid.to_owned(),
+            file: String::new(),
+            reason,
+            next: None,
+            next_argv: None,
+        })
+    };
+    let temps = match txn::TargetTemps::find(Path::new(&target), txid, uid) {
+        Ok(t) => t,
+        Err(why) => {
+            stuck(&mut report, why.to_string());
+            return Ok(report);
+        }
+    };
+    let lock = match temps.as_ref().map(|t| t.dir().try_clone().map(File::from)) {
+        Some(Ok(dir)) => {
+            crate::commit::lock_target(&dir, Path::new(&target), crate::cancel::During::Recover)?;
+            Some(dir)
+        }
+        Some(Err(e)) => return Err(LaunchError::io("holding the target", &target, e)),
+        None => None,
+    };
+    let removal = run.files(&txn, uid).remove(|| match &temps {
+        Some(t) => t.remove(),
+        None => Ok(()),
+    });
+    drop(lock);
+    match removal {
+        Ok(()) => {
+            report.abandoned.push(txid.to_owned());
+            nix::unistd::fsync(&txn).map_err(|source| TxnError::SyncTxn { path, source })?;
+        }
+        Err(stop) => report.skipped.push(Retained::new(
+            txid,
+            State::Prepared,
+            format!("its removal stopped, the target as it was: {stop}"),
+            Some(abandon_command(root, txid)),
+        )),
+    }
+    Ok(report)
 }
 
 struct Pass<'a> {
@@ -112,12 +214,14 @@ struct Pass<'a> {
 
 impl Pass<'_> {
     fn skip(&self, report: &mut RecoverReport, txid: &str, state: State, reason: String) {
-        report.skipped.push(Retained::new(
-            txid,
-            state,
-            reason,
-            next_for(self.root, txid, state),
-        ));
+        // An I/O error stopped the examination: the same recover again may get past it.
+        let next = match state {
+            State::Unreadable => Some(proto::next::recover_run(self.root, txid)),
+            _ => next_for(self.root, txid, state),
+        };
+        report
+            .skipped
+            .push(Retained::new(txid, state, reason, next));
     }
 
     /// A run whose removal stopped after its outcome was settled (COMMITTED): a broken rule is
@@ -195,17 +299,33 @@ impl Pass<'_> {
             );
             return false;
         };
+        let way_out = abandon_command(self.root, &txid);
         let conflict = |report: &mut RecoverReport, file: String, reason: String| {
             report.conflicts.push(Conflict {
                 txid: txid.clone(),
                 file,
                 reason,
+                next: Some(way_out.text()),
+                next_argv: way_out.argv(),
             })
         };
-        if let Err((file, reason)) = roll_forward(Path::new(&target), &files, self.uid) {
-            conflict(report, file, reason);
+        // The target's commit lock is held from the checks until COMMITTED is appended, so a
+        // launch into the target waits and then sees the run finished.
+        let cancelled =
+            || crate::cancel::check(crate::cancel::During::Recover).map_err(|e| e.to_string());
+        let plan =
+            match txn::rollforward::roll_forward(Path::new(&target), &files, self.uid, cancelled) {
+                Ok(plan) => plan,
+                Err((file, reason)) => {
+                    conflict(report, file, reason);
+                    return false;
+                }
+            };
+        if let Err(e) = crate::commit::rename_all(&plan.dir, Path::new(&target), &plan.to_rename) {
+            conflict(report, String::new(), e.to_string());
             return false;
         }
+        let _locked = plan.dir;
         let mut dir = match RunDir::adopt(self.root, run) {
             Ok(d) => d,
             Err(e) => {
@@ -232,102 +352,4 @@ impl Pass<'_> {
             }
         }
     }
-}
-
-/// What is at `name` in the target directory `dir` (`target` for messages), never following a
-/// symbolic link: `Ok(None)` absent, `Ok(Some(digest))` a regular file without setuid/setgid,
-/// `Err` anything else. With `own`, the file must also be a temp file this run could have written:
-/// owned by that uid, with one link.
-fn digest_at(
-    dir: &File,
-    target: &Path,
-    name: &str,
-    own: Option<u32>,
-) -> Result<Option<Sha256>, String> {
-    let path = target.join(name);
-    let cname = CString::new(name).map_err(|e| format!("{}: {e}", path.display()))?;
-    let st = match stat_at(dir, &cname) {
-        Ok(st) => st,
-        Err(nix::errno::Errno::ENOENT) => return Ok(None),
-        Err(e) => return Err(format!("{}: {e}", path.display())),
-    };
-    if Kind::of(&st) != Kind::File {
-        return Err(format!(
-            "{} is a {}, not a regular file",
-            path.display(),
-            Kind::of(&st).word()
-        ));
-    }
-    if let Some(uid) = own {
-        if st.st_uid != uid || st.st_nlink != 1 {
-            return Err(format!(
-                "{} is not a temp file of this run (owned by uid {}, {} links)",
-                path.display(),
-                st.st_uid,
-                st.st_nlink
-            ));
-        }
-    }
-    let file = sys::fs::open_read_at(dir, cname.as_c_str())
-        .map(File::from)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    let held = nix::sys::stat::fstat(&file).map_err(|e| format!("{}: {e}", path.display()))?;
-    if !same(&held, &st) {
-        return Err(format!("{} changed while it was read", path.display()));
-    }
-    let meta = file
-        .metadata()
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    sys::fs::check_regular(&meta).map_err(|e| format!("{} {e}", path.display()))?;
-    verify::digest::digest_file(&file)
-        .map(|(d, _)| Some(d))
-        .map_err(|e| format!("{}: {e}", path.display()))
-}
-
-/// Each file must be either already in place (target has the prepared digest) or renameable (temp
-/// has the prepared digest and the target still holds the old bytes). Checks every file before
-/// renaming any, so a conflict changes nothing. Every name is looked up in the target directory
-/// opened once; the names were checked to be single components and this run's temp files.
-fn roll_forward(target: &Path, files: &[PreparedFile], uid: u32) -> Result<(), (String, String)> {
-    let dir = sys::fs::open_dir(target).map(File::from).map_err(|e| {
-        (
-            String::new(),
-            format!("{}: {}", target.display(), std::io::Error::from(e)),
-        )
-    })?;
-    let mut to_rename = Vec::new();
-    let mut stale_temps = Vec::new();
-    for f in files {
-        let conflict = |why: String| (f.name.clone(), why);
-        let current = digest_at(&dir, target, &f.name, None).map_err(conflict)?;
-        let temp = digest_at(&dir, target, &f.temp, Some(uid)).map_err(conflict)?;
-        if current == Some(f.sha256) {
-            // Already in place. A temp file still holding the prepared bytes means the target
-            // already had them (old == new) and the rename never happened: it is ours to remove.
-            if temp == Some(f.sha256) {
-                stale_temps.push(f.temp.clone());
-            }
-            continue;
-        }
-        if temp != Some(f.sha256) {
-            return Err(conflict(format!(
-                "the target holds neither the prepared bytes nor can they be restored: temp file {} is {}",
-                f.temp,
-                if temp.is_none() { "missing" } else { "changed" }
-            )));
-        }
-        if current != f.old {
-            return Err(conflict(format!(
-                "{} changed since the run prepared it (neither the old bytes nor the prepared ones)",
-                target.join(&f.name).display()
-            )));
-        }
-        to_rename.push(f.clone());
-    }
-    for temp in stale_temps {
-        nix::unistd::unlinkat(&dir, temp.as_str(), nix::unistd::UnlinkatFlags::NoRemoveDir)
-            .map_err(|e| (temp.clone(), format!("removing the stale temp file: {e}")))?;
-    }
-    // The renames (if any) and the removals are made durable by rename_all's directory fsync.
-    crate::commit::rename_all(&dir, target, &to_rename).map_err(|e| (String::new(), e.to_string()))
 }

@@ -7,14 +7,15 @@ use crate::commit::{self, CommitError};
 use crate::decide::{decide, Consent, Decided};
 use crate::exec::{self, Limits, StreamLimits};
 use crate::judge::{self, PluginFailure, Unconfirmed};
-use crate::rundir::{now_ms, RunDir};
+use crate::rundir::{now_ms, End, RunDir};
+use crate::target::Target;
 use crate::{hooks, inputs, pinning, stage, LaunchError};
 use proto::journal::{Record, RECORD_VERSION};
 use proto::layout::Root;
 use proto::result::{ExitStatus, OutputFile, RunResult, RunStatus, Warning};
 use proto::{Containment, Name, Next};
 use std::os::unix::process::ExitStatusExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use verify::layers::Registry;
 
 /// Everything one launch needs.
@@ -151,10 +152,10 @@ fn proceed(
         sha256: entry.sha256,
         containment: entry.containment,
         pid: std::process::id(),
-        target: target.display().to_string(),
+        target: target.path.display().to_string(),
         sum: None,
     };
-    run.append(&begin, false)?;
+    run.append(&begin, false).map_err(LaunchError::from)?;
     hooks::failpoint("after-begin");
     let workdir = stage::prepare(run, &inputs, entry.containment)?;
     cancel::check(During::Stage)?;
@@ -191,7 +192,8 @@ fn proceed(
         stdout_bytes: observed.stdout_bytes,
         stderr_bytes: observed.stderr_bytes,
         outputs: Vec::new(),
-        target: Some(target.display().to_string()),
+        target: Some(target.path.display().to_string()),
+        target_waited: false,
         response: None,
         failure: None,
         limits: Some(run_limits),
@@ -244,18 +246,26 @@ fn proceed(
 fn commit_outputs(
     run: &mut RunDir,
     out_dir: &std::fs::File,
-    target: &Path,
+    target: &Target,
     names: &[String],
     opts: &Options,
     limits: &Limits,
-    result: RunResult,
+    mut result: RunResult,
 ) -> Result<Done, Stop> {
     let retained = |run: &RunDir, e: LaunchError| LaunchError::Retained {
         txid: run.txid.clone(),
         why: e.to_string(),
         next: opts.recover_command(&run.txid),
     };
-    match commit::commit(run, out_dir, target, names, limits) {
+    let outcome = commit::commit(
+        run,
+        out_dir,
+        target,
+        names,
+        limits,
+        &mut result.target_waited,
+    );
+    match outcome {
         Ok(outputs) => Ok(Done::Committed {
             result: committed(result, outputs),
             durable: true,
@@ -269,6 +279,11 @@ fn commit_outputs(
         }
         Err(CommitError::Invalid(why)) => Err(failed(result, PluginFailure::OutputsInvalid(why))),
         Err(CommitError::Conflict(why)) => Err(failed(result, PluginFailure::TargetConflict(why))),
+        Err(CommitError::Pending(txid)) => Err(Stop::Abandon(LaunchError::TargetPending {
+            target: target.path.clone(),
+            next: opts.recover_command(&txid),
+            txid,
+        })),
         Err(CommitError::Before(e)) => Err(Stop::Abandon(e)),
         Err(CommitError::After(e)) => Err(Stop::Retain(retained(run, e))),
     }

@@ -16,7 +16,7 @@ type Ident = (u64, u64);
 /// The deepest chain of parents followed (a longer one is refused rather than walked forever).
 const MAX_DEPTH: usize = 4096;
 
-fn open_path(dir: Option<&OwnedFd>, path: &Path) -> nix::Result<OwnedFd> {
+fn open_path(dir: Option<std::os::fd::BorrowedFd<'_>>, path: &Path) -> nix::Result<OwnedFd> {
     let flags = OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
     match dir {
         Some(d) => openat(d, path, flags, Mode::empty()),
@@ -30,10 +30,15 @@ fn ident(fd: impl AsFd) -> nix::Result<Ident> {
 
 /// The identities of `dir` and of every directory above it, up to the filesystem root.
 fn chain(dir: &Path) -> nix::Result<Vec<Ident>> {
-    let mut fd = open_path(None, dir)?;
+    chain_of(&open_path(None, dir)?)
+}
+
+/// [`chain`] from an open directory: `..` opened relative to each one.
+fn chain_of(dir: &impl AsFd) -> nix::Result<Vec<Ident>> {
+    let mut fd = open_path(Some(dir.as_fd()), Path::new("."))?;
     let mut seen = vec![ident(&fd)?];
     while seen.len() < MAX_DEPTH {
-        let up = open_path(Some(&fd), Path::new(".."))?;
+        let up = open_path(Some(fd.as_fd()), Path::new(".."))?;
         let id = ident(&up)?;
         if seen.last() == Some(&id) {
             return Ok(seen);
@@ -57,18 +62,62 @@ fn root_dirs(root: &Root) -> Vec<Ident> {
         .collect()
 }
 
-/// Checks `target` and returns it absolute: it must exist, be a directory, and lie neither inside
-/// `root` (any directory of its layout, reached however) nor above it.
-pub fn check(target: &Path, root: &Root) -> Result<PathBuf, LaunchError> {
+/// The target directory, checked and held open: every later step (the old files' digests, the
+/// temp files, the renames, the fsyncs, the per-target lock) is relative to `dir`, so a parent
+/// swapped for a symbolic link after the check changes nothing. `path` is what the journal records
+/// (the directory as `dir` was opened: absolute, canonical, no symbolic link at any level).
+#[derive(Debug)]
+pub struct Target {
+    pub path: PathBuf,
+    pub dir: std::fs::File,
+}
+
+impl Target {
+    /// Holds the directory at the canonical absolute `path` as [`check`] does, without the
+    /// platform-root rules (for a caller that already knows them kept, as `make bench` does).
+    pub fn open(path: &Path) -> Result<Target, LaunchError> {
+        let dir = sys::fs::open_dir_nofollow(path)
+            .map_err(|e| LaunchError::io("opening the target", path, e.into()))?;
+        Ok(Target {
+            path: path.to_path_buf(),
+            dir: dir.into(),
+        })
+    }
+}
+
+/// A host I/O error (`io`, exit 5) rather than something about the target the invoker named.
+fn host_error(e: nix::errno::Errno) -> bool {
+    use nix::errno::Errno;
+    !matches!(
+        e,
+        Errno::ENOENT
+            | Errno::ENOTDIR
+            | Errno::ELOOP
+            | Errno::EACCES
+            | Errno::EPERM
+            | Errno::ENAMETOOLONG
+            | Errno::EINVAL
+    )
+}
+
+/// Checks `target` and holds it open: it must exist, be a directory, and lie neither inside
+/// `root` (any directory of its layout, reached however) nor above it. The path is made
+/// absolute and canonical, then opened one component at a time without following a link
+/// (`sys::fs::open_dir_nofollow`), and the checks of parents are made from that descriptor.
+/// An I/O error of the host on the way is `io`, not `target-invalid`.
+pub fn check(target: &Path, root: &Root) -> Result<Target, LaunchError> {
     let invalid = |path: &Path, why: String| LaunchError::Target {
         path: path.to_path_buf(),
         why,
     };
-    let abs = std::fs::canonicalize(target).map_err(|e| invalid(target, e.to_string()))?;
-    let meta = std::fs::metadata(&abs).map_err(|e| invalid(&abs, e.to_string()))?;
-    if !meta.is_dir() {
-        return Err(invalid(&abs, "is not a directory".into()));
-    }
+    let failed = |path: &Path, step: &'static str, e: std::io::Error| match e.raw_os_error() {
+        Some(n) if host_error(nix::errno::Errno::from_raw(n)) => {
+            LaunchError::io(step, path.to_path_buf(), e)
+        }
+        _ => invalid(path, e.to_string()),
+    };
+    let abs =
+        std::fs::canonicalize(target).map_err(|e| failed(target, "resolving the target", e))?;
     // The PREPARED record names the target as text: a path that is not UTF-8 could not be
     // recovered after an interruption.
     if abs.to_str().is_none() {
@@ -77,7 +126,20 @@ pub fn check(target: &Path, root: &Root) -> Result<PathBuf, LaunchError> {
             "is not valid UTF-8, and the journal must name the target exactly".into(),
         ));
     }
-    let parents = chain(&abs).map_err(|e| invalid(&abs, format!("walking its parents: {e}")))?;
+    let dir = match sys::fs::open_dir_nofollow(&abs) {
+        Ok(fd) => std::fs::File::from(fd),
+        Err(nix::errno::Errno::ENOTDIR) if !abs.is_dir() => {
+            return Err(invalid(&abs, "is not a directory".into()))
+        }
+        Err(e) => return Err(failed(&abs, "opening the target", e.into())),
+    };
+    let parents = chain_of(&dir).map_err(|e| {
+        if host_error(e) {
+            LaunchError::io("walking the target's parents", &abs, e.into())
+        } else {
+            invalid(&abs, format!("walking its parents: {e}"))
+        }
+    })?;
     let inside = root_dirs(root);
     if parents.iter().any(|id| inside.contains(id)) {
         return Err(invalid(
@@ -102,7 +164,7 @@ pub fn check(target: &Path, root: &Root) -> Result<PathBuf, LaunchError> {
             }
         }
     }
-    Ok(abs)
+    Ok(Target { path: abs, dir })
 }
 
 #[cfg(test)]

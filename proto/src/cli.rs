@@ -28,6 +28,9 @@ use std::path::PathBuf;
 pub struct Output {
     pub stdout: String,
     pub code: ExitCode,
+    /// What the tool did, said in the `result-unwritten` error printed on stderr when stdout
+    /// cannot take the output (a closed pipe, a full disk, EIO): what is done stays known.
+    pub unwritten: Option<ErrorObject>,
 }
 
 impl Output {
@@ -38,6 +41,7 @@ impl Output {
         Output {
             stdout,
             code: ExitCode::Success,
+            unwritten: None,
         }
     }
 
@@ -46,7 +50,19 @@ impl Output {
         Output {
             stdout,
             code: ExitCode::Success,
+            unwritten: None,
         }
+    }
+
+    /// The same output, saying `done` (what the tool did, e.g. "run T committed into D") in the
+    /// `result-unwritten` error should stdout not take it; `value` and `path` name what was done
+    /// (a txid, a target).
+    pub fn done(mut self, done: String, value: Option<String>, path: Option<String>) -> Output {
+        let mut obj = ErrorObject::new(Kind::ResultUnwritten, done);
+        obj.value = value;
+        obj.path = path;
+        self.unwritten = Some(obj);
+        self
     }
 
     /// The same output with another exit code.
@@ -230,6 +246,7 @@ fn escaped(c: char) -> bool {
 pub struct Outcome {
     stdout: String,
     stderr: Option<ErrorObject>,
+    unwritten: Option<ErrorObject>,
     code: ExitCode,
     tool: String,
     style: ErrorStyle,
@@ -243,8 +260,12 @@ impl Outcome {
 }
 
 impl std::process::Termination for Outcome {
+    /// Prints the output on stdout, or the error object on stderr. Output that stdout cannot take
+    /// (a closed pipe, ENOSPC, EIO) becomes one `result-unwritten` error on stderr, exit 5, saying
+    /// what the tool did (for a launch: that the run committed, its txid and target).
     fn report(self) -> std::process::ExitCode {
         let mut code = self.code;
+        let mut stderr = self.stderr;
         if !self.stdout.is_empty() {
             let mut out = std::io::stdout().lock();
             // On a terminal, what a tool prints can hold a file's text (a journal, an audit
@@ -253,16 +274,19 @@ impl std::process::Termination for Outcome {
                 true => std::borrow::Cow::Owned(visible_lines(&self.stdout)),
                 false => std::borrow::Cow::Borrowed(self.stdout.as_str()),
             };
-            if out
-                .write_all(shown.as_bytes())
-                .and_then(|()| out.flush())
-                .is_err()
-                && code == ExitCode::Success
-            {
-                code = ExitCode::System;
+            if let Err(e) = out.write_all(shown.as_bytes()).and_then(|()| out.flush()) {
+                let mut obj = self.unwritten.unwrap_or_else(|| {
+                    ErrorObject::new(Kind::ResultUnwritten, "the tool finished")
+                });
+                obj.message = format!(
+                    "{}, but its result could not be written to stdout: {e}",
+                    obj.message
+                );
+                code = obj.exit_code();
+                stderr = Some(obj);
             }
         }
-        if let Some(err) = self.stderr {
+        if let Some(err) = stderr {
             let line = match self.style {
                 ErrorStyle::Json => err.to_line(),
                 ErrorStyle::Human => human_text(&self.tool, &err),
@@ -367,6 +391,7 @@ where
     let outcome = |stdout: String, stderr: Option<ErrorObject>, code: ExitCode| Outcome {
         stdout,
         stderr,
+        unwritten: None,
         code,
         tool: tool.clone(),
         style,
@@ -383,7 +408,10 @@ where
         Err(Early::Usage(obj)) => return outcome(String::new(), Some(*obj), ExitCode::Usage),
     };
     match run(args) {
-        Ok(out) => outcome(out.stdout, None, out.code),
+        Ok(out) => Outcome {
+            unwritten: out.unwritten,
+            ..outcome(out.stdout, None, out.code)
+        },
         Err(e) => {
             let mut obj = e.to_error_object();
             obj.resolve_again(&typed);

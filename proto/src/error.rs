@@ -89,6 +89,7 @@ kinds! {
     // Every tool.
     Usage = "usage" => Usage,
     Io = "io" => System,
+    ResultUnwritten = "result-unwritten" => System,
     // A registry entry, its signature, its publisher, the root and the executable: the `verify` library's
     // checks, reported alike by dot-verify, dot-register and dot-launch.
     BadName = "bad-name" => Usage,
@@ -157,6 +158,7 @@ kinds! {
     RequestInvalid = "request-invalid" => Usage,
     ProtocolUnsupported = "protocol-unsupported" => Refused,
     TargetInvalid = "target-invalid" => Usage,
+    TargetPending = "target-pending" => Retained,
     LimitAboveEntry = "limit-above-entry" => Usage,
     PluginExit = "plugin-exit" => PluginFailed,
     PluginSignal = "plugin-signal" => PluginFailed,

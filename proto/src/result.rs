@@ -34,6 +34,10 @@ pub struct RunResult {
     pub outputs: Vec<OutputFile>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
+    /// The launch waited for the target's commit lock: another run was committing into the same
+    /// target directory (docs/protocol.md "One commit at a time per target").
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub target_waited: bool,
     /// The plugin's response, once it gave a valid one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response: Option<Response>,

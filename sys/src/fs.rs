@@ -77,6 +77,45 @@ pub fn open_dir_at<P: ?Sized + nix::NixPath>(dir: impl AsFd, name: &P) -> nix::R
     nix::fcntl::openat(dir, name, dir_flags(), Mode::empty())
 }
 
+/// Opens the directory at the absolute `path` one component at a time from `/`, each with
+/// `O_DIRECTORY|O_NOFOLLOW` relative to the one before: no symbolic link is followed at any level
+/// (`ELOOP` or `ENOTDIR` when one is met), so the directory opened is the one `path` names as
+/// written, whatever its parents' links point at. `.` and `..` components are refused (`EINVAL`):
+/// the path must be canonical.
+pub fn open_dir_nofollow(path: &Path) -> nix::Result<OwnedFd> {
+    use std::path::Component;
+    let mut cur = open_dir(Path::new("/"))?;
+    let mut components = path.components();
+    if components.next() != Some(Component::RootDir) {
+        return Err(nix::errno::Errno::EINVAL);
+    }
+    for c in components {
+        match c {
+            Component::Normal(name) => cur = open_dir_at(&cur, name)?,
+            _ => return Err(nix::errno::Errno::EINVAL),
+        }
+    }
+    Ok(cur)
+}
+
+/// Creates `name` in the open directory `dir` (`openat` with `O_CREAT|O_EXCL|O_WRONLY|O_NOFOLLOW|
+/// O_CLOEXEC`, mode `mode`): never an existing file, never through a symbolic link, always in
+/// that directory whatever became of its path.
+pub fn create_new_at<P: ?Sized + nix::NixPath>(
+    dir: impl AsFd,
+    name: &P,
+    mode: u32,
+) -> io::Result<File> {
+    nix::fcntl::openat(
+        dir,
+        name,
+        OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_WRONLY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+        Mode::from_bits_truncate(mode),
+    )
+    .map(File::from)
+    .map_err(io::Error::from)
+}
+
 /// Creates `path`, which must not exist, for writing with `mode` (`O_CREAT|O_EXCL|O_NOFOLLOW|
 /// O_CLOEXEC`): never an existing file, never through a symbolic link.
 pub fn create_new(path: &Path, mode: u32) -> io::Result<File> {
@@ -238,7 +277,7 @@ pub fn atomic_write(dir: &Path, name: &str, bytes: &[u8], mode: u32) -> io::Resu
     result.map(|()| dest)
 }
 
-/// Appends `line` to the log at `path` durably: opened `O_WRONLY|O_APPEND|O_CREAT|O_NOFOLLOW|
+/// Appends `line` to the log at `path` durably: opened `O_RDWR|O_APPEND|O_CREAT|O_NOFOLLOW|
 /// O_CLOEXEC` (created with mode 0600), the whole line in ONE `write` (so concurrent appenders never
 /// interleave within a line; a short write is an error), then `fdatasync`. When the file was just
 /// created its directory is fsynced too, so the name is durable. The file is never rewritten.
@@ -299,6 +338,7 @@ impl Appended {
 pub fn append_line_unsynced(path: &Path, line: &[u8]) -> io::Result<Appended> {
     let open = |create: bool| {
         OpenOptions::new()
+            .read(true)
             .append(true)
             .create_new(create)
             .mode(0o600)
@@ -330,6 +370,22 @@ pub fn append_line_unsynced(path: &Path, line: &[u8]) -> io::Result<Appended> {
     // For a regular file O_NONBLOCK changes nothing; cleared all the same, so the one write
     // below behaves exactly as before.
     nix::fcntl::fcntl(&f, nix::fcntl::FcntlArg::F_SETFL(OFlag::O_APPEND))?;
+    // A line cut short before (ENOSPC, a crash) has no newline: this line starts on a line of its
+    // own, so the cut one stays a torn fragment a reader can tell from a record.
+    let torn = match meta.len() {
+        0 => false,
+        len => {
+            let mut last = [0u8; 1];
+            std::os::unix::fs::FileExt::read_at(&f, &mut last, len - 1).unwrap_or(0) == 1
+                && last[0] != b'\n'
+        }
+    };
+    let mut bytes = Vec::with_capacity(line.len() + 1);
+    if torn {
+        bytes.push(b'\n');
+    }
+    bytes.extend_from_slice(line);
+    let line = bytes.as_slice();
     let n = f.write(line)?;
     if n != line.len() {
         return Err(io::Error::new(

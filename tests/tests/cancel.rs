@@ -296,12 +296,19 @@ fn a_signal_after_prepared_lets_the_commit_finish() {
 #[test]
 fn recover_stops_between_runs_on_a_signal() {
     let env = Env::new();
-    for _ in 0..2 {
-        let out = env
-            .two_outputs()
-            .env("DOT_FAILPOINT", "after-prepared")
-            .output()
-            .unwrap();
+    // Two targets: a PREPARED run pending in a target refuses the next launch there.
+    let second = env.dir.join("target2");
+    std::fs::create_dir(&second).unwrap();
+    for target in [&env.target, &second] {
+        let out = common::launch_into(
+            &env.root,
+            "fixture",
+            target,
+            &["--allow-audit-plugin", "--input", "mode=two-outputs"],
+        )
+        .env("DOT_FAILPOINT", "after-prepared")
+        .output()
+        .unwrap();
         assert_eq!(out.status.code(), None, "the failpoint kills the launcher");
     }
     assert_eq!(env.runs().len(), 2);
@@ -325,4 +332,5 @@ fn recover_stops_between_runs_on_a_signal() {
     assert_eq!(r.recovered.len(), 2);
     assert_eq!(env.runs(), Vec::<String>::new());
     assert_eq!(env.target_files(), ["a.txt", "b.txt"]);
+    assert_eq!(common::names(&second), ["a.txt", "b.txt"]);
 }

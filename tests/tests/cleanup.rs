@@ -225,7 +225,7 @@ fn kill_at_every_hit(
     panic!("{point} was hit 200 times");
 }
 
-/// The points of a run directory's removal (`discard::hooks`).
+/// The points of a run directory's removal (`txn::hooks`).
 const REMOVAL_POINTS: [&str; 3] = ["remove-entry", "before-journal", "before-rmdir"];
 
 #[test]

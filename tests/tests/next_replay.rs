@@ -634,6 +634,31 @@ fn a_run_left_for_recover_is_finished_by_its_next() {
 }
 
 #[test]
+fn a_target_with_a_pending_run_is_freed_by_its_next() {
+    let o = Odd::new();
+    ok(o.dev("hello", &workspace_bin("hello"), "audit", &[]), "dev");
+    // COMMITTED not written: the run stays PREPARED in the target, which refuses the next launch.
+    let out = o
+        .launch("hello", &["--allow-audit-plugin", "--target"])
+        .arg(&o.target)
+        .env("DOT_INJECT", "append-committed")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4), "{out:?}");
+    let launch_again = || {
+        o.launch("hello", &["--allow-audit-plugin", "--target"])
+            .arg(&o.target)
+            .output()
+            .unwrap()
+    };
+    let e = testkit::assert_refused(&launch_again(), 4, Kind::TargetPending);
+    let out = replay(&e, &o.base);
+    replayed(&out, Kind::TargetPending, "recover");
+    ok(launch_again(), "the launch after recover");
+    assert_eq!(common::names(&o.root.join("txn")), Vec::<String>::new());
+}
+
+#[test]
 fn usage_points_at_the_help_of_the_program_as_run() {
     for t in makefile_tools() {
         if t == "dot-canary" {

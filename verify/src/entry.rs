@@ -230,6 +230,13 @@ pub(crate) fn verify_checked_with(
         None if entry.containment == Containment::Process => (None, Dependencies::Runtime),
         None => match elf::check_static_elf(&exe) {
             Ok(facts) => (Some(facts), Dependencies::Pinned),
+            // The host could not read the pinned copy: `io`, never a grant to ask for.
+            Err(source @ elf::ElfError::Io(_)) => {
+                return Err(VerifyError::NotStaticElf {
+                    path: exe_path,
+                    source,
+                })
+            }
             Err(source) => {
                 if trust::load_grant(root, &entry)?.is_none() {
                     let next = regrant_hint(

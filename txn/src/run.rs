@@ -6,7 +6,7 @@
 //! then removed with every entry checked again), then the journal, then the directory.
 
 use crate::tree::{self, check_entry, list, same, stat_at, Kind, Pass, Rules, Stop};
-use crate::{DiscardError, State};
+use crate::{State, TxnError};
 use nix::errno::Errno;
 use nix::sys::stat::{fstat, FileStat};
 use nix::unistd::{unlinkat, UnlinkatFlags};
@@ -24,46 +24,46 @@ pub const JOURNAL: &CStr = c"journal";
 pub const STAGE: &CStr = c"stage";
 
 /// Opens `txn/` (not through a symbolic link) and checks it is ours and not writable by others.
-pub fn open_txn(path: &Path, uid: u32) -> Result<OwnedFd, DiscardError> {
+pub fn open_txn(path: &Path, uid: u32) -> Result<OwnedFd, TxnError> {
     let txn = match sys::fs::open_dir(path) {
         Ok(fd) => fd,
-        Err(Errno::ENOENT) => return Err(DiscardError::NoTxn { path: path.into() }),
+        Err(Errno::ENOENT) => return Err(TxnError::NoTxn { path: path.into() }),
         // The root itself is not a directory (a file given as `--root`).
         Err(Errno::ENOTDIR) if path.parent().is_some_and(|root| !root.is_dir()) => {
-            return Err(DiscardError::NoTxn { path: path.into() })
+            return Err(TxnError::NoTxn { path: path.into() })
         }
         Err(Errno::ELOOP | Errno::ENOTDIR) => {
-            return Err(DiscardError::UnsafeTxn {
+            return Err(TxnError::UnsafeTxn {
                 path: path.into(),
                 why: "it is a symbolic link or not a directory".into(),
             })
         }
         // Another user's private state: not ours to examine, let alone change.
         Err(Errno::EACCES) => {
-            return Err(DiscardError::UnsafeTxn {
+            return Err(TxnError::UnsafeTxn {
                 path: path.into(),
                 why: "we may not open it (permission denied): it is not ours".into(),
             })
         }
         Err(source) => {
-            return Err(DiscardError::OpenTxn {
+            return Err(TxnError::OpenTxn {
                 path: path.into(),
                 source,
             })
         }
     };
-    let st = fstat(&txn).map_err(|source| DiscardError::OpenTxn {
+    let st = fstat(&txn).map_err(|source| TxnError::OpenTxn {
         path: path.into(),
         source,
     })?;
     if st.st_uid != uid {
-        return Err(DiscardError::UnsafeTxn {
+        return Err(TxnError::UnsafeTxn {
             path: path.into(),
             why: format!("it is owned by uid {}, not {uid}", st.st_uid),
         });
     }
     if st.st_mode & 0o022 != 0 {
-        return Err(DiscardError::UnsafeTxn {
+        return Err(TxnError::UnsafeTxn {
             path: path.into(),
             why: format!(
                 "it is writable by group or others (mode {:o})",
@@ -119,6 +119,33 @@ impl Inspected {
     }
 }
 
+/// An error of the host (EIO, out of memory or descriptors) rather than something about the run:
+/// another pass may get past it.
+fn transient(e: Errno) -> bool {
+    !matches!(
+        e,
+        Errno::ENOENT
+            | Errno::ENOTDIR
+            | Errno::ELOOP
+            | Errno::EACCES
+            | Errno::EPERM
+            | Errno::EROFS
+            | Errno::EINVAL
+    )
+}
+
+/// Retains with the reason, as UNREADABLE when an I/O error of the host is why.
+fn failed(e: Errno, why: String) -> Inspection {
+    if transient(e) {
+        Inspection::Retain(
+            State::Unreadable,
+            format!("{why} (an I/O error: another pass may get past it)"),
+        )
+    } else {
+        Inspection::Retain(State::Unrecognized, why)
+    }
+}
+
 /// Examines the entry `name` of `txn/` for a tool that may act on it; the first step that fails
 /// retains it with the reason:
 /// 1. the name is a transaction id;
@@ -128,10 +155,13 @@ impl Inspected {
 /// 4. `journal` is our regular file, one link, not group/other-writable, at most 4 MiB — or there
 ///    is no journal and nothing else either (an empty run directory);
 /// 5. the journal, read with [`classify_run`], is not UNRECOGNIZED (which also checks that BEGIN
-///    names this run and PREPARED only this run's temp files and one-component names);
-/// 6. a journal that holds no record (empty, or a torn first line) comes with nothing but the
-///    layout a launcher makes before BEGIN: `journal`, and at most an empty `stage/in/` and
-///    `stage/out/`.
+///    names this run and PREPARED only this run's temp files and one-component names).
+///
+/// A journal that holds no complete record (empty, or a torn first line) is ABANDONED whatever
+/// the stage holds: a launcher makes BEGIN durable before it creates anything in a target, so a
+/// run without a record touched no target (a power cut can keep the run directory, a 0-byte
+/// journal and a copied input while BEGIN's bytes are lost). Its stage is removed by the same
+/// rules as any other.
 pub fn inspect(txn: &OwnedFd, name: &CStr, uid: u32) -> Inspection {
     use State::Unrecognized;
     let txid = name.to_string_lossy().into_owned();
@@ -148,12 +178,12 @@ pub fn inspect(txn: &OwnedFd, name: &CStr, uid: u32) -> Inspection {
                 .unwrap_or(e.desc());
             return retain(Unrecognized, format!("is a {what}, not a directory"));
         }
-        Err(e) => return retain(Unrecognized, format!("cannot open: {e}")),
+        Err(e) => return failed(e, format!("cannot open: {e}")),
     };
     let dir = File::from(fd);
     let dir_stat = match fstat(&dir) {
         Ok(st) => st,
-        Err(e) => return retain(Unrecognized, format!("cannot stat: {e}")),
+        Err(e) => return failed(e, format!("cannot stat: {e}")),
     };
     if dir_stat.st_uid != uid {
         return retain(
@@ -182,7 +212,8 @@ pub fn inspect(txn: &OwnedFd, name: &CStr, uid: u32) -> Inspection {
             )
         }
         Err(std::fs::TryLockError::Error(e)) => {
-            return retain(Unrecognized, format!("cannot take the lock: {e}"))
+            let errno = Errno::from_raw(e.raw_os_error().unwrap_or(0));
+            return failed(errno, format!("cannot take the lock: {e}"));
         }
     }
     // Its launcher may have removed it and let go of the lock between our open and our lock.
@@ -199,9 +230,10 @@ pub fn inspect(txn: &OwnedFd, name: &CStr, uid: u32) -> Inspection {
         Ok(None) => match list(&dir, 1) {
             Ok(names) if names.is_empty() => None,
             Ok(_) => return retain(Unrecognized, "no journal".into()),
-            Err(e) => return retain(Unrecognized, format!("cannot list: {e}")),
+            Err(e) => return failed(e, format!("cannot list: {e}")),
         },
-        Err(why) => return retain(Unrecognized, why),
+        Err((Some(e), why)) => return failed(e, why),
+        Err((None, why)) => return retain(Unrecognized, why),
     };
     if let Some((_, j)) = &journal {
         if j.state == RunState::Unrecognized {
@@ -210,17 +242,6 @@ pub fn inspect(txn: &OwnedFd, name: &CStr, uid: u32) -> Inspection {
                 .clone()
                 .unwrap_or_else(|| "the journal is not recognized".into());
             return retain(Unrecognized, why);
-        }
-        if j.is_empty() {
-            if let Err(why) = bare_layout(&dir, &rules) {
-                return retain(
-                    Unrecognized,
-                    format!(
-                        "the journal holds no record (empty or a torn first line), yet {why}: \
-                         a launcher writes BEGIN before anything else"
-                    ),
-                );
-            }
         }
     }
     Inspection::Found(Box::new(Inspected {
@@ -232,77 +253,49 @@ pub fn inspect(txn: &OwnedFd, name: &CStr, uid: u32) -> Inspection {
     }))
 }
 
+/// Why a journal was not read: the errno when an I/O error of the host is why, and the reason.
+type NotRead = (Option<Errno>, String);
+
 /// Reads `journal` after checking it: our regular file, one link, not writable by group or
 /// others, no larger than the classifier reads. `None`: there is no journal.
-fn read_journal(dir: &File, rules: &Rules) -> Result<Option<(FileStat, Vec<u8>)>, String> {
+fn read_journal(dir: &File, rules: &Rules) -> Result<Option<(FileStat, Vec<u8>)>, NotRead> {
+    let rule = |why: String| (None, why);
+    let io = |e: Errno| (Some(e), format!("{JOURNAL_FILE}: {e}"));
     let st = match stat_at(dir, JOURNAL) {
         Ok(st) => st,
         Err(Errno::ENOENT) => return Ok(None),
-        Err(e) => return Err(format!("journal: {e}")),
+        Err(e) => return Err(io(e)),
     };
-    match check_entry(&st, JOURNAL_FILE, rules)? {
+    match check_entry(&st, JOURNAL_FILE, rules).map_err(rule)? {
         Kind::File => {}
-        other => return Err(format!("{JOURNAL_FILE} is a {}", other.word())),
+        other => return Err(rule(format!("{JOURNAL_FILE} is a {}", other.word()))),
     }
     if st.st_mode & 0o022 != 0 {
-        return Err(format!(
+        return Err(rule(format!(
             "{JOURNAL_FILE} is writable by group or others (mode {:o})",
             st.st_mode & 0o7777
-        ));
+        )));
     }
     if u64::try_from(st.st_size).unwrap_or(u64::MAX) > MAX_JOURNAL as u64 {
-        return Err(format!(
+        return Err(rule(format!(
             "{JOURNAL_FILE} is {} bytes, over {MAX_JOURNAL}",
             st.st_size
-        ));
+        )));
     }
-    let fd = sys::fs::open_read_at(dir, JOURNAL).map_err(|e| format!("{JOURNAL_FILE}: {e}"))?;
+    let fd = sys::fs::open_read_at(dir, JOURNAL).map_err(io)?;
     let file = File::from(fd);
-    let held = fstat(&file).map_err(|e| format!("{JOURNAL_FILE}: {e}"))?;
+    let held = fstat(&file).map_err(io)?;
     if !same(&held, &st) {
-        return Err(format!("{JOURNAL_FILE} changed during the check"));
+        return Err(rule(format!("{JOURNAL_FILE} changed during the check")));
     }
     let bytes = sys::fs::read_at_most(&file, MAX_JOURNAL as u64 + 1)
-        .map_err(|e| format!("{JOURNAL_FILE}: {e}"))?;
+        .map_err(|e| io(Errno::from_raw(e.raw_os_error().unwrap_or(libc_eio()))))?;
     Ok(Some((st, bytes)))
 }
 
-/// The run directory holds nothing but `journal` and at most a `stage/` of ours holding at most
-/// empty `in/` and `out/` directories of ours: what a launcher creates before anything runs.
-fn bare_layout(dir: &File, rules: &Rules) -> Result<(), String> {
-    let names = list(dir, 4).map_err(|e| format!("the run directory cannot be listed: {e}"))?;
-    if let Some(extra) = names
-        .iter()
-        .find(|n| n.as_c_str() != JOURNAL && n.as_c_str() != STAGE)
-    {
-        return Err(format!(
-            "the run directory holds {}",
-            extra.to_string_lossy()
-        ));
-    }
-    if !names.iter().any(|n| n.as_c_str() == STAGE) {
-        return Ok(());
-    }
-    let held = |parent: &OwnedFd, name: &CStr, rel: &str| -> Result<OwnedFd, String> {
-        let st = stat_at(parent, name).map_err(|e| format!("{rel}: {e}"))?;
-        if check_entry(&st, rel, rules)? != Kind::Dir {
-            return Err(format!("{rel} is not a directory"));
-        }
-        open_dir_at(parent, name).map_err(|e| format!("{rel}: {e}"))
-    };
-    let top = open_dir_at(dir, c".").map_err(|e| format!("the run directory: {e}"))?;
-    let stage = held(&top, STAGE, STAGE_DIR)?;
-    for sub in list(&stage, 3).map_err(|e| format!("{STAGE_DIR}: {e}"))? {
-        let rel = format!("{STAGE_DIR}/{}", sub.to_string_lossy());
-        if sub.as_c_str() != c"in" && sub.as_c_str() != c"out" {
-            return Err(format!("{rel} exists"));
-        }
-        let fd = held(&stage, &sub, &rel)?;
-        if !list(&fd, 1).map_err(|e| format!("{rel}: {e}"))?.is_empty() {
-            return Err(format!("{rel} is not empty"));
-        }
-    }
-    Ok(())
+/// EIO, for a read error without an errno.
+fn libc_eio() -> i32 {
+    Errno::EIO as i32
 }
 
 /// The files of one run directory `name` of `txn/`, held open (and locked) as `dir`: what
@@ -394,7 +387,14 @@ impl RunFiles<'_> {
     pub fn remove(&self, then: impl FnOnce() -> Result<(), Stop>) -> Result<(), Stop> {
         let rules = self.check()?;
         let changed = |what: String| Stop::Changed(what);
-        if stat_at(self.dir, STAGE).is_ok() {
+        // Only a stage that is not there is skipped: an error asking (EIO) stops the removal
+        // before the journal, never taken for "no stage".
+        let has_stage = match stat_at(self.dir, STAGE) {
+            Ok(_) => true,
+            Err(Errno::ENOENT) => false,
+            Err(e) => return Err(Stop::errno(e, STAGE_DIR)),
+        };
+        if has_stage {
             let stage = self.open_stage(&rules)?;
             let st = fstat(&stage).map_err(|e| changed(format!("{STAGE_DIR}: {e}")))?;
             tree::walk(&stage, STAGE_DIR, &rules, Pass::Remove)?;
@@ -438,5 +438,54 @@ impl RunFiles<'_> {
             }
             e => Stop::errno(e, "could not remove the run directory"),
         })
+    }
+}
+
+/// What [`peek`] read of one entry of `txn/`, changing nothing and taking no lock.
+#[derive(Debug)]
+pub enum Peek {
+    /// It vanished before it could be read.
+    Gone,
+    /// Not a run directory with a journal file: why.
+    NotARun(String),
+    /// The journal, classified as every tool acting on the run classifies it
+    /// ([`classify_run`]: BEGIN must name this run, PREPARED only its own temp files).
+    Journal(Journal),
+}
+
+/// Reads the entry `name` of the open `txn/` for a reader (`dot-journal-fmt`): the run directory
+/// opened without following a link, its `journal` opened without following one and read when it
+/// is a regular file (at most one byte over what the classifier reads). No lock is taken: a
+/// reader never makes a launcher or a `dot-discard` wait, nor sees a run as live.
+pub fn peek(txn: &OwnedFd, name: &CStr) -> Peek {
+    let shown = name.to_string_lossy();
+    if !is_txid(&shown) {
+        return Peek::NotARun(format!("txn/{shown} is not a transaction id"));
+    }
+    let dir = match open_dir_at(txn, name) {
+        Ok(fd) => fd,
+        Err(Errno::ENOENT) => return Peek::Gone,
+        Err(e @ (Errno::ELOOP | Errno::ENOTDIR)) => {
+            let what = stat_at(txn, name)
+                .map(|st| Kind::of(&st).word())
+                .unwrap_or(e.desc());
+            return Peek::NotARun(format!("txn/{shown} is a {what}, not a run directory"));
+        }
+        Err(e) => return Peek::NotARun(format!("txn/{shown}: {e}")),
+    };
+    let st = match stat_at(&dir, JOURNAL) {
+        Ok(st) => st,
+        Err(Errno::ENOENT) => return Peek::NotARun("no journal".into()),
+        Err(e) => return Peek::NotARun(format!("{JOURNAL_FILE}: {e}")),
+    };
+    if Kind::of(&st) != Kind::File {
+        return Peek::NotARun(format!("the journal is a {}", Kind::of(&st).word()));
+    }
+    let read = sys::fs::open_read_at(&dir, JOURNAL)
+        .map_err(std::io::Error::from)
+        .and_then(|fd| sys::fs::read_at_most(File::from(fd), MAX_JOURNAL as u64 + 1));
+    match read {
+        Ok(bytes) => Peek::Journal(classify_run(&bytes, &shown)),
+        Err(e) => Peek::NotARun(format!("{JOURNAL_FILE}: {e}")),
     }
 }
