@@ -305,6 +305,13 @@ fn a_tampered_vendor_copy_is_refused() {
     std::fs::set_permissions(&store, std::fs::Permissions::from_mode(0o555)).unwrap();
     let e = assert_refused(&sys.verify("hello"), 1, Kind::StoreTampered);
     assert_eq!(e.path.as_deref(), Some(store.to_str().unwrap()));
+    // The vendor layer's files are its package's: no `rm` of them, the package is named instead.
+    assert_eq!(
+        (e.next.as_deref(), e.next_argv.as_ref()),
+        (None, None),
+        "{e:?}"
+    );
+    assert!(e.message.contains("reinstall the package"), "{e:?}");
 }
 
 #[test]
