@@ -5,7 +5,9 @@
 # (target/$(TARGET)/$(PROFILE)) with dot-sandbox beside dot-launch.
 
 CARGO   ?= cargo
-TARGET  ?= $(shell rustc -vV | sed -n 's/^host: //p')
+# The oldest Rust that builds dot (Cargo.toml `rust-version`); `toolchain` checks it first.
+RUST_MIN := $(shell sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
+TARGET  ?= $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
 RUSTFLAGS_STATIC := -C target-feature=+crt-static
 CARGO_T := RUSTFLAGS='$(RUSTFLAGS_STATIC)' $(CARGO)
 # Reproducible release builds: no build-machine path in a binary. The workspace, cargo's registry
@@ -14,7 +16,7 @@ CARGO_T := RUSTFLAGS='$(RUSTFLAGS_STATIC)' $(CARGO)
 # (tests/tests/reproducible.rs). Only the release build takes them: the debug builds `make test`
 # runs keep the flags of a plain `cargo` call, so a quick loop and the suite share one build.
 CARGO_HOME_DIR := $(or $(CARGO_HOME),$(HOME)/.cargo)
-RUST_SYSROOT   := $(shell rustc --print sysroot)
+RUST_SYSROOT   := $(shell rustc --print sysroot 2>/dev/null)
 RUSTFLAGS_REPRO := --remap-path-prefix=$(CURDIR)=/build/dot \
 	--remap-path-prefix=$(CARGO_HOME_DIR)=/cargo \
 	--remap-path-prefix=$(RUST_SYSROOT)=/rustc/sysroot
@@ -58,13 +60,28 @@ DOCS    := README.md $(wildcard docs/*.md)
 DEMO_ROOT := demo/root
 DEMO_OUT  := demo/out
 
-.PHONY: all build rustflags test demo check msrv-deps bench install uninstall clean fuzz soak deb
+.PHONY: all build toolchain rustflags test need-root demo check msrv-deps bench install installable uninstall clean fuzz soak deb
 
 all: build
 
+# One line, before anything is built, when cargo or rustc is missing or older than RUST_MIN
+# (README "Toolchain": rustup; Debian's packaged rustc is older).
+toolchain:
+	@command -v $(CARGO) >/dev/null 2>&1 && command -v rustc >/dev/null 2>&1 || { \
+		echo "make: cargo and rustc not found: install Rust $(RUST_MIN) or newer with rustup (https://rustup.rs; Debian's packaged rustc is too old)" >&2; exit 1; }
+	@v=$$(rustc --version | cut -d' ' -f2 | cut -d- -f1); \
+		[ "$$(printf '%s\n%s\n' '$(RUST_MIN)' "$$v" | sort -V | head -n 1)" = '$(RUST_MIN)' ] || { \
+		echo "make: rustc $$v is older than $(RUST_MIN), the oldest that builds dot: rustup update (Debian's packaged rustc is too old)" >&2; exit 1; }
+
+# The layer paths a release build compiles in (below), recorded beside its binaries so that
+# `make install` knows whether what was built is what it is asked to install.
+LAYERS := $(DOT_VENDOR_DIR) $(DOT_ADMIN_DIR) $(DOT_LIBEXEC_DIR)
+LAYERS_STAMP = $(BUILT)/dot-layers
+
 # --locked: exactly the versions in Cargo.lock, as a distribution build must.
-build:
+build: toolchain
 	$(CARGO_R) build --locked --release --target $(TARGET) --workspace --bins
+	@echo '$(LAYERS)' > $(REL)/dot-layers
 
 # The flags of the release build, as this checkout's directory makes them (the reproducibility
 # test builds with exactly these).
@@ -82,7 +99,12 @@ TEST_FEATURES := --features launch/test-hooks
 # compiler, mandoc, strace, dpkg, lintian, …); as anyone else it names them and stops. Every error
 # kind a test asserted is recorded under KINDS_SEEN; the last step checks none is missing.
 KINDS_SEEN := $(CURDIR)/target/kinds-seen
-test:
+# The suites run as root (namespaces, root-owned layers, chown, apt-get in tests/need.sh): as
+# anyone else `make test` stops at once, before building, and says so.
+need-root:
+	@[ "$$(id -u)" -eq 0 ] || { echo "make test: the test suites run as root (uid $$(id -u) here): run sudo make test" >&2; exit 1; }
+
+test: need-root toolchain
 	tests/need.sh
 	$(CARGO_T) build --locked --target $(TARGET) --workspace --bins $(TEST_FEATURES)
 	rm -rf $(KINDS_SEEN) && mkdir -p $(KINDS_SEEN)
@@ -101,7 +123,7 @@ fuzz:
 SOAK_SEQUENTIAL ?= 2000
 SOAK_STREAM     ?= 500
 SOAK := target/$(TARGET)/soak
-soak:
+soak: toolchain
 	$(CARGO_T) build --profile soak --target $(TARGET) --workspace --bins $(TEST_FEATURES)
 	DOT_STATIC_DIR=$(CURDIR)/$(SOAK) DOT_SOAK_SEQUENTIAL=$(SOAK_SEQUENTIAL) DOT_SOAK_STREAM=$(SOAK_STREAM) \
 		$(CARGO_T) test --profile soak --target $(TARGET) -p tests --test soak $(TEST_FEATURES) -- --test-threads 1 --nocapture
@@ -119,7 +141,7 @@ demo: build
 	$(REL)/dot-launch --root $(DEMO_ROOT) hello-sandboxed --require-process-sandbox --input name=sandbox --target $(DEMO_OUT)
 	@printf '%s: ' $(DEMO_OUT)/hello.txt; cat $(DEMO_OUT)/hello.txt
 
-check: msrv-deps
+check: toolchain msrv-deps
 	$(CARGO) fmt --all -- --check
 	$(CARGO_T) clippy --target $(TARGET) --workspace --all-targets -- -D warnings
 
@@ -141,7 +163,7 @@ bench:
 # each without its `.comment` section (the toolchains' version strings), section 1 and 7 man pages
 # in MANDIR, the docs in DOCDIR. `uninstall` removes exactly these files, and LIBEXECDIR/dot and
 # DOCDIR, which are dot's own; shared directories stay.
-install: $(if $(filter release,$(PROFILE)),build)
+install: $(if $(filter release,$(PROFILE)),installable)
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR)/dot $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(DOCDIR)
 	for t in $(BIN_TOOLS); do $(INSTALL) -m 0755 $(BUILT)/$$t $(DESTDIR)$(BINDIR)/$$t || exit 1; done
 	for t in $(LIBEXEC_TOOLS); do $(INSTALL) -m 0755 $(BUILT)/$$t $(DESTDIR)$(LIBEXECDIR)/dot/$$t || exit 1; done
@@ -149,6 +171,19 @@ install: $(if $(filter release,$(PROFILE)),build)
 	$(INSTALL) -m 0644 $(MAN1) $(DESTDIR)$(MANDIR)/man1/
 	$(INSTALL) -m 0644 $(MAN7) $(DESTDIR)$(MANDIR)/man7/
 	$(INSTALL) -m 0644 $(DOCS) $(DESTDIR)$(DOCDIR)/
+
+# What `make install` installs is the last release build: it builds (or rebuilds) only when there
+# is none, or when the one there has other layer paths compiled in than this PREFIX/SYSCONFDIR/
+# LIBEXECDIR give (a build for /usr/local installed under /usr would read the wrong layers), and
+# says which. So `make && sudo make install` needs no toolchain as root.
+installable:
+	@if [ ! -f $(LAYERS_STAMP) ]; then \
+		echo "make install: no release build in $(BUILT) yet: building it (PREFIX=$(PREFIX))" >&2; \
+		$(MAKE) --no-print-directory build; \
+	elif [ "$$(cat $(LAYERS_STAMP))" != '$(LAYERS)' ]; then \
+		echo "make install: the release build in $(BUILT) has the layers $$(cat $(LAYERS_STAMP)) compiled in, PREFIX=$(PREFIX) needs $(LAYERS): rebuilding" >&2; \
+		$(MAKE) --no-print-directory build; \
+	fi
 
 uninstall:
 	for t in $(BIN_TOOLS); do rm -f $(DESTDIR)$(BINDIR)/$$t; done

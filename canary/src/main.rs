@@ -61,7 +61,7 @@ const USAGE: &str = "\
 Usage: dot-canary                 read one plugin request on stdin, try the escape named by input `probe`
        dot-canary --proof NAME    record `ok` for NAME (what an exec probe executes)
        dot-canary --reexec        execute itself again with SIGPIPE ignored
-       dot-canary --version | --help
+       dot-canary --version | -V | --help | -h
 
 A test plugin that dot-sandbox probe --prove runs under the real policy; not a command for people.
 See dot-canary(1).
@@ -100,7 +100,7 @@ fn main() -> ExitCode {
             let _ = write!(io::stdout(), "{USAGE}");
             return ExitCode::SUCCESS;
         }
-        Some("--version") => {
+        Some("--version" | "-V") => {
             let _ = writeln!(io::stdout(), "dot-canary {}", env!("CARGO_PKG_VERSION"));
             return ExitCode::SUCCESS;
         }

@@ -323,7 +323,15 @@ pub fn run(args: Args) -> Result<Output, FmtError> {
         return Ok(Output::text(out));
     }
     let formatted = match (state, args.journals.is_empty()) {
-        (Some(root), true) => read_root(&Root::single(root))?,
+        (Some(root), true) => {
+            let runs = read_root(&Root::single(root))?;
+            // JSON is one line per run: none is no line. A person is told.
+            if runs.is_empty() && !args.json {
+                let txn = Root::single(root).txn();
+                return Ok(Output::text(format!("no runs in {}\n", txn.display())));
+            }
+            runs
+        }
         (None, false) => args
             .journals
             .iter()

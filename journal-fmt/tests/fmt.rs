@@ -288,3 +288,20 @@ fn a_journal_on_stdin_is_formatted_like_a_file() {
         (reports[0].state, &reports[0].records)
     );
 }
+
+#[test]
+fn a_root_without_runs_says_so_to_a_person_and_is_no_line_in_json() {
+    let d = TempDir::new();
+    let root = d.join("root");
+    fs::create_dir_all(root.join("txn")).expect("txn");
+    let shown = text(&[std::ffi::OsStr::new("--root"), root.as_os_str()]);
+    assert_eq!(
+        shown,
+        format!("no runs in {}\n", root.join("txn").display())
+    );
+    assert!(json(&[std::ffi::OsStr::new("--root"), root.as_os_str()]).is_empty());
+    // With a run, the line is gone.
+    write_run(&root, TXID, &encode(&records()[..1]));
+    let shown = text(&[std::ffi::OsStr::new("--root"), root.as_os_str()]);
+    assert!(!shown.contains("no runs"), "{shown}");
+}

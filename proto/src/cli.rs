@@ -305,17 +305,27 @@ pub struct Common {
     pub style: Option<ErrorStyle>,
 }
 
-/// Takes the common options out of `argv` (program name first): `--version` as the first
-/// argument, `--json` and `--human` anywhere before `--`. A tool with a `--json` option of
+/// Takes the common options out of `argv` (program name first): `--version` (or `-V`) as the
+/// first argument, `--json` and `--human` anywhere before `--`; `-h` as the last argument is
+/// `--help`. A tool with a `--json` option of
 /// its own (dot-journal-fmt: JSON on stdout too) gets it left in place (`keep_json`): it means
 /// JSON everywhere there.
 pub fn common_options(argv: &mut Vec<OsString>, keep_json: bool) -> Common {
     let mut common = Common::default();
     // `--version` is the tool's only as its first argument: a subcommand may have a `--version`
     // of its own (`dot-register dev --version 1.2.0`).
-    if argv.get(1).and_then(|a| a.to_str()) == Some("--version") {
+    if matches!(
+        argv.get(1).and_then(|a| a.to_str()),
+        Some("--version" | "-V")
+    ) {
         common.version = true;
         argv.remove(1);
+    }
+    // `-h` is `--help` as the last argument (anywhere else it may be an option's value).
+    if argv.len() > 1 && argv.last().and_then(|a| a.to_str()) == Some("-h") {
+        if let Some(last) = argv.last_mut() {
+            *last = "--help".into();
+        }
     }
     let mut i = 1;
     while i < argv.len() {
@@ -339,6 +349,15 @@ pub fn common_options(argv: &mut Vec<OsString>, keep_json: bool) -> Common {
     }
     common
 }
+
+/// The options [`common_options`] takes, as every tool's `--help` ends with them.
+pub const COMMON_HELP: &str = "
+Common options (every dot tool):
+  -V, --version     the tool's name and version (first argument only)
+  -h, --help        this text (-h as the last argument)
+  --json            errors as one JSON object on stderr (the default unless stderr is a terminal)
+  --human           errors as one readable line on stderr (the default on a terminal)
+";
 
 /// What a tool adds to the common handling in [`main_with`].
 #[derive(Debug, Default)]
@@ -381,6 +400,9 @@ where
     F: FnOnce(A) -> Result<Output, E>,
 {
     let typed: Vec<OsString> = argv.into_iter().collect();
+    if let Some(argv0) = typed.first() {
+        crate::next::set_program(argv0);
+    }
     let mut argv = typed.clone();
     let common = common_options(&mut argv, extras.keep_json);
     if let Some(root) = env_root_for::<A>(&mut argv, std::env::var_os(ROOT_VAR)) {
@@ -404,7 +426,9 @@ where
     }
     let args = match parse::<A>(&argv) {
         Ok(a) => a,
-        Err(Early::Help(text)) => return outcome(text, None, ExitCode::Success),
+        Err(Early::Help(text)) => {
+            return outcome(format!("{text}{COMMON_HELP}"), None, ExitCode::Success)
+        }
         Err(Early::Usage(obj)) => return outcome(String::new(), Some(*obj), ExitCode::Usage),
     };
     match run(args) {
@@ -546,6 +570,7 @@ pub fn parse<A: argh::FromArgs>(argv: &[OsString]) -> Result<A, Early> {
     let parsed = A::from_args(&[&name], &refs);
     let t = STAND_INS.with(|t| std::mem::take(&mut *t.borrow_mut()));
     let help = crate::next::Next::cmd(argv.first().cloned().unwrap_or_else(|| name.clone().into()))
+        .args(subcommand_words(argv))
         .arg("--help");
     let usage = |message: String| ErrorObject::new(Kind::Usage, message).next(&help);
     let args = parsed.map_err(|e| match e.status {
@@ -574,6 +599,22 @@ pub fn parse<A: argh::FromArgs>(argv: &[OsString]) -> Result<A, Early> {
         return Err(Early::Usage(Box::new(obj)));
     }
     Ok(args)
+}
+
+/// The words naming the subcommand of `argv` (program name first): the leading arguments that
+/// look like a subcommand name (`publisher add`), up to the first option. The help a usage error
+/// points at is that subcommand's (`dot-register add --help`), not the tool's.
+fn subcommand_words(argv: &[OsString]) -> Vec<OsString> {
+    argv.iter()
+        .skip(1)
+        .take_while(|a| {
+            a.to_str().is_some_and(|s| {
+                s.starts_with(|c: char| c.is_ascii_lowercase())
+                    && s.chars().all(|c| c.is_ascii_lowercase() || c == '-')
+            })
+        })
+        .cloned()
+        .collect()
 }
 
 /// argh's text with each stand-in shown as its argument (invalid bytes as U+FFFD).
@@ -699,6 +740,25 @@ mod tests {
         let mut c = argv(&[b"--json", b"--root", b"/r"]);
         assert_eq!(common_options(&mut c, true).style, Some(ErrorStyle::Json));
         assert_eq!(c, argv(&[b"--json", b"--root", b"/r"]));
+        // `-V` first is `--version`; `-h` last is `--help`, elsewhere an option's value.
+        let mut v = argv(&[b"-V"]);
+        assert!(common_options(&mut v, false).version);
+        let mut h = argv(&[b"add", b"-h"]);
+        assert_eq!(common_options(&mut h, false), Common::default());
+        assert_eq!(h, argv(&[b"add", b"--help"]));
+        let mut r = argv(&[b"deny", b"--reason", b"-h", b"--sha256", b"x"]);
+        common_options(&mut r, false);
+        assert_eq!(r, argv(&[b"deny", b"--reason", b"-h", b"--sha256", b"x"]));
+    }
+
+    #[test]
+    fn a_usage_error_points_at_the_subcommands_help() {
+        let words = subcommand_words(&argv(&[b"publisher", b"add", b"--id", b"x"]));
+        assert_eq!(
+            words,
+            vec![OsString::from("publisher"), OsString::from("add")]
+        );
+        assert!(subcommand_words(&argv(&[b"--root", b"/r", b"add"])).is_empty());
     }
 
     #[test]

@@ -319,6 +319,21 @@ impl ErrorObject {
         self
     }
 
+    /// Says in the message what to put in place of `next`'s placeholders (`what`: "FILE is the
+    /// publisher's public key file"), when `next` has any: such a `next` has no `next_argv`
+    /// and runs only once they are filled in.
+    pub fn supply(mut self, what: &str) -> Self {
+        let template = self.next_argv.is_none()
+            && self.next.as_deref().is_some_and(|n| {
+                n.split(' ')
+                    .any(|w| w != "&&" && crate::next::RAW_WORDS.contains(&w))
+            });
+        if template {
+            self.message = format!("{}; in next, {what}", self.message);
+        }
+        self
+    }
+
     /// `next` for the command line `typed` (program first, as the tool was run) when the error
     /// asks for the failed command again: every typed argument kept, the options changed.
     pub fn resolve_again(&mut self, typed: &[std::ffi::OsString]) {

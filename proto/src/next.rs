@@ -102,10 +102,41 @@ impl Shape {
     }
 }
 
+/// The directory of the running tool as it was typed (`argv[0]` without its last component),
+/// when it was run by a path: a `next` naming another dot tool names it there, its sibling, so
+/// that the command runs as printed where that directory is not on `PATH`.
+static TOOL_DIR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+
+/// Records the running tool's `argv[0]` (its `main` does, before anything else): when it holds a
+/// `/`, every later [`Next::cmd`] of a dot tool (`dot-*`) names the sibling in the same
+/// directory. Run through `PATH` (no `/`), the bare name is what runs, and stays.
+pub fn set_program(argv0: &OsStr) {
+    let path = std::path::Path::new(argv0);
+    if let Some(dir) = path.parent().filter(|_| {
+        use std::os::unix::ffi::OsStrExt;
+        argv0.as_bytes().contains(&b'/')
+    }) {
+        let _ = TOOL_DIR.set(dir.to_path_buf());
+    }
+}
+
+/// `program` as a command names it: a dot tool's sibling path when [`set_program`] saw a path.
+fn program_path(program: &OsStr) -> OsString {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = program.as_bytes();
+    match TOOL_DIR.get() {
+        Some(dir) if bytes.starts_with(b"dot-") && !bytes.contains(&b'/') => {
+            dir.join(program).into_os_string()
+        }
+        _ => program.to_owned(),
+    }
+}
+
 impl Next {
-    /// A command: `Next::cmd("dot-register").arg("init").arg("--root").arg(root)`.
+    /// A command: `Next::cmd("dot-register").arg("init").arg("--root").arg(root)`. A dot tool is
+    /// named where the running tool was found ([`set_program`]).
     pub fn cmd(program: impl AsRef<OsStr>) -> Next {
-        Next(Box::new(Shape::Run(vec![program.as_ref().to_owned()])))
+        Next(Box::new(Shape::Run(vec![program_path(program.as_ref())])))
     }
 
     /// Appends an argument (to the command, the fallback, or the template).

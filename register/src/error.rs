@@ -188,7 +188,9 @@ impl ToErrorObject for RegisterError {
                 changes: Some(changes.clone()),
                 ..obj.path(path).value(changes.token()).next(next)
             },
-            RegisterError::TransitionMissing { next, .. } => obj.next(next),
+            RegisterError::TransitionMissing { next, .. } => obj.next(next).supply(
+                "FILE.minisig is the signature of the transition statement, by a current key of the publisher",
+            ),
             RegisterError::TransitionInvalid { path, .. } => obj.path(path),
             RegisterError::Usage(_) => obj,
             RegisterError::KeyWasRevoked { key_id, path, .. }

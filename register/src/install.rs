@@ -477,7 +477,7 @@ fn pin(root: &Root, exe: &File, entry: &Entry) -> Result<PathBuf, RegisterError>
                 return Err(VerifyError::StoreTampered {
                     path: dest.clone(),
                     what: format!("its sha256 is {found} ({len} bytes)"),
-                    next: Next::cmd("rm").arg(&dest),
+                    next: Some(Next::cmd("rm").arg(&dest)),
                 }
                 .into());
             }

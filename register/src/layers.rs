@@ -6,6 +6,7 @@ use crate::report::{LayerReport, MaskItem, MaskReport, SystemList};
 use crate::WriterLock;
 use proto::layers::{self, Layer, SystemLayers};
 use proto::layout::Root;
+use proto::trust::{AuditAction, AuditOutcome, AuditRecord};
 use proto::Name;
 use std::io::ErrorKind;
 use std::os::unix::fs::DirBuilderExt;
@@ -35,6 +36,7 @@ pub fn mask(sys: &SystemLayers, name: &Name) -> Result<MaskReport, RegisterError
     let changed = !verify::layers::has_mask(&admin, name)?;
     if changed {
         crate::write_private(&path, b"")?;
+        mask_audit(&admin, AuditAction::Mask, name)?;
     }
     let present = verify::layers::present_layers(sys)?;
     let h = verify::layers::holdings(&present, name)?;
@@ -71,6 +73,7 @@ pub fn unmask(sys: &SystemLayers, name: &Name) -> Result<MaskReport, RegisterErr
         }
         let dir = admin.plugins();
         sys::fs::fsync_dir(&dir).map_err(|e| VerifyError::io(&dir, e))?;
+        mask_audit(&admin, AuditAction::Unmask, name)?;
     }
     Ok(MaskReport {
         name: name.clone(),
@@ -79,6 +82,13 @@ pub fn unmask(sys: &SystemLayers, name: &Name) -> Result<MaskReport, RegisterErr
         changed,
         hides: Vec::new(),
     })
+}
+
+/// The admin layer's change log line for a mask written or removed, as for every other change.
+fn mask_audit(admin: &Root, action: AuditAction, name: &Name) -> Result<(), RegisterError> {
+    let mut rec = AuditRecord::new(crate::now(), action, AuditOutcome::Allowed);
+    rec.name = Some(name.to_string());
+    crate::audit(admin, &rec)
 }
 
 /// The layers whose entries a mask over `h` hides.

@@ -363,7 +363,9 @@ fn refuses_local_entry() {
     let e = testkit::entry_for_bytes("hello", EXE, Containment::Audit, None);
     let before = fx.snap();
     let err = fx.refused(&before, &fx.add(&e, EXE, &[]), 1, Kind::LocalEntryInAdd);
-    assert!(err.next.unwrap().starts_with("dot-register dev"));
+    assert!(testkit::bare(err.next.as_deref())
+        .unwrap()
+        .starts_with("dot-register dev"));
 }
 
 // ---- refusals: trust ---------------------------------------------------------------------------
@@ -374,7 +376,9 @@ fn refuses_publisher_not_in_trust_store() {
     let e = testkit::entry_for_bytes("hello", EXE, Containment::Audit, Some("stranger"));
     let before = fx.snap();
     let err = fx.refused(&before, &fx.add(&e, EXE, &[]), 1, Kind::PublisherUnknown);
-    assert!(err.next.unwrap().starts_with("dot-register publisher add"));
+    assert!(testkit::bare(err.next.as_deref())
+        .unwrap()
+        .starts_with("dot-register publisher add"));
 }
 
 #[test]

@@ -131,7 +131,7 @@ fn refuses_a_root_without_the_dev_marker() {
     // An empty root: `init --dev` on it is the way out.
     let root = fx.root.path().to_str().unwrap();
     assert_eq!(
-        e.next_argv,
+        testkit::bare_argv(e.next_argv.as_deref()),
         Some(
             ["dot-register", "init", "--root", root, "--dev"]
                 .map(String::from)
@@ -148,7 +148,7 @@ fn refuses_a_root_without_the_dev_marker() {
         &before,
     );
     assert_eq!(
-        e.next.as_deref(),
+        testkit::bare(e.next.as_deref()).as_deref(),
         Some("dot-register init --root DIR --dev")
     );
     assert!(e.message.contains("new directory"), "{}", e.message);
@@ -176,7 +176,7 @@ fn a_missing_root_is_made_a_dev_root_by_the_next() {
     let e = testkit::assert_refused(&out, 1, Kind::RootMissing);
     let root_s = root.to_str().unwrap();
     assert_eq!(
-        e.next_argv,
+        testkit::bare_argv(e.next_argv.as_deref()),
         Some(
             ["dot-register", "init", "--root", root_s, "--dev"]
                 .map(String::from)

@@ -78,3 +78,22 @@ pub fn copy_exe(from: &Path, to: &Path) {
         to.display()
     );
 }
+
+/// A `next` as a tool run through `PATH` prints it: the built tools' directory taken off every
+/// dot tool it names. A tool run by its path, as the tests run them, names the other tools
+/// beside it (`proto::next::set_program`).
+pub fn bare(next: Option<&str>) -> Option<String> {
+    let dir = workspace_bin("dot-launch")
+        .parent()
+        .map(|d| format!("{}/dot-", d.display()))?;
+    next.map(|n| n.replace(&dir, "dot-"))
+}
+
+/// [`bare`] of a `next_argv`.
+pub fn bare_argv(argv: Option<&[String]>) -> Option<Vec<String>> {
+    argv.map(|v| {
+        v.iter()
+            .map(|a| bare(Some(a)).unwrap_or_default())
+            .collect()
+    })
+}

@@ -20,7 +20,7 @@ pub mod nobody;
 pub mod output;
 pub mod tempdir;
 
-pub use bins::{copy_exe, require_program, static_fixture, workspace_bin};
+pub use bins::{bare, bare_argv, copy_exe, require_program, static_fixture, workspace_bin};
 pub use fixtures::{
     entry_for, entry_for_bytes, install_entry, install_grant, install_publisher, make_root,
     odd_files, publisher_record, write_exe, SCRIPT,

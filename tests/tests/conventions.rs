@@ -12,11 +12,13 @@ use std::process::Stdio;
 #[test]
 fn every_tool_says_its_version() {
     for t in makefile_tools() {
-        let out = tool(&t).arg("--version").output().unwrap();
-        assert_eq!(out.status.code(), Some(0), "{t}");
-        let text = String::from_utf8(out.stdout).unwrap();
-        assert_eq!(text.lines().count(), 1, "{t}: {text}");
-        assert!(text.starts_with(&format!("{t} 0.1.0")), "{text}");
+        for flag in ["--version", "-V"] {
+            let out = tool(&t).arg(flag).output().unwrap();
+            assert_eq!(out.status.code(), Some(0), "{t} {flag}");
+            let text = String::from_utf8(out.stdout).unwrap();
+            assert_eq!(text.lines().count(), 1, "{t}: {text}");
+            assert!(text.starts_with(&format!("{t} 0.1.0")), "{text}");
+        }
     }
     let sandbox = String::from_utf8(
         tool("dot-sandbox")
@@ -62,9 +64,12 @@ fn every_tool_says_its_version() {
 /// error rather than a request read.
 #[test]
 fn help_never_waits_on_stdin() {
-    for t in makefile_tools() {
+    for (t, flag) in makefile_tools()
+        .into_iter()
+        .flat_map(|t| [(t.clone(), "--help"), (t, "-h")])
+    {
         let mut child = tool(&t)
-            .arg("--help")
+            .arg(flag)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -82,12 +87,18 @@ fn help_never_waits_on_stdin() {
         if status.is_none() {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("{t} --help still running after 30 s with stdin open");
+            panic!("{t} {flag} still running after 30 s with stdin open");
         }
-        assert_eq!(status.and_then(|s| s.code()), Some(0), "{t} --help");
+        assert_eq!(status.and_then(|s| s.code()), Some(0), "{t} {flag}");
         let mut text = String::new();
         std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut text).unwrap();
         assert!(text.contains(&t) || text.contains("Usage"), "{t}: {text}");
+        // Every argh tool's help names the two error styles (`--json`, `--human`); the
+        // canary's errors are always JSON.
+        assert!(
+            t == "dot-canary" || (text.contains("--json") && text.contains("--human")),
+            "{t} {flag}: {text}"
+        );
     }
     let out = tool("dot-canary")
         .arg("--bogus")
@@ -118,8 +129,13 @@ fn errors_are_a_readable_line_on_a_terminal_and_json_otherwise() {
         human.starts_with("dot-launch: root-missing: /nonexistent/root is not a platform root"),
         "{human}"
     );
+    // dot-launch ran by its path: dot-register is named beside it.
+    let register = common::bin_dir().join("dot-register");
     assert!(
-        human.contains("(next: mkdir -p /nonexistent && dot-register init"),
+        human.contains(&format!(
+            "(next: mkdir -p /nonexistent && {} init",
+            register.display()
+        )),
         "{human}"
     );
     assert_eq!(human.lines().count(), 1, "{human}");

@@ -117,7 +117,7 @@ fn recover_of_an_unknown_run_is_no_such_run_with_the_command_that_lists_runs() {
     testkit::assert_kind!(e, Kind::NoSuchRun);
     assert_eq!(e.value.as_deref(), Some(txid));
     assert_eq!(
-        e.next,
+        testkit::bare(e.next.as_deref()),
         Some(format!("dot-journal-fmt --root {}", env.root.display()))
     );
 }

@@ -159,6 +159,30 @@ fn an_admin_mask_hides_the_vendor_entry_until_unmasked() {
     assert!(!mask.exists());
     let r: EntryReport = assert_ok(&sys.verify("hello"));
     assert_eq!(r.layer, Layer::Vendor);
+    // The admin layer's change log has the mask and the unmask, once each (the repeated mask
+    // changed nothing), like every other change.
+    let log = std::fs::read(sys.layers.admin.join("audit.log")).unwrap();
+    let actions: Vec<(proto::trust::AuditAction, Option<String>)> = log
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            let r: proto::trust::AuditRecord = serde_json::from_slice(l).unwrap();
+            (r.action, r.name)
+        })
+        .filter(|(a, _)| {
+            matches!(
+                a,
+                proto::trust::AuditAction::Mask | proto::trust::AuditAction::Unmask
+            )
+        })
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            (proto::trust::AuditAction::Mask, Some("hello".to_owned())),
+            (proto::trust::AuditAction::Unmask, Some("hello".to_owned())),
+        ]
+    );
 }
 
 #[test]
@@ -305,6 +329,13 @@ fn a_tampered_vendor_copy_is_refused() {
     std::fs::set_permissions(&store, std::fs::Permissions::from_mode(0o555)).unwrap();
     let e = assert_refused(&sys.verify("hello"), 1, Kind::StoreTampered);
     assert_eq!(e.path.as_deref(), Some(store.to_str().unwrap()));
+    // The vendor layer's files are its package's: no `rm` of them, the package is named instead.
+    assert_eq!(
+        (e.next.as_deref(), e.next_argv.as_ref()),
+        (None, None),
+        "{e:?}"
+    );
+    assert!(e.message.contains("reinstall the package"), "{e:?}");
 }
 
 #[test]

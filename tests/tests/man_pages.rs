@@ -191,6 +191,22 @@ fn every_option_that_help_lists_is_in_the_tools_page() {
     assert!(register.contains(&"dot-register publisher revoke --key".to_owned()));
 }
 
+/// The options every tool takes (`proto::cli::common_options`) are on every page too.
+#[test]
+fn every_page_documents_the_common_options() {
+    for t in ARGH_TOOLS {
+        let page = page_text(&format!("{t}.1"));
+        for option in [
+            "--json",
+            "--human",
+            "--help \", \" -h",
+            "--version \", \" -V",
+        ] {
+            assert!(page.contains(option), "man/{t}.1 documents {option}");
+        }
+    }
+}
+
 #[test]
 fn every_subcommand_is_in_the_synopsis_of_its_page() {
     for t in ARGH_TOOLS {

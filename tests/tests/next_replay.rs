@@ -21,20 +21,31 @@ use testkit::{assert_refused, workspace_bin, KeyPair, TempDir};
 /// A name no `sh` word may be left unquoted with.
 const ODD: &str = "odd dir 'q' $HOME;x";
 
-/// `PATH` for a replay: the built tools first (installed tools are on `PATH`).
+/// `PATH` for a replay: the system's only. The tools ran by their path, so a `next` naming a dot
+/// tool names it beside them (`proto::next::set_program`); a bare `dot-register` would be 127.
+const SYSTEM_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+/// `PATH` for the replay of an error built without a tool's `main` (a library's typed error,
+/// `testkit::assert_typed`), whose `next` names a tool bare: the built tools first.
 fn path_env() -> OsString {
     let mut p = bin_dir().into_os_string();
-    p.push(":/usr/local/bin:/usr/bin:/bin");
+    p.push(":");
+    p.push(SYSTEM_PATH);
     p
 }
 
-/// Runs `next` with `sh -c`, exactly as printed, in `cwd`.
+/// Runs `next` with `sh -c`, exactly as printed, in `cwd`, with the system's `PATH`.
 fn sh(next: &str, cwd: &Path) -> Output {
+    sh_with(next, cwd, SYSTEM_PATH.into())
+}
+
+/// [`sh`] with `path` as `PATH`.
+fn sh_with(next: &str, cwd: &Path, path: OsString) -> Output {
     Command::new("sh")
         .arg("-c")
         .arg(next)
         .current_dir(cwd)
-        .env("PATH", path_env())
+        .env("PATH", path)
         .env_remove("DOT_FAILPOINT")
         .env_remove("DOT_INJECT")
         .env_remove("DOT_PRETEND_LANDLOCK_ABI")
@@ -44,6 +55,16 @@ fn sh(next: &str, cwd: &Path) -> Output {
 
 /// Holds `e`'s `next` to the rules of `proto::next` and runs it as printed.
 fn replay(e: &ErrorObject, cwd: &Path) -> Output {
+    sh(checked_next(e), cwd)
+}
+
+/// [`replay`] of a library's typed error (no `main` placed the tools): the built tools on `PATH`.
+fn replay_typed(e: &ErrorObject, cwd: &Path) -> Output {
+    sh_with(checked_next(e), cwd, path_env())
+}
+
+/// `e`'s `next`, held to the rules of `proto::next`.
+fn checked_next(e: &ErrorObject) -> &str {
     let next = e
         .next
         .as_deref()
@@ -58,7 +79,17 @@ fn replay(e: &ErrorObject, cwd: &Path) -> Output {
             "no next_argv, yet no placeholder, `&&` or byte escape: {next}"
         ),
     }
-    sh(next, cwd)
+    next
+}
+
+/// A `next` with placeholders comes with a message that says what each one is.
+fn says_what_to_supply(e: &ErrorObject, placeholder: &str) {
+    let what = e
+        .message
+        .split("; in next, ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("the message does not say what to supply: {e:?}"));
+    assert!(what.starts_with(placeholder), "{e:?}");
 }
 
 /// A `next` with a placeholder in capitals or a `&&` (`proto::next::RAW_WORDS`).
@@ -456,6 +487,7 @@ fn a_missing_entry_is_registered_by_its_next() {
         .output()
         .unwrap();
     let e = assert_refused(&out, 1, Kind::EntryMissing);
+    says_what_to_supply(&e, "FILE is the plugin's executable");
     let out = replay_filled(&e, &[("FILE", &workspace_bin("hello"))], &o.base);
     replayed(&out, Kind::EntryMissing, "registered");
     ok(
@@ -480,8 +512,9 @@ fn a_missing_entry_is_registered_by_its_next() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("\"hello\""));
 }
 
+/// A mask is the administrator's decision: the refusal names no command that reverses it.
 #[test]
-fn a_masked_name_is_unmasked_by_its_next() {
+fn a_masked_name_offers_no_unmask() {
     let o = Odd::new();
     let sysroot = o.base.join("sys root");
     let layers = proto::layers::SystemLayers::new(Some(&sysroot));
@@ -502,10 +535,13 @@ fn a_masked_name_is_unmasked_by_its_next() {
         "mask",
     );
     let e = assert_refused(&verify(), 1, Kind::EntryMasked);
-    let out = replay(&e, &o.base);
-    replayed(&out, Kind::EntryMasked, "unmasked");
-    assert!(!proto::layers::mask_path(&layers.admin, &proto::Name::new("hello").unwrap()).exists());
-    assert_refused(&verify(), 1, Kind::EntryMissing);
+    assert_eq!(
+        (e.next.as_deref(), e.next_argv.as_ref()),
+        (None, None),
+        "{e:?}"
+    );
+    assert!(e.message.contains("administrator's decision"), "{e:?}");
+    assert!(proto::layers::mask_path(&layers.admin, &proto::Name::new("hello").unwrap()).exists());
 }
 
 #[test]
@@ -530,6 +566,7 @@ fn a_tampered_pinned_copy_is_replaced_by_its_next() {
         .output()
         .unwrap();
     let e = assert_refused(&out, 1, Kind::StoreTampered);
+    says_what_to_supply(&e, "FILE is the plugin's executable");
     let out = replay_filled(&e, &[("FILE", &hello)], &o.base);
     replayed(
         &out,
@@ -550,8 +587,9 @@ fn a_tampered_pinned_copy_is_replaced_by_its_next() {
     assert_eq!(o.hello_txt(), "hello, again\n");
 }
 
+/// A deny is a decision of whoever keeps the registry: the refusal names no `deny remove`.
 #[test]
-fn a_denied_digest_is_allowed_again_by_its_next() {
+fn a_denied_digest_offers_no_way_around_the_deny() {
     let o = Odd::new();
     ok(o.dev("hello", &workspace_bin("hello"), "audit", &[]), "dev");
     let sha = o.entry("hello").sha256.to_hex();
@@ -571,9 +609,13 @@ fn a_denied_digest_is_allowed_again_by_its_next() {
             .unwrap()
     };
     let e = assert_refused(&launch(), 1, Kind::Denied);
-    let out = replay(&e, &o.base);
-    replayed(&out, Kind::Denied, "the deny removed");
-    ok(launch(), "the launch");
+    assert_eq!(
+        (e.next.as_deref(), e.next_argv.as_ref()),
+        (None, None),
+        "{e:?}"
+    );
+    assert_eq!(e.value.as_deref(), Some(sha.as_str()));
+    assert_refused(&launch(), 1, Kind::Denied);
 }
 
 #[test]
@@ -718,7 +760,7 @@ fn containment_refusals_point_at_the_probe() {
         ),
     ] {
         let e = testkit::assert_typed(&err, kind);
-        replayed(&replay(&e, &o.base), kind, "probe");
+        replayed(&replay_typed(&e, &o.base), kind, "probe");
     }
 }
 
@@ -748,7 +790,7 @@ fn survivors_are_finished_by_reaping_the_group_again() {
         },
         Kind::ReapSurvivors,
     );
-    let out = replay(&e, Path::new("/"));
+    let out = replay_typed(&e, Path::new("/"));
     let status = child.wait().unwrap();
     assert_eq!(
         std::os::unix::process::ExitStatusExt::signal(&status),
@@ -793,6 +835,7 @@ fn signed_registration_refusals_are_resolved_by_their_next() {
     };
     let v12 = write_entry((1, 2, 0), "hello 1.2.json");
     let e = assert_refused(&add(&v12, &[]), 1, Kind::PublisherUnknown);
+    says_what_to_supply(&e, "FILE is the publisher's minisign public key file");
     let out = replay_filled(&e, &[("FILE", &pk)], &o.base);
     replayed(&out, Kind::PublisherUnknown, "the publisher trusted");
     ok(add(&v12, &[]), "add 1.2.0");
@@ -815,6 +858,10 @@ fn signed_registration_refusals_are_resolved_by_their_next() {
         .output()
         .unwrap();
     let e = assert_refused(&out, 1, Kind::TransitionMissing);
+    says_what_to_supply(
+        &e,
+        "FILE.minisig is the signature of the transition statement",
+    );
     let (stmt, sig) = key.transition_to("acme", &new_key);
     let stmt_path = o.base.join("rotation 'x'.json");
     std::fs::write(&stmt_path, stmt).unwrap();

@@ -163,3 +163,90 @@ fn a_plugin_package_installs_into_the_vendor_layer_and_removes_cleanly() {
     let r: EntryReport = assert_ok(&sys.verify("hello"));
     assert_eq!((r.layer, r.overrides), (Layer::Admin, None));
 }
+
+/// The first `sh` block of docs/registry.md's "Shipping a plugin in a package": the recipe.
+fn recipe() -> String {
+    let doc = common::repo_file("docs/registry.md");
+    let section = doc
+        .split("### Shipping a plugin in a package")
+        .nth(1)
+        .expect("the section");
+    section
+        .split("```sh\n")
+        .nth(1)
+        .and_then(|b| b.split("\n```").next())
+        .expect("its sh block")
+        .to_owned()
+}
+
+/// The recipe runs as printed (`bash -e`, the tools on `PATH`) in a directory holding the
+/// executable and a minisign key pair, builds a package lintian accepts, and the pinned copy in
+/// it is the stripped executable that was signed: the package verifies once installed.
+#[test]
+fn the_documented_plugin_package_recipe_builds_as_printed_and_passes_lintian() {
+    for (program, package) in [
+        ("dpkg-deb", "dpkg"),
+        ("lintian", "lintian"),
+        ("minisign", "minisign"),
+        ("strip", "binutils"),
+    ] {
+        require_program(program, package);
+    }
+    let tmp = TempDir::new();
+    let work = tmp.join("work");
+    std::fs::create_dir(&work).unwrap();
+    std::fs::copy(workspace_bin("hello"), work.join("hello")).unwrap();
+    run(
+        Command::new("minisign")
+            .args(["-G", "-W", "-p", "acme.pub", "-s", "acme.key"])
+            .current_dir(&work),
+        "minisign -G",
+    );
+    let mut path = common::bin_dir().into_os_string();
+    path.push(":/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin");
+    let out = Command::new("bash")
+        .args(["-e", "-c", &recipe()])
+        .current_dir(&work)
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "the recipe as printed:\nstdout {}\nstderr {}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let arch = run(
+        Command::new("dpkg").arg("--print-architecture"),
+        "dpkg --print-architecture",
+    );
+    let deb = work.join(format!("dot-plugin-hello_1.0.0_{}.deb", arch.trim()));
+    let control = run(
+        Command::new("dpkg-deb")
+            .args(["--field"])
+            .arg(&deb)
+            .arg("Package"),
+        "dpkg-deb --field",
+    );
+    assert_eq!(control.trim(), PACKAGE);
+    // The stripped executable was pinned: installed, the vendor entry verifies.
+    let sysroot = scratch_root(&tmp.join("scratch"));
+    let layers = SystemLayers::new(Some(&sysroot));
+    std::fs::create_dir_all(layers.admin.parent().unwrap()).unwrap();
+    dpkg(&sysroot, &["--install", "--force-depends"], Some(&deb));
+    let sys = System {
+        dir: TempDir::new(),
+        sysroot,
+        layers,
+    };
+    let r: EntryReport = assert_ok(&sys.verify("hello"));
+    assert_eq!(r.layer, Layer::Vendor);
+    let shipped = std::fs::read(work.join("hello")).unwrap();
+    assert_ne!(
+        shipped.len() as u64,
+        std::fs::metadata(workspace_bin("hello")).unwrap().len(),
+        "the recipe stripped the executable"
+    );
+    assert_eq!(r.sha256, proto::Sha256::of(&shipped));
+}

@@ -82,7 +82,7 @@ fn expectation(name: &str) -> Expect {
             fresh_root: false,
             lines: &[
                 "remove 00000000000000000000000000000001",
-                "keep 00000000000000000000000000000002 PREPARED: dot-launch recover --root $R 00000000000000000000000000000002",
+                "keep 00000000000000000000000000000002 PREPARED: $B/dot-launch recover --root $R 00000000000000000000000000000002",
                 "true",
             ],
         },

@@ -124,7 +124,7 @@ fn recover_on_a_missing_root_is_not_a_root() {
     let err = testkit::assert_refused(&out, 2, Kind::NotARoot);
     assert_eq!(err.path, Some(missing.join("txn").display().to_string()));
     assert_eq!(
-        err.next,
+        testkit::bare(err.next.as_deref()),
         Some(format!("dot-register init --root {}", missing.display()))
     );
     // A root that is a regular file is not a root either, and `init` would not help there.

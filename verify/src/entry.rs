@@ -182,12 +182,12 @@ pub(crate) fn verify_checked_with(
     let tampered = |what: String| VerifyError::StoreTampered {
         path: exe_path.clone(),
         what,
-        next: reregister_hint(
+        next: Some(reregister_hint(
             root,
             &entry,
             &exe_path,
             info.dev && entry.trust == Trust::Local,
-        ),
+        )),
     };
     let (exe, meta) = match sys::fs::open_regular(&exe_path) {
         Ok(ok) => ok,

@@ -23,13 +23,14 @@ pub enum VerifyError {
         path: PathBuf,
         next: Next,
     },
-    #[error("{name:?} is masked by the admin layer ({}){}", .path.display(), masked(.masks))]
+    /// No `next`: a mask is the administrator's decision, which only the administrator
+    /// reverses (`dot-register unmask`, docs/registry.md).
+    #[error("{name:?} is masked by the admin layer ({}){}; unmasking it is the administrator's decision", .path.display(), masked(.masks))]
     EntryMasked {
         name: String,
         path: PathBuf,
         /// The layers whose entries of the name the mask hides.
         masks: Vec<proto::layers::Layer>,
-        next: Next,
     },
     #[error("{} is not a valid entry: {source}", Shown(.path, "the entry built from the options"))]
     EntryMalformed { path: PathBuf, source: EntryError },
@@ -122,7 +123,8 @@ pub enum VerifyError {
     StoreTampered {
         path: PathBuf,
         what: String,
-        next: Next,
+        /// None in the vendor layer, whose files are its package's.
+        next: Option<Next>,
     },
     #[error("{} {source}", Shown(.path, FILE))]
     NotStaticElf { path: PathBuf, source: ElfError },
@@ -138,7 +140,9 @@ pub enum VerifyError {
     },
     #[error("{} is not a minisign public key file: {reason}", Shown(.path, FILE))]
     PubkeyMalformed { path: PathBuf, reason: String },
-    #[error("{field} {value} is on the root's deny list: {reason}")]
+    /// No `next`: a deny is a decision of whoever keeps the registry, never undone from the
+    /// refusal it causes.
+    #[error("{field} {value} is on the root's deny list: {reason}; only whoever keeps the registry lifts a deny")]
     Denied {
         path: PathBuf,
         field: &'static str,
@@ -510,9 +514,11 @@ impl ToErrorObject for VerifyError {
                     _ => obj,
                 }
             }
-            E::EntryMissing { name, next, .. } | E::EntryMasked { name, next, .. } => {
-                obj.value(name.clone()).next(next)
-            }
+            E::EntryMissing { name, next, .. } => obj
+                .value(name.clone())
+                .next(next)
+                .supply("FILE is the plugin's executable"),
+            E::EntryMasked { name, .. } => obj.value(name.clone()),
             E::EntryMalformed { source, .. } => {
                 if let Some(f) = source.field() {
                     obj = obj.field(f);
@@ -528,15 +534,18 @@ impl ToErrorObject for VerifyError {
             },
             E::EntryNameMismatch { found, .. } => obj.field("name").value(found.clone()),
             E::RootMissing { next, .. } => obj.next(next),
-            E::PublisherUnknown { id, root, .. } => obj.value(id.clone()).next(
-                &Next::cmd("dot-register")
-                    .args(["publisher", "add", "--root"])
-                    .arg(root)
-                    .arg("--id")
-                    .arg(id)
-                    .arg("--pubkey")
-                    .raw("FILE"),
-            ),
+            E::PublisherUnknown { id, root, .. } => obj
+                .value(id.clone())
+                .next(
+                    &Next::cmd("dot-register")
+                        .args(["publisher", "add", "--root"])
+                        .arg(root)
+                        .arg("--id")
+                        .arg(id)
+                        .arg("--pubkey")
+                        .raw("FILE"),
+                )
+                .supply("FILE is the publisher's minisign public key file, from the publisher"),
             E::PublisherRevoked { id, .. } => obj.value(id.clone()),
             E::KeyRevoked { key_id, .. } => obj.value(key_id.clone()),
             E::ThresholdNotMet(s) => {
@@ -580,22 +589,11 @@ impl ToErrorObject for VerifyError {
             }
             E::SizeMismatch { found, .. } => obj.field("size").value(found.to_string()),
             E::DigestMismatch { found, .. } => obj.field("sha256").value(found.to_hex()),
-            E::StoreTampered { next, .. } | E::DynamicNotGranted { next, .. } => obj.next(next),
-            E::Denied {
-                field, value, root, ..
-            } => {
-                let flag = if *field == "sha256" {
-                    "--sha256"
-                } else {
-                    "--key"
-                };
-                obj.field(*field).value(value.clone()).next(
-                    &Next::cmd("dot-register")
-                        .args(["deny", "remove", "--root"])
-                        .arg(root)
-                        .args([flag, value]),
-                )
-            }
+            E::StoreTampered { next: Some(n), .. } => obj
+                .next(n)
+                .supply("FILE is the plugin's executable as its publisher shipped it"),
+            E::DynamicNotGranted { next, .. } => obj.next(next),
+            E::Denied { field, value, .. } => obj.field(*field).value(value.clone()),
             E::TrustMalformed { source, .. } => match source.field() {
                 Some(f) => obj.field(f),
                 None => obj,

@@ -182,7 +182,6 @@ fn answer_in(
             name: name.to_string(),
             path: layers::mask_path(&sys.admin, name),
             masks: masks.into_iter().flatten().collect(),
-            next: unmask_hint(sys, name),
         }),
         Resolution::Missing => Err(missing(sys, name)),
     }
@@ -195,15 +194,6 @@ fn missing(sys: &SystemLayers, name: &Name) -> VerifyError {
         name: name.to_string(),
         path: admin.entry(name),
         next: entry::signed_hint(&admin, name),
-    }
-}
-
-/// `dot-register unmask NAME`, with the `--sysroot` the layers are under.
-fn unmask_hint(sys: &SystemLayers, name: &Name) -> Next {
-    let cmd = Next::cmd("dot-register").arg("unmask").arg(name.as_str());
-    match sysroot_of(sys) {
-        Some(s) => cmd.arg("--sysroot").arg(s),
-        None => cmd,
     }
 }
 
@@ -303,7 +293,21 @@ pub fn verify_in_layer(
             ctx.others.push(other_layer(other, above)?);
         }
     }
-    entry::verify_checked(root, RootInfo { dev: false }, &ctx, name)
+    match entry::verify_checked(root, RootInfo { dev: false }, &ctx, name) {
+        // The vendor layer's files are its package's: reinstalling the package restores the
+        // copy; removing it by hand and registering there would write dpkg's files.
+        Err(VerifyError::StoreTampered { path, what, .. }) if layer == Layer::Vendor => {
+            Err(VerifyError::StoreTampered {
+                what: format!(
+                    "{what}; the vendor layer's files are its package's: reinstall the package that ships it (dpkg -S {})",
+                    path.display()
+                ),
+                path,
+                next: None,
+            })
+        }
+        other => other,
+    }
 }
 
 /// The policy's `sensitive_inputs` of every registry that applies to a launch from `reg`: the

@@ -65,6 +65,10 @@ pub enum AuditAction {
     DenyRemove,
     PolicySet,
     Launch,
+    /// An admin mask written (`dot-register mask`), in the admin layer's log.
+    Mask,
+    /// An admin mask removed (`dot-register unmask`).
+    Unmask,
 }
 
 /// Allowed or refused.
