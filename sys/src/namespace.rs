@@ -187,8 +187,11 @@ pub fn read_only_bind(path: &CStr) -> io::Result<std::os::fd::OwnedFd> {
     Ok(tree)
 }
 
-/// Mounts a new procfs instance on `at` (relative to the working directory), `nosuid,nodev,noexec`,
-/// showing only the processes of this PID namespace (`subset=pid`: no `/proc/sys`, no kernel files).
+/// Mounts a new procfs instance on `at` (relative to the working directory), read-only,
+/// `nosuid,nodev,noexec`, showing only the processes of this PID namespace (`subset=pid`: no
+/// `/proc/sys`, no kernel files). Read-only because it lies beneath the stage, whose Landlock rule
+/// grants writing: writable, `/proc/self/mem` would let a plugin write into its own executable
+/// pages past their protections.
 pub fn mount_pid_proc(at: &CStr) -> io::Result<()> {
     // SAFETY: every string is NUL-terminated and alive for the call; the data is a string of
     // options, as procfs takes them.
@@ -197,7 +200,7 @@ pub fn mount_pid_proc(at: &CStr) -> io::Result<()> {
             c"proc".as_ptr(),
             at.as_ptr(),
             c"proc".as_ptr(),
-            libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+            libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
             c"subset=pid".as_ptr().cast(),
         )
     })

@@ -37,6 +37,7 @@ found = {
     "write_usr": attempt(lambda: open(request["inputs"].get("usr_file", "/usr/.dot-probe"), "w")),
     "socket": attempt(lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM)),
     "fork": attempt(fork),
+    "write_proc_self_mem": attempt(lambda: os.close(os.open("/proc/self/mem", os.O_RDWR))),
 }
 os.makedirs("out", exist_ok=True)
 with open("out/result.json", "w") as f:
@@ -158,6 +159,12 @@ fn a_python_plugin_under_process_with_a_runtime_commits_and_is_contained() {
     );
     assert_eq!(found["socket"], "EPERM", "{found}");
     assert_eq!(found["fork"], "EPERM", "{found}");
+    // A script's /proc (its interpreter reads it through /dev/fd/4) is read-only: its own memory
+    // cannot be written past the page protections.
+    assert!(
+        ["EROFS", "EACCES"].contains(&found["write_proc_self_mem"].as_str().unwrap()),
+        "{found}"
+    );
     assert!(!Path::new("/usr/.dot-probe").exists());
 }
 
@@ -190,7 +197,13 @@ fn the_python_probe_detects_each_escape_unconfined() {
     assert!(child.wait_with_output().unwrap().status.success());
     let found: serde_json::Value =
         serde_json::from_slice(&std::fs::read(work.join("out/result.json")).unwrap()).unwrap();
-    for probe in ["read_etc_passwd", "write_usr", "socket", "fork"] {
+    for probe in [
+        "read_etc_passwd",
+        "write_usr",
+        "socket",
+        "fork",
+        "write_proc_self_mem",
+    ] {
         assert_eq!(found[probe], "ok", "{probe}: {found}");
     }
 }
