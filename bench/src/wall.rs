@@ -112,11 +112,12 @@ pub struct Timings {
     pub runner_peak_rss_kib: u64,
 }
 
-fn steps_of(t: &ConfineTimings) -> [(&'static str, u64); 13] {
+fn steps_of(t: &ConfineTimings) -> [(&'static str, u64); 14] {
     [
         ("elf", t.elf_us),
         ("identity", t.identity_us),
         ("namespaces", t.namespaces_us),
+        ("gate", t.gate_us),
         ("stage", t.stage_us),
         ("parent_death", t.parent_death_us),
         ("rlimits", t.rlimits_us),

@@ -177,7 +177,45 @@ pub(crate) fn decide(
     opts: &Options,
     checked: verify::layers::Checked,
 ) -> Result<Decided, LaunchError> {
-    let (verified, answer) = verify::layers::verify_checked_named(&opts.registry, checked, name)?;
+    // A leased `process` executable is digested once its runner is started (`crate::run`).
+    let (mut verified, answer) = verify::layers::verify_checked_named(
+        &opts.registry,
+        checked,
+        name,
+        verify::entry::Digest::AfterLease,
+    )?;
+    match checks(root, opts, &verified) {
+        Ok((inputs, target, runner, limits)) => Ok(Decided {
+            verified,
+            inputs,
+            target,
+            runner,
+            layer: (answer.layer != proto::layers::Layer::Root).then_some(answer.layer),
+            limits,
+        }),
+        // A copy that is not the entry's is reported before anything else, as when it is
+        // digested first.
+        Err(e) => {
+            verified.confirm_digest()?;
+            Err(e)
+        }
+    }
+}
+
+/// What `decide` checks after verification.
+fn checks(
+    root: &Root,
+    opts: &Options,
+    verified: &verify::entry::Verified,
+) -> Result<
+    (
+        inputs::Inputs,
+        target::Target,
+        Option<Runner>,
+        proto::limits::Limits,
+    ),
+    LaunchError,
+> {
     let entry = &verified.entry;
     check_consent(&entry.name, entry.containment, opts.consent, opts.command())?;
     if entry.containment == Containment::Process {
@@ -218,14 +256,7 @@ pub(crate) fn decide(
         Containment::Process => Some(open_runner()?),
         Containment::Audit => None,
     };
-    Ok(Decided {
-        verified,
-        inputs,
-        target,
-        runner,
-        layer: (answer.layer != proto::layers::Layer::Root).then_some(answer.layer),
-        limits,
-    })
+    Ok((inputs, target, runner, limits))
 }
 
 /// The entry's limits lowered as the invoker asked; a value above the entry's is refused, never

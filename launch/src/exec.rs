@@ -182,29 +182,77 @@ pub enum Ran {
     WriterWaiting,
 }
 
-/// Spawns the plugin and supervises it to the end, group reaped. `argv0` is the plugin's
-/// `argv[0]`, its registry name, at both levels (`process`: the runner gets it with `--argv0`;
-/// `proto::runner` states the rule), with the entry's `runtime` directories and `env` as its
-/// whole environment (`audit`: its `envp`; `process`: the runner's `--env` options); it starts in `workdir` (`crate::stage::prepare`). `inputs` is
-/// the total size and count of the file inputs in the stage (a `process` stage is made that much
-/// larger). With a
-/// `lease` on `exe`, the lease is released once the plugin is executed (`audit`: when the spawn
-/// returns; `process`: when the runner's report socket closes at its exec), and the run fails
-/// (`exec-unconfirmed`) if that was not before the kernel could have broken it.
-#[allow(clippy::too_many_arguments)]
-pub fn run(
-    exe: &File,
-    lease: Option<Lease>,
-    runner: Option<&Runner>,
-    workdir: &Path,
-    argv0: &str,
-    request: &[u8],
-    limits: &Limits,
-    inputs: (u64, u64),
-    runtime: &[proto::RuntimeDir],
-    env: &[proto::runner::EnvVar],
-) -> Result<Ran, LaunchError> {
+/// What a run executes and how: the pinned executable, its lease, the runner for `process`, the
+/// plugin's `argv[0]` (its registry name, at both levels: `process` gives it to the runner with
+/// `--argv0`; `proto::runner` states the rule), and the entry's `runtime` directories and `env`
+/// as its whole environment (`audit`: its `envp`; `process`: the runner's `--env` options).
+#[derive(Clone, Copy, Debug)]
+pub struct Plan<'a> {
+    pub exe: &'a File,
+    pub lease: Option<Lease>,
+    pub runner: Option<&'a Runner>,
+    pub argv0: &'a str,
+    pub limits: &'a Limits,
+    /// The total size and count of the file inputs in the stage (a `process` stage is made that
+    /// much larger).
+    pub inputs: (u64, u64),
+    pub runtime: &'a [proto::RuntimeDir],
+    pub env: &'a [proto::runner::EnvVar],
+}
+
+/// Spawns the plugin (started in `workdir`, `crate::stage::prepare`) and supervises it to the end,
+/// group reaped: [`start`] then [`finish`]. A `process` runner is given its go at once.
+pub fn run(plan: &Plan<'_>, workdir: &Path, request: &[u8]) -> Result<Ran, LaunchError> {
+    match start(plan, workdir)? {
+        Start::Started(started) => finish(started, plan, workdir, request),
+        Start::WriterWaiting => Ok(Ran::WriterWaiting),
+    }
+}
+
+/// A spawned run not yet supervised: the plugin (`audit`) or the runner (`process`, waiting for
+/// its go: `proto::runner`'s gate). Dropped unfinished, its group is killed and reaped.
+#[derive(Debug)]
+pub struct Started {
+    child: Option<Child>,
+    report: Option<OwnedFd>,
+    started: Instant,
+    executed_at: Option<Instant>,
+}
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = terminate(&mut child);
+        }
+    }
+}
+
+/// How a spawn went: started, or refused because a would-be writer of the leased executable is
+/// waiting for the lease (`Ran::WriterWaiting`).
+#[derive(Debug)]
+pub enum Start {
+    Started(Started),
+    WriterWaiting,
+}
+
+/// Spawns the run in `dir`. At `audit` that is the plugin itself, executed before this returns
+/// (its lease released then). At `process` it is the runner with `--gate`: it makes everything
+/// that needs nothing of the launcher's (its identity, the namespaces, the stage's tmpfs, the
+/// private root, the plugin's process) and waits for [`finish`]'s go before anything of the
+/// plugin's runs — so a launcher may start it before the digest of the leased executable is
+/// confirmed and the run directory exists, and `dir` need not be the stage.
+pub fn start(plan: &Plan<'_>, dir: &Path) -> Result<Start, LaunchError> {
     let started = Instant::now();
+    let Plan {
+        exe,
+        lease,
+        runner,
+        argv0,
+        limits,
+        inputs,
+        runtime,
+        env,
+    } = *plan;
     let mut report_read: Option<OwnedFd> = None;
     let mut moves = Vec::new();
     let report_write: Option<OwnedFd>;
@@ -235,6 +283,7 @@ pub fn run(
                 // ruleset as on that kernel.
                 landlock_abi: crate::hooks::pretend_landlock_abi(),
                 runtime: runtime.to_vec(),
+                gate: true,
                 ..Invocation::new(limits.runner(inputs), argv0.parse()?)
             };
             program = RUNNER_PATH.to_owned();
@@ -248,7 +297,7 @@ pub fn run(
     if let Some(wr) = &report_write {
         moves.push((wr.as_fd(), REPORT_FD));
     }
-    let spawn_err = |e| LaunchError::io("spawning the plugin", workdir, e);
+    let spawn_err = |e| LaunchError::io("spawning the plugin", dir, e);
     let c_string =
         |s: Vec<u8>| std::ffi::CString::new(s).map_err(|e| spawn_err(std::io::Error::other(e)));
     let program = c_string(program.into_bytes())?;
@@ -256,36 +305,83 @@ pub fn run(
         .into_iter()
         .map(|a| c_string(a.into_bytes()))
         .collect::<Result<Vec<_>, _>>()?;
-    let dir = c_string(workdir.as_os_str().as_bytes().to_vec())?;
+    let dir_c = c_string(dir.as_os_str().as_bytes().to_vec())?;
     let envp = envp
         .into_iter()
         .map(|v| c_string(v.into_bytes()))
         .collect::<Result<Vec<_>, _>>()?;
-    crate::hooks::sleep_before_spawn();
+    if runner.is_none() {
+        // A `process` runner executes the plugin only at its go: the test hook waits there.
+        crate::hooks::sleep_before_spawn();
+    }
     crate::cancel::check(crate::cancel::During::Stage)?;
     let spawned = sys::spawn::spawn(&sys::spawn::Exec {
         program: &program,
         argv: &argv,
-        dir: &dir,
+        dir: &dir_c,
         moves: &moves,
         env: &envp,
     });
-    let mut child = match spawned {
+    let child = match spawned {
         Err(e) if lease.is_some() && e.raw_os_error() == Some(nix::libc::ETXTBSY) => {
-            return Ok(Ran::WriterWaiting)
+            return Ok(Start::WriterWaiting)
         }
         other => other.map_err(spawn_err)?,
     };
     drop(report_write);
     // At `audit` the spawn returned after the plugin's own execve: it is pinned by the kernel now.
-    let mut leased = lease.map(|l| (exe, l));
     let mut executed_at = None;
     if runner.is_none() {
         executed_at = Some(Instant::now());
-        if let Some((file, _)) = leased.take() {
-            let _ = sys::fs::release_lease(file);
+        if lease.is_some() {
+            let _ = sys::fs::release_lease(exe);
         }
     }
+    Ok(Start::Started(Started {
+        child: Some(child),
+        report: report_read,
+        started,
+        executed_at,
+    }))
+}
+
+/// Supervises a started run to the end, group reaped. A `process` runner first gets its go with
+/// `workdir` (the directory whose `in/` holds the inputs). With a lease on the executable, the lease is released once the
+/// plugin is executed (`audit`: when the spawn returned; `process`: when the runner's report
+/// socket closes at its exec), and the run fails (`exec-unconfirmed`) if that was not before the
+/// kernel could have broken it.
+pub fn finish(
+    mut run: Started,
+    plan: &Plan<'_>,
+    workdir: &Path,
+    request: &[u8],
+) -> Result<Ran, LaunchError> {
+    let Plan {
+        exe,
+        lease,
+        runner,
+        argv0,
+        limits,
+        ..
+    } = *plan;
+    let started = run.started;
+    let report_read = run.report.take();
+    if let Some(report) = &report_read {
+        crate::hooks::sleep_before_spawn();
+        crate::cancel::check(crate::cancel::During::Stage)?;
+        send_go(report, workdir)?;
+    }
+    let Some(mut child) = run.child.take() else {
+        return Err(LaunchError::io(
+            "supervising the plugin",
+            "plugin",
+            std::io::Error::other("started twice"),
+        ));
+    };
+    let leased = match (lease, runner) {
+        (Some(l), Some(_)) => Some((exe, l)),
+        _ => None,
+    };
     let supervised = supervise(
         &mut child,
         report_read,
@@ -310,7 +406,8 @@ pub fn run(
             return Ok(Ran::WriterWaiting);
         }
         let _ = sys::fs::release_lease(exe);
-        let at = executed_at
+        let at = run
+            .executed_at
             .or(observed.report_closed_at)
             .unwrap_or_else(Instant::now);
         let held = at.saturating_duration_since(l.since);
@@ -336,6 +433,19 @@ pub fn run(
     drained?;
     observed.duration = started.elapsed();
     Ok(Ran::Observed(Box::new(observed)))
+}
+
+/// The runner's go: [`proto::runner::GATE_MESSAGE`] carrying the on-disk stage `dir`. A runner
+/// that already ended (it refused, and reports why) cannot take it: not an error here, its report
+/// says what happened.
+fn send_go(report: &OwnedFd, dir: &Path) -> Result<(), LaunchError> {
+    let stage = sys::fs::open_dir(dir)
+        .map_err(|e| LaunchError::io("opening the stage for the runner", dir, e.into()))?;
+    match sys::process::send_with_fd(report.as_fd(), proto::runner::GATE_MESSAGE, stage.as_fd()) {
+        Ok(_) => Ok(()),
+        Err(e) if e.raw_os_error() == Some(nix::libc::EPIPE) => Ok(()),
+        Err(e) => Err(LaunchError::io("sending the runner its go", dir, e)),
+    }
 }
 
 /// Whether the runner reported that executing the plugin failed with `ETXTBSY` (after its line

@@ -172,7 +172,8 @@ pub fn lease_break_time() -> Option<std::time::Duration> {
     None
 }
 
-/// Sleeps `DOT_SLEEP_BEFORE_SPAWN_MS` milliseconds just before the plugin is spawned.
+/// Sleeps `DOT_SLEEP_BEFORE_SPAWN_MS` milliseconds just before the plugin is spawned (`audit`) or
+/// its runner gets its go (`process`).
 #[cfg(feature = "test-hooks")]
 pub fn sleep_before_spawn() {
     if let Some(ms) = std::env::var("DOT_SLEEP_BEFORE_SPAWN_MS")

@@ -78,16 +78,18 @@ pub fn launch(opts: &Options) -> Result<RunResult, LaunchError> {
     let checked = verify::layers::check_registry(&opts.registry, &name)?;
     verify::root::ensure_state(root, opts.default_state)?;
     let decision = decide(root, &name, opts, checked);
+    // Every process this launch starts is its descendant, the runner started early included.
+    sys::process::set_child_subreaper()
+        .map_err(|e| LaunchError::io("becoming a child subreaper", "prctl", e))?;
+    let (decision, early) = start_and_confirm(decision, root, opts);
     let mut audit = record_decision(root, &name, &decision)?;
     let decided = decision?;
     hooks::pause_after_verify();
     cancel::check(During::Decision)?;
 
-    sys::process::set_child_subreaper()
-        .map_err(|e| LaunchError::io("becoming a child subreaper", "prctl", e))?;
     let mut run = RunDir::create(root)?;
     // The one place the run directory ends.
-    match proceed(decided, &mut run, opts, &mut audit) {
+    match proceed(decided, &mut run, opts, &mut audit, early) {
         Ok(Done::Committed {
             mut result,
             durable,
@@ -98,6 +100,34 @@ pub fn launch(opts: &Options) -> Result<RunResult, LaunchError> {
         Ok(Done::Unrecorded(result)) => Ok(result),
         Err(Stop::Abandon(e)) => Err(run.abandon(e)),
         Err(Stop::Retain(e)) => Err(e),
+    }
+}
+
+/// A `process` run's runner started at its gate (`pinning::start_early`, in the state's `txn/`),
+/// then the digest of the leased executable confirmed (`verify::entry::Digest::AfterLease`): the
+/// runner's start and the steps it makes before its gate overlap the digest, the decision's record
+/// and the run directory. A digest that does not match is the decision (`store-tampered`), and the
+/// runner is killed and reaped without having run anything of the plugin's.
+fn start_and_confirm(
+    decision: Result<Decided, LaunchError>,
+    root: &Root,
+    opts: &Options,
+) -> (Result<Decided, LaunchError>, Option<exec::Started>) {
+    let mut d = match decision {
+        Ok(d) => d,
+        Err(e) => return (Err(e), None),
+    };
+    let limits = Limits::new(&d.limits, opts.streams);
+    let early = pinning::start_early(
+        &d.verified,
+        d.runner.as_ref(),
+        &root.txn(),
+        &limits,
+        &d.inputs,
+    );
+    match d.verified.confirm_digest() {
+        Ok(()) => (Ok(d), early),
+        Err(e) => (Err(e.into()), None),
     }
 }
 
@@ -131,6 +161,7 @@ fn proceed(
     run: &mut RunDir,
     opts: &Options,
     audit: &mut Option<AuditSync>,
+    early: Option<exec::Started>,
 ) -> Result<Done, Stop> {
     let Decided {
         mut verified,
@@ -167,6 +198,7 @@ fn proceed(
         &request,
         &limits,
         &inputs,
+        early,
     )?;
     // The decision is durable before the run can change anything durably or report.
     if let Some(a) = audit.as_mut() {

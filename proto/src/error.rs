@@ -12,7 +12,8 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ExitCode {
     Success = 0,
-    /// A trust, consent, policy or containment check failed; nothing was spawned or changed.
+    /// A trust, consent, policy or containment check failed; nothing of the plugin's ran and nothing
+    /// was changed.
     Refused = 1,
     /// Usage or malformed input.
     Usage = 2,

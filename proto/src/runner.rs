@@ -23,6 +23,17 @@
 //! | [`PLUGIN_FD`] (4) | the plugin: the store file under a read lease, or a sealed memfd |
 //! | [`REPORT_FD`] (5) | the runner's end of a unix `SOCK_SEQPACKET` socket pair |
 //!
+//! **The gate** (`--gate`, [`Invocation::gate`]): a launcher may start the runner before it has
+//! finished with the run — while it digests the pinned executable, records its decision and makes
+//! the run directory — so that the runner's own start and the steps that need nothing of the
+//! launcher's (the ELF rule on descriptor 4, its identity, the namespaces, the stage's tmpfs, the
+//! private root, the plugin's process) overlap that work. The plugin's process then waits, before
+//! anything of the plugin's is read or executed, for the launcher's go: one message on the report
+//! socket, [`GATE_MESSAGE`], carrying a descriptor of the on-disk stage (the directory whose `in/`
+//! holds the inputs, instead of the working directory). No go — the launcher refused the run or
+//! ended, and closed its end — and the runner exits without executing anything. Without `--gate`
+//! the runner reads the inputs from its working directory at its start, as below.
+//!
 //! On the report socket the runner sends, in this order: the stage message ([`STAGE_MESSAGE`],
 //! one NUL byte carrying a descriptor of its private stage's root), once the stage exists; then one
 //! report line ([`SandboxReport`]: what it enforced, or why it refused). The socket closes when the
@@ -148,6 +159,8 @@ pub struct Invocation {
     pub runtime: Vec<crate::entry::RuntimeDir>,
     /// The plugin path argument ([`PLUGIN_PATH`]; the runner refuses anything else).
     pub plugin: String,
+    /// Wait for the launcher's go before the plugin's steps (`--gate`; the module documentation).
+    pub gate: bool,
 }
 
 impl Invocation {
@@ -160,6 +173,7 @@ impl Invocation {
             argv0,
             runtime: Vec::new(),
             plugin: PLUGIN_PATH.to_owned(),
+            gate: false,
         }
     }
 
@@ -192,6 +206,9 @@ impl Invocation {
         for dir in &self.runtime {
             argv.push("--runtime".to_owned());
             argv.push(dir.to_string());
+        }
+        if self.gate {
+            argv.push("--gate".to_owned());
         }
         argv.push("--argv0".to_owned());
         argv.push(self.argv0.to_string());
@@ -255,6 +272,10 @@ impl std::str::FromStr for EnvVar {
 
 /// The stage message: one NUL byte, carrying a descriptor of the stage's root (`SCM_RIGHTS`).
 pub const STAGE_MESSAGE: &[u8] = b"\0";
+
+/// The launcher's go to a runner started with `--gate`: these bytes, carrying a descriptor of the
+/// on-disk stage (`SCM_RIGHTS`), from the launcher to the runner on the report socket.
+pub const GATE_MESSAGE: &[u8] = b"go";
 
 /// The most report bytes a launcher keeps (the report is one line of well under 4 KiB).
 pub const MAX_REPORT: usize = 64 * 1024;
@@ -352,6 +373,10 @@ pub struct ConfineTimings {
     /// (`pivot_root` onto the stage) and the fork of the plugin below the run's init.
     #[serde(default)]
     pub namespaces_us: u64,
+    /// With `--gate`: waiting for the launcher's go (its digest of the plugin, its decision, the
+    /// run directory), then opening the inputs it names. Zero without a gate.
+    #[serde(default)]
+    pub gate_us: u64,
     /// The private tmpfs made, the inputs copied into it.
     pub stage_us: u64,
     /// Parent-death signal and the parent check.

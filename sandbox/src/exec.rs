@@ -45,7 +45,7 @@ use crate::{identity, stage};
 use elf::ElfError;
 use proto::probe::REQUIRED_LANDLOCK_ABI;
 use proto::runner::{ConfineTimings, Enforced, Identity, Invocation, Limits, Rlimits};
-use proto::runner::{SandboxReport, PLUGIN_FD, PLUGIN_PATH, STAGE_MESSAGE};
+use proto::runner::{SandboxReport, GATE_MESSAGE, PLUGIN_FD, PLUGIN_PATH, STAGE_MESSAGE};
 use proto::{ErrorObject, Kind, ToErrorObject};
 use std::convert::Infallible;
 use std::ffi::CString;
@@ -595,6 +595,35 @@ fn send_stage(report: &File, stage: &std::os::fd::OwnedFd) -> io::Result<()> {
     }
 }
 
+/// Waits for the launcher's go ([`GATE_MESSAGE`] with one descriptor: the on-disk stage) and
+/// returns that descriptor. The socket closed first (the launcher refused the run or ended), or
+/// any other message: an error, and nothing of the plugin's runs.
+fn wait_for_go(report: &File) -> io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::AsFd;
+    let mut buf = [0u8; 16];
+    loop {
+        match sys::process::recv_with_fds(report.as_fd(), &mut buf) {
+            Ok((n, mut fds)) if &buf[..n] == GATE_MESSAGE && fds.len() == 1 => {
+                return fds.pop().ok_or_else(|| io::Error::other("no descriptor"))
+            }
+            Ok((0, _)) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the launcher closed the report socket without a go",
+                ))
+            }
+            Ok((n, fds)) => {
+                return Err(io::Error::other(format!(
+                    "a message of {n} bytes and {} descriptors instead of the go",
+                    fds.len()
+                )))
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 /// The plugin's `argv[0]` (its registry name) as the exec takes it.
 fn exec_argv0(inv: &Invocation) -> Result<CString, ExecError> {
     CString::new(inv.argv0.as_str()).map_err(|e| ExecError::Exec(io::Error::other(e)))
@@ -662,7 +691,13 @@ fn confine_and_exec(
     })?;
     let stage_err = |step| move |source| ExecError::Stage { step, source };
     let ns_err = |(step, source)| ExecError::Namespaces { step, source };
-    let inputs = stage::open_inputs().map_err(stage_err("opening the inputs in in/"))?;
+    // Without a gate the inputs are in the working directory's `in/`, opened now (by the identity
+    // that placed them); with one, in the directory the launcher's go carries (below).
+    let mut inputs = if inv.gate {
+        Vec::new()
+    } else {
+        stage::open_inputs(None).map_err(stage_err("opening the inputs in in/"))?
+    };
     // Acquire: identity, namespaces, the run's init, the private root, the plugin's process.
     let owner = match id {
         identity::Plan::UserNamespace { uid, gid } => {
@@ -704,6 +739,14 @@ fn confine_and_exec(
         Below::Plugin => drop(status),
     }
     t.namespaces_us = laps.lap();
+    if inv.gate {
+        // Nothing of the plugin's has been read beyond its headers: wait for the launcher's go.
+        use std::os::fd::AsFd;
+        let base = wait_for_go(report).map_err(stage_err("waiting for the launcher's go"))?;
+        inputs = stage::open_inputs(Some(base.as_fd()))
+            .map_err(stage_err("opening the inputs in in/"))?;
+        t.gate_us = laps.lap();
+    }
     // The plugin's process: its identity and its stage, then narrow.
     let known = lock_capabilities()?;
     t.capabilities_us = laps.lap();

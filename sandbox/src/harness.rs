@@ -11,12 +11,12 @@
 
 use proto::canary::{CanaryResult, ProbeSpec};
 use proto::runner::{
-    Invocation, Limits, Message, SandboxReport, MAX_REPORT, PLUGIN_FD, REPORT_FD, RUNNER_FD,
-    RUNNER_PATH,
+    Invocation, Limits, Message, SandboxReport, GATE_MESSAGE, MAX_REPORT, PLUGIN_FD, REPORT_FD,
+    RUNNER_FD, RUNNER_PATH,
 };
 use std::fs::File;
 use std::io::{self, Read, Write};
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
@@ -85,13 +85,29 @@ impl Run<'_> {
         let mut cmd = Command::new(RUNNER_PATH);
         cmd.arg0(argv0).args(args).process_group(0);
         let moves = [(runner.as_fd(), RUNNER_FD), (plugin.as_fd(), PLUGIN_FD)];
-        self.spawn(cmd, &moves, Some(report_socket()?), true)
+        self.spawn(cmd, &moves, Some(report_socket()?), true, None)
+    }
+
+    /// [`Run::runner`] for `argv` with `--gate`: the runner gets its go (the stage's descriptor)
+    /// once started, or with `go` false, the socket is shut for writing instead (no go ever comes).
+    pub fn runner_at_gate(
+        &self,
+        runner: &File,
+        plugin: &File,
+        argv: &[String],
+        go: bool,
+    ) -> io::Result<RunOutput> {
+        let (argv0, args) = argv.split_first().ok_or(io::ErrorKind::InvalidInput)?;
+        let mut cmd = Command::new(RUNNER_PATH);
+        cmd.arg0(argv0).args(args).process_group(0);
+        let moves = [(runner.as_fd(), RUNNER_FD), (plugin.as_fd(), PLUGIN_FD)];
+        self.spawn(cmd, &moves, Some(report_socket()?), true, Some(go))
     }
 
     /// Runs `cmd` itself, unconfined, in the caller's process group, with `fds` moved into place
     /// (they stay open in the plugin); no report socket.
     pub fn direct(&self, cmd: Command, fds: &[(BorrowedFd<'_>, i32)]) -> io::Result<RunOutput> {
-        self.spawn(cmd, fds, None, false)
+        self.spawn(cmd, fds, None, false, None)
     }
 
     fn spawn(
@@ -100,6 +116,7 @@ impl Run<'_> {
         moves: &[(BorrowedFd<'_>, i32)],
         report: Option<(OwnedFd, OwnedFd)>,
         group: bool,
+        go: Option<bool>,
     ) -> io::Result<RunOutput> {
         cmd.env_clear()
             .current_dir(self.stage)
@@ -145,6 +162,14 @@ impl Run<'_> {
                 }
             })
         };
+        if let (Some(rx), Some(go)) = (&report_rx, go) {
+            if go {
+                let stage = sys::fs::open_dir(self.stage).map_err(io::Error::from)?;
+                sys::process::send_with_fd(rx.as_fd(), GATE_MESSAGE, stage.as_fd())?;
+            } else {
+                nix::sys::socket::shutdown(rx.as_raw_fd(), nix::sys::socket::Shutdown::Write)?;
+            }
+        }
         let (report_bytes, stage) = match report_rx {
             Some(rx) => read_report(&rx)?,
             None => (Vec::new(), None),

@@ -56,7 +56,7 @@ pub enum Command {
 /// Confine this process (own identity, private stage, rlimits, capabilities, no_new_privs,
 /// Landlock, seccomp) and execute the plugin on descriptor 4. Expects descriptor 4 = the plugin, the
 /// report descriptor (a unix seqpacket socket) open, and the on-disk stage holding the inputs in
-/// `in/` as the working directory.
+/// `in/` as the working directory (with `--gate`: sent with the launcher's go instead).
 #[derive(FromArgs, Debug, Clone, PartialEq, Eq)]
 #[argh(subcommand, name = "exec")]
 pub struct ExecArgs {
@@ -98,6 +98,11 @@ pub struct ExecArgs {
     /// declared variables as the invoker gave them), nothing else
     #[argh(option)]
     pub env: Vec<proto::runner::EnvVar>,
+    /// wait, once everything that needs nothing of the launcher's is done, for the launcher's go
+    /// on the report socket (a message carrying the on-disk stage, whose in/ holds the inputs)
+    /// before anything of the plugin's runs; with none (the socket closed), exit
+    #[argh(switch)]
+    pub gate: bool,
     /// the plugin's argv[0]: its registry name
     #[argh(option)]
     pub argv0: Name,
@@ -124,6 +129,7 @@ impl ExecArgs {
             argv0: self.argv0.clone(),
             runtime: self.runtime.clone(),
             plugin: self.plugin.clone(),
+            gate: self.gate,
         }
     }
 }
@@ -275,6 +281,7 @@ mod tests {
                 "/usr".parse().expect("dir"),
                 "/opt/py 3".parse().expect("dir"),
             ],
+            gate: true,
         };
         for inv in [plain, knob, odd] {
             match parse(&inv.argv()) {

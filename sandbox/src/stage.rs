@@ -26,22 +26,30 @@ pub struct Input {
 /// The most inputs the runner copies (the launcher places one per declared file input).
 pub const MAX_INPUTS: usize = 256;
 
-/// Opens every entry of `in/` in the working directory: regular files only, no links followed.
-pub fn open_inputs() -> io::Result<Vec<Input>> {
-    let dir = match std::fs::read_dir("in") {
+/// Opens every entry of `in/` in the directory `base` (the working directory when `None`): regular
+/// files only, no links followed.
+pub fn open_inputs(base: Option<std::os::fd::BorrowedFd<'_>>) -> io::Result<Vec<Input>> {
+    let at = base.unwrap_or(nix::fcntl::AT_FDCWD);
+    let dir = match sys::fs::open_dir_at(at, "in") {
         Ok(d) => d,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e),
+        Err(nix::errno::Errno::ENOENT) => return Ok(Vec::new()),
+        Err(e) => return Err(e.into()),
     };
     let mut inputs = Vec::new();
-    for entry in dir {
+    let listing = nix::dir::Dir::from_fd(dir)?;
+    let dir_fd = listing.as_fd().try_clone_to_owned()?;
+    for entry in listing {
         let entry = entry?;
+        let bytes = entry.file_name().to_bytes();
+        if bytes == b"." || bytes == b".." {
+            continue;
+        }
         if inputs.len() >= MAX_INPUTS {
             return Err(io::Error::other(format!("more than {MAX_INPUTS} inputs")));
         }
-        let name = CString::new(entry.file_name().as_bytes())
-            .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
-        let (file, _) = sys::fs::open_regular(&entry.path())
+        let name = entry.file_name().to_owned();
+        let path = std::path::Path::new(std::ffi::OsStr::from_bytes(bytes));
+        let (file, _) = sys::fs::open_regular_at(dir_fd.as_fd(), path)
             .map_err(|e| io::Error::other(format!("in/{}: {e}", name.to_string_lossy())))?;
         inputs.push(Input { name, file });
     }

@@ -176,3 +176,75 @@ fn confine_time_is_reported() {
         us[10], us[0], us[19],
     );
 }
+
+/// The runner's command line with `--gate`.
+fn gated_argv() -> Vec<String> {
+    proto::runner::Invocation {
+        gate: true,
+        ..sandbox::canary_invocation(common::limits(), None).expect("invocation")
+    }
+    .argv()
+}
+
+/// Runs the canary's `write-in-stage` probe under a runner started with `--gate`, given its go or
+/// not.
+fn at_gate(go: bool) -> (sandbox::RunOutput, sandbox::Scratch) {
+    let scratch = sandbox::Scratch::new("gate").expect("scratch");
+    let run = sandbox::Run {
+        stage: &scratch.stage,
+        request: &request("write-in-stage"),
+        input: sandbox::Input::Pipe,
+        timeout: std::time::Duration::from_secs(60),
+    }
+    .runner_at_gate(&common::runner(), &common::canary(), &gated_argv(), go)
+    .expect("launch");
+    (run, scratch)
+}
+
+/// With `--gate` the runner confines and executes the plugin once it has its go, and says how long
+/// it waited for it.
+#[test]
+fn a_gated_runner_runs_the_plugin_after_its_go() {
+    let (run, _scratch) = at_gate(true);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let Some(SandboxReport::Enforced(e)) = run.sandbox_report() else {
+        panic!(
+            "no enforced report: {:?}",
+            String::from_utf8_lossy(&run.report)
+        );
+    };
+    assert_eq!(e.namespaces, ["mnt", "pid", "ipc", "net", "uts"]);
+    assert!(e.timings.is_some());
+    let response = proto::protocol::Response::parse(&run.stdout, 4096).expect("one response");
+    assert_eq!(response.outputs, ["result.json"]);
+}
+
+/// With `--gate` and no go (the launcher shut its end: it refused the run), the runner ends without
+/// executing anything: a `stage` error naming the go (exit 5, as every `stage` failure), no
+/// response, nothing in the stage.
+#[test]
+fn a_gated_runner_without_its_go_runs_nothing() {
+    let (run, scratch) = at_gate(false);
+    assert_eq!(
+        run.status.code(),
+        Some(5),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    match run.sandbox_report() {
+        Some(SandboxReport::Error(e)) => {
+            testkit::assert_kind!(e, Kind::Stage);
+            assert!(e.message.contains("the launcher's go"), "{}", e.message);
+        }
+        other => panic!("expected an error report, got {other:?}"),
+    }
+    assert!(run.stdout.is_empty(), "the plugin ran");
+    assert!(
+        common::read_stage_file(&run, &scratch.stage, "out/written.txt").is_err(),
+        "the plugin ran"
+    );
+}

@@ -226,3 +226,69 @@ fn an_exec_after_the_lease_break_time_fails_closed() {
     }
 }
 use proto::{Kind, Sha256};
+
+/// A `process` run's runner is started before the digest of its leased copy is confirmed, and
+/// waits at its gate: a copy with other bytes (the same size) is still refused as `store-tampered`,
+/// also when those bytes break the ELF rule (checked before the digest), and the runner is gone
+/// before the launch ends, having run nothing.
+#[test]
+fn a_runner_started_before_the_digest_runs_no_other_bytes() {
+    let env = Env::new();
+    env.register("hello-p", &workspace_bin("hello"), "process", &["name"]);
+    let store = env.root.join("store/sha256");
+    let copies: Vec<_> = std::fs::read_dir(&store)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    let pinned: Vec<Vec<u8>> = copies.iter().map(|p| std::fs::read(p).unwrap()).collect();
+    let rewrite = |edit: &dyn Fn(&mut Vec<u8>)| {
+        use std::os::unix::fs::PermissionsExt;
+        for (p, bytes) in copies.iter().zip(&pinned) {
+            let mut bytes = bytes.clone();
+            edit(&mut bytes);
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o700)).unwrap();
+            std::fs::write(p, &bytes).unwrap();
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o555)).unwrap();
+        }
+    };
+    type Edit<'a> = (&'a str, &'a dyn Fn(&mut Vec<u8>));
+    let edits: [Edit; 2] = [
+        ("its last byte", &|b: &mut Vec<u8>| {
+            let last = b.len() - 1;
+            b[last] ^= 0xff;
+        }),
+        ("its ELF magic", &|b: &mut Vec<u8>| {
+            b[1..4].copy_from_slice(b"XXX")
+        }),
+    ];
+    for (what, edit) in edits {
+        rewrite(edit);
+        let out = env
+            .launch("hello-p", &["--require-process-sandbox"])
+            .output()
+            .unwrap();
+        let err = common::failure(&out, 1);
+        testkit::assert_kind!(err, Kind::StoreTampered, "{what}: {}", err.message);
+        assert!(
+            err.message.contains("its sha256 is"),
+            "{what}: {}",
+            err.message
+        );
+        assert_eq!(env.target_files(), Vec::<String>::new(), "{what}");
+        assert_eq!(env.runs(), Vec::<String>::new(), "{what}");
+        assert_eq!(
+            common::processes_under(&env.root),
+            Vec::<String>::new(),
+            "{what}"
+        );
+    }
+    rewrite(&|_| {});
+    let out = env
+        .launch("hello-p", &["--require-process-sandbox"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        common::result(&out).status,
+        proto::result::RunStatus::Committed
+    );
+}

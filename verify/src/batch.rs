@@ -146,6 +146,8 @@ pub(crate) struct Pins {
     sealed_bytes: std::cell::Cell<u64>,
     /// The entry being verified, and how its store file was digested.
     current: RefCell<Option<(String, Option<DigestSource>)>>,
+    /// When a leased copy is digested (a batch: always now).
+    pub(crate) digest: crate::entry::Digest,
 }
 
 /// A store file's device and inode, and whether a lease was asked for (else a sealed copy).
@@ -170,6 +172,14 @@ struct Kept {
 pub(crate) type PinnedFile = (File, Metadata, (Sha256, u64), Pinned);
 
 impl Pins {
+    /// No pins kept, a leased copy digested when `digest` says (one entry's verification).
+    pub(crate) fn digesting(digest: crate::entry::Digest) -> Pins {
+        Pins {
+            digest,
+            ..Pins::default()
+        }
+    }
+
     /// The kept pin of the store file `store` (its metadata `meta`, at `path`), pinned with a lease
     /// when `lease`, if it is still sound to use: a sealed copy, or a lease still held with no
     /// break pending. `store_meta` is the fresh open's metadata (what a leased result carries).

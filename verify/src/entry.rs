@@ -53,6 +53,59 @@ pub struct Verified {
     pub key_not_after: Option<u64>,
     /// The root has the DEV marker.
     pub dev_root: bool,
+    /// Set when the leased copy's digest was left for [`Verified::confirm_digest`]
+    /// ([`Digest::AfterLease`]): what a mismatch then reports.
+    pub unconfirmed: Option<Unconfirmed>,
+}
+
+/// When the pinned copy is digested.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Digest {
+    /// Before verification returns, as every check.
+    #[default]
+    Now,
+    /// For a leased `process` executable: every other check now, the digest by
+    /// [`Verified::confirm_digest`] — a launcher starts its runner meanwhile and executes nothing
+    /// before the digest is confirmed. A sealed copy is digested now whatever this says (the copy
+    /// is made in the same pass).
+    AfterLease,
+}
+
+/// What a leased copy whose digest was left for later is checked against, and how a mismatch is
+/// reported.
+#[derive(Clone, Debug)]
+pub struct Unconfirmed {
+    /// The `next` of the `store-tampered` a mismatch is.
+    next: Next,
+    /// The copy is the vendor layer's ([`in_vendor_layer`]).
+    vendor: bool,
+}
+
+impl Unconfirmed {
+    /// The same, for a copy in the vendor layer.
+    pub fn in_vendor_layer(self) -> Unconfirmed {
+        Unconfirmed {
+            vendor: true,
+            ..self
+        }
+    }
+}
+
+/// A `store-tampered` of the vendor layer: its files are its package's, so reinstalling the
+/// package restores the copy, and removing it by hand and registering there would write dpkg's
+/// files. Any other error as it is.
+pub fn in_vendor_layer(e: VerifyError) -> VerifyError {
+    match e {
+        VerifyError::StoreTampered { path, what, .. } => VerifyError::StoreTampered {
+            what: format!(
+                "{what}; the vendor layer's files are its package's: reinstall the package that ships it (dpkg -S {})",
+                path.display()
+            ),
+            path,
+            next: None,
+        },
+        other => other,
+    }
 }
 
 /// How the bytes that will be executed are kept equal to the bytes digested, whoever else can write
@@ -93,8 +146,53 @@ impl Verified {
         let _ = sys::fs::release_lease(&self.exe);
         self.exe = copy;
         self.pinned = Pinned::Sealed;
+        self.unconfirmed = None;
         Ok(())
     }
+
+    /// Whether the digest of the leased copy is still to be checked ([`Digest::AfterLease`]).
+    pub fn digest_pending(&self) -> bool {
+        self.unconfirmed.is_some()
+    }
+
+    /// Digests the leased copy (still under its lease) and checks it against the entry, as
+    /// verification would have: `store-tampered` on a mismatch. Nothing to do when it was digested
+    /// already.
+    pub fn confirm_digest(&mut self) -> Result<(), VerifyError> {
+        let Some(u) = self.unconfirmed.as_ref() else {
+            return Ok(());
+        };
+        tampered_by_digest(&self.exe, &self.exe_path, &self.entry, u.next.clone()).map_err(
+            |e| match u.vendor {
+                true => in_vendor_layer(e),
+                false => e,
+            },
+        )?;
+        self.unconfirmed = None;
+        Ok(())
+    }
+}
+
+/// `Err(store-tampered)` when `exe` does not have the entry's size and digest (read now).
+fn tampered_by_digest(
+    exe: &File,
+    path: &Path,
+    entry: &Entry,
+    next: Next,
+) -> Result<(), VerifyError> {
+    let (found, len) = crate::digest::digest_leased(exe).map_err(|e| VerifyError::io(path, e))?;
+    let what = if len != entry.size {
+        format!("it is {len} bytes, the entry says {}", entry.size)
+    } else if found != entry.sha256 {
+        format!("its sha256 is {found}, the entry says {}", entry.sha256)
+    } else {
+        return Ok(());
+    };
+    Err(VerifyError::StoreTampered {
+        path: path.to_path_buf(),
+        what,
+        next: Some(next),
+    })
 }
 
 /// Runs every check on the entry `name` of `root` (see the module documentation).
@@ -113,6 +211,18 @@ pub(crate) fn verify_checked(
     name: &Name,
 ) -> Result<Verified, VerifyError> {
     verify_checked_with(root, info, ctx, name, &crate::batch::Pins::default())
+}
+
+/// `verify_checked`, a leased copy digested when `digest` says.
+pub(crate) fn verify_checked_when(
+    root: &Root,
+    info: root::RootInfo,
+    ctx: &TrustContext,
+    name: &Name,
+    digest: Digest,
+) -> Result<Verified, VerifyError> {
+    let pins = crate::batch::Pins::digesting(digest);
+    verify_checked_with(root, info, ctx, name, &pins)
 }
 
 /// `verify_checked` reusing the store files `pins` kept pinned in this call (`crate::batch`).
@@ -207,6 +317,15 @@ pub(crate) fn verify_checked_with(
     // Pin what will run, then digest exactly that (see `Pinned`): the store file itself under a
     // read lease, or a sealed private copy of it.
     let (exe, meta, digested, pinned) = pin(exe, meta, &exe_path, entry.containment, pins)?;
+    let unconfirmed = digested.is_none().then(|| Unconfirmed {
+        next: reregister_hint(
+            root,
+            &entry,
+            &exe_path,
+            info.dev && entry.trust == Trust::Local,
+        ),
+        vendor: false,
+    });
     let elf = check_digested(
         &exe,
         &meta,
@@ -223,7 +342,16 @@ pub(crate) fn verify_checked_with(
             expected, found, ..
         } => tampered(format!("its sha256 is {found}, the entry says {expected}")),
         other => other.with_path(&exe_path),
-    })?;
+    });
+    // A copy whose digest was left for later and that fails a check of its bytes: if those are
+    // not the entry's, that is what is reported, as when the digest comes first.
+    let elf = match (elf, &unconfirmed) {
+        (Err(e), Some(u)) => {
+            tampered_by_digest(&exe, &exe_path, &entry, u.next.clone())?;
+            return Err(e);
+        }
+        (elf, _) => elf?,
+    };
     let (elf, dependencies) = match elf {
         Some(facts) => (Some(facts), Dependencies::Pinned),
         // A script or dynamic program whose interpreter and libraries resolve in the runtime.
@@ -268,6 +396,7 @@ pub(crate) fn verify_checked_with(
         dependencies,
         key_not_after,
         dev_root: info.dev,
+        unconfirmed,
     })
 }
 
@@ -316,9 +445,15 @@ fn threshold_hint(root: &Root, entry: &Entry, have: usize) -> Next {
         .raw("FILE.minisig")
 }
 
+/// What `pin` returns: the file that runs, its metadata, its SHA-256 and length (`None`: left for
+/// `Verified::confirm_digest`) and how it is pinned.
+type Pin = (File, Metadata, Option<(Sha256, u64)>, Pinned);
+
 /// Pins the opened store file `store` (see `Pinned`) and digests what was pinned, in one pass: a
 /// lease and the file itself where a lease can be taken and the file is not a script, else a sealed
-/// private copy. Returns what runs, its metadata, its SHA-256 and length, and how it is pinned.
+/// private copy. Returns what runs, its metadata, its SHA-256 and length (`None` for a leased
+/// `process` copy under `Digest::AfterLease`: left for `Verified::confirm_digest`), and how it is
+/// pinned.
 /// What `pins` kept of this very file, pinned the same way, is reused instead (`crate::batch`).
 fn pin(
     store: File,
@@ -326,7 +461,7 @@ fn pin(
     path: &Path,
     containment: Containment,
     pins: &crate::batch::Pins,
-) -> Result<(File, Metadata, (Sha256, u64), Pinned), VerifyError> {
+) -> Result<Pin, VerifyError> {
     let mut magic = [0u8; 2];
     let script =
         std::os::unix::fs::FileExt::read_exact_at(&store, &mut magic, 0).is_ok() && magic == *b"#!";
@@ -334,11 +469,14 @@ fn pin(
     // the store file itself (a copy registered before store copies were 0555 is sealed instead).
     let executable = containment == Containment::Audit || meta.mode() & 0o111 == 0o111;
     let lease = !script && executable;
-    if let Some(kept) = pins.get(&meta, path, lease) {
-        return Ok(kept);
+    if let Some((file, meta, digested, pinned)) = pins.get(&meta, path, lease) {
+        return Ok((file, meta, Some(digested), pinned));
     }
     let pinned = if lease && sys::fs::read_lease(&store).is_ok() {
         let since = std::time::Instant::now();
+        if pins.digest == Digest::AfterLease && containment == Containment::Process {
+            return Ok((store, meta, None, Pinned::Leased { since }));
+        }
         let digested =
             crate::digest::digest_leased(&store).map_err(|e| VerifyError::io(path, e))?;
         (store, meta.clone(), digested, Pinned::Leased { since })
@@ -347,7 +485,8 @@ fn pin(
         (copy, copy_meta, digested, Pinned::Sealed)
     };
     pins.keep(&meta, path, lease, &pinned);
-    Ok(pinned)
+    let (file, meta, digested, how) = pinned;
+    Ok((file, meta, Some(digested), how))
 }
 
 /// The pinned copy `store` copied into a sealed private memfd (`sys::fs::exec_memfd`, `freeze`),
@@ -382,7 +521,7 @@ pub fn check_exe_file(
     check_digested(
         file,
         meta,
-        digested,
+        Some(digested),
         expect_sha,
         expect_size,
         (containment, runtime),
@@ -393,7 +532,7 @@ pub fn check_exe_file(
 fn check_digested(
     file: &File,
     meta: &Metadata,
-    (found, len): (Sha256, u64),
+    digested: Option<(Sha256, u64)>,
     expect_sha: &Sha256,
     expect_size: u64,
     (containment, runtime): (Containment, &[proto::RuntimeDir]),
@@ -402,15 +541,18 @@ fn check_digested(
     if meta.len() != expect_size {
         return Err(size_mismatch(expect_size, meta.len()));
     }
-    if len != expect_size {
-        return Err(size_mismatch(expect_size, len));
-    }
-    if found != *expect_sha {
-        return Err(VerifyError::DigestMismatch {
-            path: PathBuf::new(),
-            expected: *expect_sha,
-            found,
-        });
+    // `None`: left for `Verified::confirm_digest`.
+    if let Some((found, len)) = digested {
+        if len != expect_size {
+            return Err(size_mismatch(expect_size, len));
+        }
+        if found != *expect_sha {
+            return Err(VerifyError::DigestMismatch {
+                path: PathBuf::new(),
+                expected: *expect_sha,
+                found,
+            });
+        }
     }
     match containment {
         Containment::Audit => Ok(None),

@@ -215,7 +215,7 @@ pub fn sysroot_of(sys: &SystemLayers) -> Option<PathBuf> {
 /// `entry::verify_entry`; for the system layers, the answering layer's entry against its own
 /// trust store and every layer's deny list and revocations.
 pub fn verify_named(reg: &Registry, name: &Name) -> Result<(Verified, Answer), VerifyError> {
-    verify_checked_named(reg, check_registry(reg, name)?, name)
+    verify_checked_named(reg, check_registry(reg, name)?, name, entry::Digest::Now)
 }
 
 /// What [`check_registry`] found of a registry's layout.
@@ -243,15 +243,17 @@ pub fn check_registry(reg: &Registry, name: &Name) -> Result<Checked, VerifyErro
 }
 
 /// [`verify_named`] after [`check_registry`] found `checked` (the layout is not checked again).
+/// `digest` says when a leased copy is digested (`entry::Digest`).
 pub fn verify_checked_named(
     reg: &Registry,
     checked: Checked,
     name: &Name,
+    digest: entry::Digest,
 ) -> Result<(Verified, Answer), VerifyError> {
     match (reg, checked) {
         (Registry::Root(root), Checked::Root(info)) => {
             let ctx = TrustContext::load(root)?;
-            let v = entry::verify_checked(root, info, &ctx, name)?;
+            let v = entry::verify_checked_when(root, info, &ctx, name, digest)?;
             Ok((
                 v,
                 Answer {
@@ -263,11 +265,11 @@ pub fn verify_checked_named(
         }
         (Registry::System(sys), Checked::System(present)) => {
             let (answer, present) = answer_in(sys, present, name)?;
-            let v = verify_in_layer(&present, answer.layer, name)?;
+            let v = verify_in_layer_when(&present, answer.layer, name, digest)?;
             Ok((v, answer))
         }
         // A check of the other kind of registry: check this one.
-        (reg, _) => verify_named(reg, name),
+        (reg, _) => verify_checked_named(reg, check_registry(reg, name)?, name, digest),
     }
 }
 
@@ -277,6 +279,16 @@ pub fn verify_in_layer(
     present: &[(Layer, Root)],
     layer: Layer,
     name: &Name,
+) -> Result<Verified, VerifyError> {
+    verify_in_layer_when(present, layer, name, entry::Digest::Now)
+}
+
+/// [`verify_in_layer`], a leased copy digested when `digest` says.
+fn verify_in_layer_when(
+    present: &[(Layer, Root)],
+    layer: Layer,
+    name: &Name,
+    digest: entry::Digest,
 ) -> Result<Verified, VerifyError> {
     let Some((_, root)) = present.iter().find(|(l, _)| *l == layer) else {
         return Err(VerifyError::EntryMissing {
@@ -293,18 +305,11 @@ pub fn verify_in_layer(
             ctx.others.push(other_layer(other, above)?);
         }
     }
-    match entry::verify_checked(root, RootInfo { dev: false }, &ctx, name) {
-        // The vendor layer's files are its package's: reinstalling the package restores the
-        // copy; removing it by hand and registering there would write dpkg's files.
-        Err(VerifyError::StoreTampered { path, what, .. }) if layer == Layer::Vendor => {
-            Err(VerifyError::StoreTampered {
-                what: format!(
-                    "{what}; the vendor layer's files are its package's: reinstall the package that ships it (dpkg -S {})",
-                    path.display()
-                ),
-                path,
-                next: None,
-            })
+    match entry::verify_checked_when(root, RootInfo { dev: false }, &ctx, name, digest) {
+        Err(e) if layer == Layer::Vendor => Err(entry::in_vendor_layer(e)),
+        Ok(mut v) if layer == Layer::Vendor => {
+            v.unconfirmed = v.unconfirmed.map(entry::Unconfirmed::in_vendor_layer);
+            Ok(v)
         }
         other => other,
     }
