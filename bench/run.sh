@@ -133,6 +133,37 @@ PINNED=$S/store/sha256/$(sha256sum "$BIG" | cut -d' ' -f1)
 pair_spec "$W/entry-spec.json" entry "$REL/dot-verify entry --root $S big" digest "$REL/dot-verify digest $PINNED"
 "$B" wall --spec "$W/entry-spec.json" --runs 50 --warmup 5 >"$R/entry.json"
 
+say "launch cost by plugin size"
+# hello padded with zeros after its end (still the same ELF: nothing maps the padding), registered at
+# process; each launch digests the whole copy.
+: >"$W/size-spec.json.tmp"
+for mib in 1 16 64; do
+  big=$W/hello-$mib
+  { cat "$HELLO"; head -c "$(((mib << 20) - $(stat -c %s "$HELLO")))" /dev/zero; } >"$big"
+  chmod 0755 "$big"
+  "$REL/dot-register" dev --root "$W/root" --name "hello-$mib" --exe "$big" --containment process \
+    --input name:string:optional --input write:string:optional >/dev/null
+  printf '%s{"name":"launch-%s","argv":%s},\n{"name":"digest-%s","argv":%s}' \
+    "$([ "$mib" = 1 ] || echo ',')" "$mib" \
+    "$(json_argv "$REL/dot-launch" --root "$W/root" "hello-$mib" --require-process-sandbox --input write=no --target "$W/target")" \
+    "$mib" "$(json_argv "$REL/dot-verify" digest "$W/root/store/sha256/$(sha256sum "$big" | cut -d' ' -f1)")" \
+    >>"$W/size-spec.json.tmp"
+done
+{ printf '[\n'; cat "$W/size-spec.json.tmp"; printf '\n]\n'; } >"$W/size-spec.json"
+"$B" wall --spec "$W/size-spec.json" --runs 30 --warmup 3 >"$R/size.json"
+
+say "a registry of 1,000 entries sharing one store file"
+M=$W/many
+"$REL/dot-register" init --root "$M" --dev >/dev/null
+"$REL/dot-register" dev --root "$M" --name e0 --exe "$HELLO" --containment audit >/dev/null
+for i in $(seq 1 999); do
+  sed "s/\"name\": \"e0\"/\"name\": \"e$i\"/" "$M/plugins.d/e0.json" >"$M/plugins.d/e$i.json"
+done
+chmod 0600 "$M"/plugins.d/*.json
+"$REL/dot-register" list --root "$M" | grep -o '"valid":true' | wc -l >"$R/many-valid.txt"
+pair_spec "$W/many-spec.json" list "$REL/dot-register list --root $M" doctor "$REL/dot-verify doctor --root $M"
+"$B" wall --spec "$W/many-spec.json" --runs 20 --warmup 2 >"$R/many.json"
+
 say "hyperfine cross-check of the launches (each command's runs back to back, not interleaved)"
 hyperfine -N --style none -w 10 -r "$RUNS" --export-json "$R/launch-hyperfine.json" \
   "${LAUNCH_AUDIT[*]}" "${LAUNCH_PROCESS[*]}" >/dev/null

@@ -76,6 +76,7 @@ fn libc_flags() -> i32 {
 fn limits(files: usize) -> Limits {
     Limits {
         stderr: launch::exec::StderrMode::Discard,
+        report_denials: false,
         deadline: Duration::from_secs(30),
         max_stdout: 1 << 20,
         max_stderr: 64 << 10,

@@ -75,6 +75,11 @@ pub struct Args {
     /// --stderr tail
     #[argh(option, default = "StderrMode::Discard")]
     pub stderr: StderrMode,
+    /// process: list in the result (denials: name, number, count) the system calls the seccomp
+    /// filter refused; each refusal is still EPERM, answered outside the plugin (a process entry
+    /// only)
+    #[argh(switch)]
+    pub report_denials: bool,
     /// process: the most tasks (processes and threads) the plugin may have at once (default: the
     /// entry's, 256 under the standard preset); may only lower the entry's
     #[argh(option)]
@@ -270,6 +275,7 @@ pub fn run(args: Args) -> Result<Output, LaunchError> {
             stderr: args.stderr,
             max_stdout: args.max_stdout,
             max_stderr: args.max_stderr,
+            report_denials: args.report_denials,
         },
         asked,
     };

@@ -218,6 +218,13 @@ fn checks(
 > {
     let entry = &verified.entry;
     check_consent(&entry.name, entry.containment, opts.consent, opts.command())?;
+    if opts.streams.report_denials && entry.containment == Containment::Audit {
+        return Err(LaunchError::Usage(format!(
+            "--report-denials needs a process entry: {} is an audit entry, which runs without a \
+             seccomp filter",
+            entry.name
+        )));
+    }
     if entry.containment == Containment::Process {
         check_process_support()?;
     }

@@ -5,7 +5,7 @@
 use crate::error::LaunchError;
 use nix::poll::{PollFd, PollFlags, PollTimeout};
 use proto::runner::{Invocation, Message, SandboxReport, MAX_REPORT};
-use proto::runner::{PLUGIN_FD, REPORT_FD, RUNNER_FD, RUNNER_PATH};
+use proto::runner::{DENIALS_FD, PLUGIN_FD, REPORT_FD, RUNNER_FD, RUNNER_PATH};
 use std::fs::File;
 use std::io::{ErrorKind, Read, Write};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
@@ -51,6 +51,8 @@ pub struct StreamLimits {
     pub stderr: StderrMode,
     pub max_stdout: usize,
     pub max_stderr: usize,
+    /// `--report-denials`: the seccomp filter's refusals counted in the result (`process` only).
+    pub report_denials: bool,
 }
 
 /// Limits for one run.
@@ -58,6 +60,8 @@ pub struct StreamLimits {
 pub struct Limits {
     /// What happens to the plugin's stderr.
     pub stderr: StderrMode,
+    /// Count the seccomp filter's refusals (`StreamLimits::report_denials`).
+    pub report_denials: bool,
     pub deadline: Duration,
     pub max_stdout: usize,
     pub max_stderr: usize,
@@ -88,6 +92,7 @@ impl Limits {
     pub fn new(run: &proto::limits::Limits, streams: StreamLimits) -> Limits {
         Limits {
             stderr: streams.stderr,
+            report_denials: streams.report_denials,
             deadline: Duration::from_millis(run.deadline_ms),
             max_stdout: streams.max_stdout,
             max_stderr: streams.max_stderr,
@@ -147,11 +152,19 @@ pub struct Observed {
     pub stage: Option<OwnedFd>,
     /// When the report socket closed (the runner's exec of the plugin, or its end).
     pub report_closed_at: Option<Instant>,
+    /// With `--report-denials`: the seccomp filter's refusals seen so far, and the lines they
+    /// were counted from (bounded by `MAX_DENIAL_BYTES`).
+    pub denials: Option<Vec<proto::runner::Denial>>,
+    pub denial_lines: Vec<u8>,
     pub status: std::process::ExitStatus,
     pub duration: Duration,
     /// What the plugin process used, read when it was reaped.
     pub usage: Option<sys::process::ExitUsage>,
 }
+
+/// The most bytes of refusal lines a run keeps (about 50,000 refusals); later ones are read and
+/// not counted.
+pub const MAX_DENIAL_BYTES: usize = 1 << 20;
 
 /// Where an `audit` script plugin finds its own (sealed) script.
 pub const SCRIPT_FD: i32 = 3;
@@ -215,6 +228,8 @@ pub fn run(plan: &Plan<'_>, workdir: &Path, request: &[u8]) -> Result<Ran, Launc
 pub struct Started {
     child: Option<Child>,
     report: Option<OwnedFd>,
+    /// With `--report-denials`: the read end of the run's init's denials pipe.
+    denials: Option<File>,
     started: Instant,
     executed_at: Option<Instant>,
 }
@@ -253,7 +268,10 @@ pub fn start(plan: &Plan<'_>, dir: &Path) -> Result<Start, LaunchError> {
         runtime,
         env,
     } = *plan;
+    let report_denials = limits.report_denials;
     let mut report_read: Option<OwnedFd> = None;
+    let mut denials_read: Option<File> = None;
+    let mut denials_write: Option<OwnedFd> = None;
     let mut moves = Vec::new();
     let report_write: Option<OwnedFd>;
     let program: String;
@@ -284,8 +302,15 @@ pub fn start(plan: &Plan<'_>, dir: &Path) -> Result<Start, LaunchError> {
                 landlock_abi: crate::hooks::pretend_landlock_abi(),
                 runtime: runtime.to_vec(),
                 gate: true,
+                denials_fd: report_denials.then_some(DENIALS_FD),
                 ..Invocation::new(limits.runner(inputs), argv0.parse()?)
             };
+            if report_denials {
+                let (rd, wr) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+                    .map_err(|e| LaunchError::io("creating the denials pipe", "pipe2", e.into()))?;
+                denials_read = Some(File::from(rd));
+                denials_write = Some(wr);
+            }
             program = RUNNER_PATH.to_owned();
             argv = invocation.argv_with_env(env);
             envp.clear();
@@ -296,6 +321,9 @@ pub fn start(plan: &Plan<'_>, dir: &Path) -> Result<Start, LaunchError> {
     }
     if let Some(wr) = &report_write {
         moves.push((wr.as_fd(), REPORT_FD));
+    }
+    if let Some(wr) = &denials_write {
+        moves.push((wr.as_fd(), DENIALS_FD));
     }
     let spawn_err = |e| LaunchError::io("spawning the plugin", dir, e);
     let c_string =
@@ -328,7 +356,7 @@ pub fn start(plan: &Plan<'_>, dir: &Path) -> Result<Start, LaunchError> {
         }
         other => other.map_err(spawn_err)?,
     };
-    drop(report_write);
+    drop((report_write, denials_write));
     // At `audit` the spawn returned after the plugin's own execve: it is pinned by the kernel now.
     let mut executed_at = None;
     if runner.is_none() {
@@ -340,6 +368,7 @@ pub fn start(plan: &Plan<'_>, dir: &Path) -> Result<Start, LaunchError> {
     Ok(Start::Started(Started {
         child: Some(child),
         report: report_read,
+        denials: denials_read,
         started,
         executed_at,
     }))
@@ -384,7 +413,7 @@ pub fn finish(
     };
     let supervised = supervise(
         &mut child,
-        report_read,
+        (report_read, run.denials.take()),
         request,
         limits,
         started,
@@ -431,6 +460,9 @@ pub fn finish(
         .map_err(|e| LaunchError::io("waiting for the plugin", workdir, e))?;
     // A stream that failed to read is the run's failure, once the leader is reaped.
     drained?;
+    if observed.denials.is_some() {
+        observed.denials = Some(proto::runner::count_denials(&observed.denial_lines));
+    }
     observed.duration = started.elapsed();
     Ok(Ran::Observed(Box::new(observed)))
 }
@@ -496,6 +528,8 @@ struct Streams {
     stdout: Option<File>,
     stderr: Option<File>,
     report: Option<OwnedFd>,
+    /// With `--report-denials`: the run's init's denials pipe.
+    denials: Option<File>,
     /// With `--stderr pass` to a terminal: the plugin's stderr shown escaped, so that it cannot
     /// act on the terminal (clear it, move the cursor, write the clipboard).
     shown: Option<proto::cli::VisibleStream>,
@@ -565,11 +599,12 @@ impl Streams {
     /// a short grace period in case a descriptor leaked somewhere unexpected.
     fn drain_to_eof(&mut self, o: &mut Observed, limits: &Limits) -> Result<(), LaunchError> {
         let until = Instant::now() + Duration::from_millis(200);
-        while (self.stdout.is_some() || self.stderr.is_some() || self.report.is_some())
-            && Instant::now() < until
-        {
+        let open = |s: &Streams| {
+            s.stdout.is_some() || s.stderr.is_some() || s.report.is_some() || s.denials.is_some()
+        };
+        while open(self) && Instant::now() < until {
             self.pump(o, limits)?;
-            if self.stdout.is_some() || self.stderr.is_some() || self.report.is_some() {
+            if open(self) {
                 std::thread::sleep(Duration::from_millis(1));
             }
         }
@@ -631,6 +666,20 @@ impl Streams {
                 self.report = None;
             }
         }
+        if let Some(d) = self.denials.as_mut() {
+            // Read however much comes (init waits on a full pipe, and the plugin on init), kept
+            // up to `MAX_DENIAL_BYTES`; counted once the run has ended (`finish`).
+            let mut ignored = 0;
+            let lines = &mut o.denial_lines;
+            let open = read_some(d, &mut ignored, |b| {
+                let room = MAX_DENIAL_BYTES.saturating_sub(lines.len());
+                lines.extend_from_slice(&b[..b.len().min(room)]);
+            })
+            .map_err(|e| LaunchError::io("reading the refused system calls", "denials", e))?;
+            if !open {
+                self.denials = None;
+            }
+        }
         Ok(())
     }
 
@@ -647,7 +696,7 @@ impl Streams {
 
 fn supervise(
     child: &mut Child,
-    report: Option<OwnedFd>,
+    (report, denials): (Option<OwnedFd>, Option<File>),
     request: &[u8],
     limits: &Limits,
     started: Instant,
@@ -659,6 +708,7 @@ fn supervise(
         stdout: child.stdout.take(),
         stderr: child.stderr.take(),
         report,
+        denials,
         shown: (limits.stderr == StderrMode::Pass
             && std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .then(proto::cli::VisibleStream::default),
@@ -670,6 +720,7 @@ fn supervise(
         s.stdout.as_ref().map(|f| f.as_fd()),
         s.stderr.as_ref().map(|f| f.as_fd()),
         s.report.as_ref().map(|f| f.as_fd()),
+        s.denials.as_ref().map(|f| f.as_fd()),
     ]
     .into_iter()
     .flatten()
@@ -689,6 +740,8 @@ fn supervise(
         stderr_passed_ends_line: true,
         stage: None,
         report_closed_at: None,
+        denials: s.denials.is_some().then(Vec::new),
+        denial_lines: Vec::new(),
         status: std::os::unix::process::ExitStatusExt::from_raw(0),
         duration: Duration::ZERO,
         usage: None,
@@ -728,6 +781,7 @@ fn supervise(
             s.stdout.as_ref().map(|f| f.as_fd()),
             s.stderr.as_ref().map(|f| f.as_fd()),
             s.report.as_ref().map(|f| f.as_fd()),
+            s.denials.as_ref().map(|f| f.as_fd()),
         ]
         .into_iter()
         .flatten()
@@ -805,6 +859,7 @@ mod tests {
             stderr: StderrMode::Tail,
             max_stdout: 5,
             max_stderr: 6,
+            report_denials: true,
         };
         let l = Limits::new(&proto::limits::Limits::STANDARD, streams);
         assert_eq!(l.deadline, Duration::from_secs(30));
@@ -813,8 +868,8 @@ mod tests {
         assert_eq!((l.max_outputs, l.max_output_bytes), (256, 64 << 20));
         assert_eq!((l.stage_bytes, l.stage_inodes), (128 << 20, STAGE_INODES));
         assert_eq!(
-            (l.stderr, l.max_stdout, l.max_stderr),
-            (StderrMode::Tail, 5, 6)
+            (l.stderr, l.max_stdout, l.max_stderr, l.report_denials),
+            (StderrMode::Tail, 5, 6, true)
         );
         let tiny = proto::limits::Limits {
             output_bytes: 4096,
@@ -830,6 +885,7 @@ mod tests {
     fn the_runner_gets_the_launch_limits_and_room_for_the_inputs() {
         let limits = Limits {
             stderr: StderrMode::Discard,
+            report_denials: false,
             deadline: Duration::from_millis(2500),
             max_stdout: 1,
             max_stderr: 1,

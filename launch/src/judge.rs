@@ -308,6 +308,7 @@ mod tests {
                 stderr: crate::exec::StderrMode::Discard,
                 max_stdout: 1 << 20,
                 max_stderr: 1 << 16,
+                report_denials: false,
             },
         )
     }

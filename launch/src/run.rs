@@ -240,6 +240,7 @@ fn proceed(
             .then(|| String::from_utf8_lossy(&observed.stderr_tail).into_owned()),
         warnings: Vec::new(),
         layer,
+        denials: observed.denials.clone(),
     };
     if entry.containment == Containment::Process {
         match judge::confirmed(&observed) {

@@ -65,6 +65,11 @@ pub struct RunResult {
     /// Without `--root`: the system layer whose entry ran (`vendor` or `admin`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub layer: Option<crate::layers::Layer>,
+    /// With `--report-denials` (`process` only): the system calls the seccomp filter refused, by
+    /// number, each with how many times (docs/security.md "Seeing what was refused"). Present
+    /// (maybe empty) exactly when they were counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub denials: Option<Vec<crate::runner::Denial>>,
 }
 
 /// One warning of a result: an error kind of the catalogue (docs/errors.md), what happened, the

@@ -56,6 +56,9 @@ pub const RUNNER_FD: i32 = 3;
 pub const PLUGIN_FD: i32 = 4;
 /// The report socket's descriptor.
 pub const REPORT_FD: i32 = 5;
+/// With `--denials-fd`: the write end of the pipe the run's init writes a [`denial_line`] to for
+/// each refusal of the seccomp filter.
+pub const DENIALS_FD: i32 = 6;
 /// What the launcher executes: the runner, through its descriptor.
 pub const RUNNER_PATH: &str = "/proc/self/fd/3";
 /// The runner's `argv[0]`.
@@ -161,6 +164,9 @@ pub struct Invocation {
     pub plugin: String,
     /// Wait for the launcher's go before the plugin's steps (`--gate`; the module documentation).
     pub gate: bool,
+    /// `--denials-fd N`: every `EPERM` refusal of the seccomp filter is sent to the run's init,
+    /// which answers it with the same `EPERM` and writes a [`denial_line`] for it to descriptor N.
+    pub denials_fd: Option<i32>,
 }
 
 impl Invocation {
@@ -174,6 +180,7 @@ impl Invocation {
             runtime: Vec::new(),
             plugin: PLUGIN_PATH.to_owned(),
             gate: false,
+            denials_fd: None,
         }
     }
 
@@ -209,6 +216,10 @@ impl Invocation {
         }
         if self.gate {
             argv.push("--gate".to_owned());
+        }
+        if let Some(fd) = self.denials_fd {
+            argv.push("--denials-fd".to_owned());
+            argv.push(fd.to_string());
         }
         argv.push("--argv0".to_owned());
         argv.push(self.argv0.to_string());
@@ -272,6 +283,55 @@ impl std::str::FromStr for EnvVar {
 
 /// The stage message: one NUL byte, carrying a descriptor of the stage's root (`SCM_RIGHTS`).
 pub const STAGE_MESSAGE: &[u8] = b"\0";
+
+/// The line the run's init writes on the denials descriptor for one refusal: `NR NAME`.
+pub fn denial_line(nr: i32, name: &str) -> String {
+    format!("{nr} {name}\n")
+}
+
+/// A [`denial_line`] (without its newline) read back: the number and the name.
+pub fn parse_denial_line(line: &str) -> Option<(i32, &str)> {
+    let (nr, name) = line.split_once(' ')?;
+    let ok = !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    Some((nr.parse().ok()?, name)).filter(|_| ok)
+}
+
+/// The refusals in `lines` (each a [`denial_line`]; anything else is skipped), one [`Denial`] per
+/// number in the order of the numbers, at most [`MAX_DENIALS`] distinct ones.
+pub fn count_denials(lines: &[u8]) -> Vec<Denial> {
+    let mut by_nr: std::collections::BTreeMap<i32, Denial> = std::collections::BTreeMap::new();
+    for line in lines.split(|&b| b == b'\n') {
+        let Some((nr, name)) = std::str::from_utf8(line).ok().and_then(parse_denial_line) else {
+            continue;
+        };
+        if let Some(d) = by_nr.get_mut(&nr) {
+            d.count = d.count.saturating_add(1);
+        } else if by_nr.len() < MAX_DENIALS {
+            by_nr.insert(
+                nr,
+                Denial {
+                    syscall: name.to_owned(),
+                    nr,
+                    count: 1,
+                },
+            );
+        }
+    }
+    by_nr.into_values().collect()
+}
+
+/// The most distinct system calls a result lists as refused.
+pub const MAX_DENIALS: usize = 512;
+
+/// One system call the seccomp filter refused (with `EPERM`), and how many times.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Denial {
+    /// Its x86-64 name (`"unknown"` for a number the runner has no name for).
+    pub syscall: String,
+    pub nr: i32,
+    pub count: u64,
+}
 
 /// The launcher's go to a runner started with `--gate`: these bytes, carrying a descriptor of the
 /// on-disk stage (`SCM_RIGHTS`), from the launcher to the runner on the report socket.
@@ -476,6 +536,28 @@ pub struct StageBound {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Refusal lines are counted by number, in order; anything that is not one is skipped, and
+    /// the distinct numbers are bounded.
+    #[test]
+    fn refusal_lines_are_counted_by_number() {
+        let mut lines = String::new();
+        for (nr, name) in [(41, "socket"), (112, "setsid"), (41, "socket"), (0, "read")] {
+            lines.push_str(&denial_line(nr, name));
+        }
+        lines.push_str("garbage\n41 \n-3 x y\nabc socket\n41 so\u{1b}cket\n");
+        let d = count_denials(lines.as_bytes());
+        let got: Vec<_> = d
+            .iter()
+            .map(|d| (d.nr, d.syscall.as_str(), d.count))
+            .collect();
+        assert_eq!(got, [(0, "read", 1), (41, "socket", 2), (112, "setsid", 1)]);
+        let many: String = (0..MAX_DENIALS as i32 + 10)
+            .map(|nr| denial_line(nr, "x"))
+            .collect();
+        assert_eq!(count_denials(many.as_bytes()).len(), MAX_DENIALS);
+        assert_eq!(parse_denial_line("7 a_b9"), Some((7, "a_b9")));
+    }
 
     fn limits() -> Limits {
         Limits {

@@ -53,7 +53,7 @@ const JA: u16 = 0x05;
 const JEQ_K: u16 = 0x15;
 const JGE_K: u16 = 0x35;
 const JSET_K: u16 = 0x45;
-const RET_K: u16 = 0x06;
+pub const RET_K: u16 = 0x06;
 
 /// The hand-written prefix: architecture check, x32 kill, `clone3` → `ENOSYS`. Leaves the syscall
 /// number in the accumulator.

@@ -45,7 +45,9 @@ use crate::{identity, stage};
 use elf::ElfError;
 use proto::probe::REQUIRED_LANDLOCK_ABI;
 use proto::runner::{ConfineTimings, Enforced, Identity, Invocation, Limits, Rlimits};
-use proto::runner::{SandboxReport, GATE_MESSAGE, PLUGIN_FD, PLUGIN_PATH, STAGE_MESSAGE};
+use proto::runner::{
+    SandboxReport, GATE_MESSAGE, PLUGIN_FD, PLUGIN_PATH, REPORT_FD, STAGE_MESSAGE,
+};
 use proto::{ErrorObject, Kind, ToErrorObject};
 use std::convert::Infallible;
 use std::ffi::CString;
@@ -539,13 +541,45 @@ fn abi_number(abi: landlock::ABI) -> u32 {
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 fn build_seccomp(
     params: crate::policy::Params,
+    notify: bool,
 ) -> Result<(Vec<sys::confine::SockFilter>, proto::Sha256), ExecError> {
-    crate::seccomp::program_and_digest(params).map_err(|e| ExecError::SeccompPolicy(e.to_string()))
+    let policy = |e: seccompiler::BackendError| ExecError::SeccompPolicy(e.to_string());
+    let (mut program, digest) = crate::seccomp::program_and_digest(params).map_err(policy)?;
+    if !notify {
+        return Ok((program, digest));
+    }
+    crate::denials::notifying(&mut program);
+    Ok((
+        program,
+        crate::denials::policy_sha256(params.runtime).map_err(policy)?,
+    ))
 }
 
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-fn install_seccomp(program: &[sys::confine::SockFilter]) -> Result<(), ExecError> {
-    sys::confine::install_seccomp_filter(program).map_err(ExecError::SeccompInstall)
+fn install_seccomp(
+    program: &[sys::confine::SockFilter],
+    handshake: Option<crate::denials::PluginSide>,
+) -> Result<(), ExecError> {
+    match handshake {
+        None => sys::confine::install_seccomp_filter(program).map_err(ExecError::SeccompInstall),
+        Some(h) => {
+            let listener = sys::confine::install_seccomp_filter_with_listener(program)
+                .map_err(ExecError::SeccompInstall)?;
+            h.hand_over(listener).map_err(ExecError::SeccompInstall)
+        }
+    }
+}
+
+fn claim_denials(fd: i32) -> Result<File, ExecError> {
+    if fd <= REPORT_FD {
+        return Err(ExecError::BadLimit {
+            field: "denials-fd",
+            value: u64::try_from(fd).unwrap_or(0),
+        });
+    }
+    sys::confine::claim_inherited_fd(fd)
+        .map(File::from)
+        .map_err(|source| ExecError::ReportFd { fd, source })
 }
 
 /// Microseconds since the previous lap.
@@ -680,6 +714,7 @@ fn confine_and_exec(
     let argv0 = exec_argv0(inv)?;
     let envp = exec_env(env)?;
     let plugin = claim_plugin()?;
+    let mut denials = inv.denials_fd.map(claim_denials).transpose()?;
     let mut laps = Laps(Instant::now());
     let mut t = ConfineTimings::default();
     let plugin_program = check_program(&plugin, &inv.runtime)?;
@@ -715,7 +750,7 @@ fn confine_and_exec(
         namespaces::StatusPipe::new().map_err(|source| ns_err(("the status pipe", source)))?;
     let status = match namespaces::fork_init(pipe).map_err(ns_err)? {
         Role::Runner { init, status } => {
-            drop((plugin, inputs));
+            drop((plugin, inputs, denials));
             // The report descriptor is the caller's; closing every standard stream and the
             // report here leaves the plugin's side the only holder.
             sys_close_report(report);
@@ -729,15 +764,28 @@ fn confine_and_exec(
     let bound = inv.limits.stage();
     let stage_root = stage::create(bound, owner).map_err(stage_err("creating the tmpfs"))?;
     namespaces::private_root(&stage_root, &inv.runtime, script).map_err(ns_err)?;
-    match namespaces::fork_plugin().map_err(ns_err)? {
+    let handshake = match denials {
+        Some(_) => Some(
+            crate::denials::Handshake::new()
+                .map_err(|source| ns_err(("the denials handshake", source)))?,
+        ),
+        None => None,
+    };
+    let handshake_plugin = match namespaces::fork_plugin().map_err(ns_err)? {
         Below::Init { plugin: pid } => {
             drop((plugin, inputs, stage_root));
             sys_close_report(report);
             namespaces::close_standard_streams();
+            if let (Some(h), Some(out)) = (handshake, denials.take()) {
+                namespaces::init_answer_denials(pid, h.init_side(), out);
+            }
             namespaces::init_wait(pid, status)
         }
-        Below::Plugin => drop(status),
-    }
+        Below::Plugin => {
+            drop((status, denials.take()));
+            handshake.map(crate::denials::Handshake::plugin_side)
+        }
+    };
     t.namespaces_us = laps.lap();
     if inv.gate {
         // Nothing of the plugin's has been read beyond its headers: wait for the launcher's go.
@@ -776,9 +824,9 @@ fn confine_and_exec(
         cookie: sys::confine::random_u64().map_err(|e| ExecError::SeccompPolicy(e.to_string()))?,
         runtime: !inv.runtime.is_empty(),
     };
-    let (program, seccomp_policy_sha256) = build_seccomp(params)?;
+    let (program, seccomp_policy_sha256) = build_seccomp(params, handshake_plugin.is_some())?;
     t.seccomp_build_us = laps.lap();
-    install_seccomp(&program)?;
+    install_seccomp(&program, handshake_plugin)?;
     t.seccomp_install_us = laps.lap();
     cloexec_inherited()?;
     if script {

@@ -14,6 +14,7 @@
 
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 mod bpf;
+mod denials;
 mod exec;
 mod harness;
 mod identity;
@@ -103,6 +104,11 @@ pub struct ExecArgs {
     /// before anything of the plugin's runs; with none (the socket closed), exit
     #[argh(switch)]
     pub gate: bool,
+    /// report what the seccomp filter refuses: each refusal goes to the run's init, which answers
+    /// it with the same EPERM and writes one line per refusal to this descriptor (dot-launch
+    /// --report-denials passes 6)
+    #[argh(option)]
+    pub denials_fd: Option<i32>,
     /// the plugin's argv[0]: its registry name
     #[argh(option)]
     pub argv0: Name,
@@ -130,6 +136,7 @@ impl ExecArgs {
             runtime: self.runtime.clone(),
             plugin: self.plugin.clone(),
             gate: self.gate,
+            denials_fd: self.denials_fd,
         }
     }
 }
@@ -282,6 +289,7 @@ mod tests {
                 "/opt/py 3".parse().expect("dir"),
             ],
             gate: true,
+            denials_fd: Some(6),
         };
         for inv in [plain, knob, odd] {
             match parse(&inv.argv()) {

@@ -268,6 +268,18 @@ pub fn init_wait(plugin: u32, status: OwnedFd) -> ! {
     }
 }
 
+/// With `--denials-fd`: while the plugin runs, init takes the seccomp filter's listener from it
+/// and answers every refusal (`crate::denials`), writing each to `out`; returns once the plugin
+/// has ended (or could not hand the listener over), for [`init_wait`] to reap it.
+pub fn init_answer_denials(plugin: u32, handshake: crate::denials::InitSide, mut out: File) {
+    let Ok(pidfd) = sys::process::pidfd_open(plugin) else {
+        return;
+    };
+    if let Some(listener) = handshake.take(&pidfd) {
+        crate::denials::answer_until_exit(&listener, &pidfd, &mut out);
+    }
+}
+
 /// The plugin's parent is init, pid 1 of the run (a parent-death signal set before this would
 /// have been cleared by the identity change).
 pub fn plugin_parent_is_init() -> bool {

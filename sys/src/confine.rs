@@ -336,6 +336,88 @@ pub fn install_seccomp_filter(program: &[SockFilter]) -> io::Result<()> {
     .map(drop)
 }
 
+/// [`install_seccomp_filter`] with `SECCOMP_FILTER_FLAG_NEW_LISTENER`: the filter's
+/// `SECCOMP_RET_USER_NOTIF` returns are sent, the calling thread blocked, to the returned
+/// listener, whose holder answers each ([`seccomp_notif_recv`], [`seccomp_notif_errno`]).
+pub fn install_seccomp_filter_with_listener(program: &[SockFilter]) -> io::Result<OwnedFd> {
+    let len =
+        u16::try_from(program.len()).map_err(|_| io::Error::from_raw_os_error(libc::E2BIG))?;
+    let prog = libc::sock_fprog {
+        len,
+        filter: program.as_ptr().cast_mut(),
+    };
+    // SAFETY: as in `install_seccomp_filter`; with this flag the kernel returns a new descriptor,
+    // which we take ownership of once it is known to be one.
+    let fd = check_long(unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_SET_MODE_FILTER,
+            libc::SECCOMP_FILTER_FLAG_NEW_LISTENER as u32,
+            &prog as *const libc::sock_fprog,
+        )
+    })?;
+    let fd = i32::try_from(fd).map_err(|_| io::Error::from_raw_os_error(libc::EBADF))?;
+    // SAFETY: the kernel just returned this descriptor to us and nothing else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// A copy of descriptor `fd` of the process `pidfd` refers to (`pidfd_getfd`), close-on-exec.
+/// Needs ptrace access to that process.
+pub fn pidfd_getfd(pidfd: BorrowedFd<'_>, fd: i32) -> io::Result<OwnedFd> {
+    // SAFETY: plain syscall with integer arguments; the result is a new descriptor or -1.
+    let got =
+        check_long(unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd.as_raw_fd(), fd, 0u32) })?;
+    let got = i32::try_from(got).map_err(|_| io::Error::from_raw_os_error(libc::EBADF))?;
+    // SAFETY: the kernel just returned this descriptor to us and nothing else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(got) })
+}
+
+/// One system call a seccomp filter sent to its listener: its id (to answer it by) and number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SeccompNotif {
+    pub id: u64,
+    pub nr: i32,
+}
+
+/// Takes the next notification from `listener` (`SECCOMP_IOCTL_NOTIF_RECV`; blocks until one
+/// comes unless the descriptor is non-blocking).
+pub fn seccomp_notif_recv(listener: BorrowedFd<'_>) -> io::Result<SeccompNotif> {
+    // SAFETY: `seccomp_notif` is plain integers; all-zero is the state the kernel requires.
+    let mut n: libc::seccomp_notif = unsafe { std::mem::zeroed() };
+    // SAFETY: the ioctl writes one `seccomp_notif` into `n`, which is exactly that size.
+    check(unsafe {
+        libc::ioctl(
+            listener.as_raw_fd(),
+            libc::SECCOMP_IOCTL_NOTIF_RECV,
+            &mut n as *mut libc::seccomp_notif,
+        )
+    })?;
+    Ok(SeccompNotif {
+        id: n.id,
+        nr: n.data.nr,
+    })
+}
+
+/// Answers notification `id` on `listener`: the system call fails with `errno`, not made
+/// (`SECCOMP_IOCTL_NOTIF_SEND`). `ENOENT`: the caller is gone (killed meanwhile).
+pub fn seccomp_notif_errno(listener: BorrowedFd<'_>, id: u64, errno: i32) -> io::Result<()> {
+    let mut resp = libc::seccomp_notif_resp {
+        id,
+        val: 0,
+        error: -errno,
+        flags: 0,
+    };
+    // SAFETY: the ioctl reads one `seccomp_notif_resp` from `resp`, which is exactly that size.
+    check(unsafe {
+        libc::ioctl(
+            listener.as_raw_fd(),
+            libc::SECCOMP_IOCTL_NOTIF_SEND,
+            &mut resp as *mut libc::seccomp_notif_resp,
+        )
+    })
+    .map(drop)
+}
+
 /// The highest signal number on Linux (`_NSIG - 1`): 1..=31 classic, 32..=64 real-time.
 pub const MAX_SIGNAL: i32 = 64;
 

@@ -90,6 +90,26 @@ fn main() -> ExitCode {
     }
     match mode {
         "ok" => respond_ok("ok\n"),
+        // System calls a `process` plugin is refused: three sockets and a setsid, each outcome
+        // (its errno) written to the result.
+        "denied" => {
+            let errno = |r: std::io::Result<()>| match r {
+                Ok(()) => "ok".to_owned(),
+                Err(e) => e.raw_os_error().unwrap_or(0).to_string(),
+            };
+            let mut body = String::new();
+            for _ in 0..2 {
+                let r = std::net::TcpListener::bind("127.0.0.1:0").map(drop);
+                body.push_str(&format!("socket {}\n", errno(r)));
+            }
+            let r = std::os::unix::net::UnixDatagram::unbound().map(drop);
+            body.push_str(&format!("socket {}\n", errno(r)));
+            let r = nix::unistd::setsid()
+                .map(drop)
+                .map_err(std::io::Error::from);
+            body.push_str(&format!("setsid {}\n", errno(r)));
+            respond_ok(&body)
+        }
         "marker" => {
             if let Some(m) = input(&req, "marker") {
                 let _ = std::fs::write(m, b"ran");
