@@ -8,12 +8,12 @@
 
 mod common;
 
-use common::{discard, recover, result, tool, Env};
+use common::{discard, plugin_of, recover, result, tool, Env};
 use launch::recover::RecoverReport;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 use testkit::assert_cancelled;
@@ -46,20 +46,6 @@ fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
         std::thread::sleep(Duration::from_millis(10));
     }
     panic!("gave up waiting for {what}");
-}
-
-/// The pid of a live descendant of `launcher` whose executable is the pinned copy in `root`'s
-/// store: the plugin itself, past its exec (at `process`, below the runner and the run's init).
-fn plugin_of(launcher: u32, root: &Path) -> Option<u32> {
-    let store = root.join("store");
-    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
-        let pid: u32 = e.file_name().to_str()?.parse().ok()?;
-        let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
-        let (state, _) = common::stat_state_ppid(&stat)?;
-        let exe = std::fs::read_link(e.path().join("exe")).ok()?;
-        (state != 'Z' && exe.starts_with(&store) && common::descends_from(pid, launcher))
-            .then_some(pid)
-    })
 }
 
 /// Processes whose process group is `pgid`, zombies included.

@@ -200,3 +200,57 @@ fn pathname_replacement_after_validation_changes_nothing() {
         "the replacement plugin never ran"
     );
 }
+
+/// Every run is in namespaces of its own — none of them the host's, none another run's: two
+/// plugins running at once, each compared with this process and with the other.
+#[test]
+fn two_runs_share_no_namespace_with_the_host_or_each_other() {
+    let env = Env::with_process_fixture();
+    let start = || {
+        env.launch(
+            "fixture-p",
+            &[
+                "--require-process-sandbox",
+                "--input",
+                "mode=sleep",
+                "--deadline-ms",
+                "20000",
+            ],
+        )
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("dot-launch")
+    };
+    let (mut a, mut b) = (start(), start());
+    let find = |child: &std::process::Child| {
+        for _ in 0..2000 {
+            if let Some(pid) = common::plugin_of(child.id(), &env.root) {
+                return pid;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        panic!("the plugin of {} never started", child.id());
+    };
+    let (pa, pb) = (find(&a), find(&b));
+    let ns = |pid: &str, kind: &str| {
+        std::fs::read_link(format!("/proc/{pid}/ns/{kind}")).expect("ns link")
+    };
+    for kind in ["net", "pid", "mnt", "ipc", "uts"] {
+        let (host, x, y) = (
+            ns("self", kind),
+            ns(&pa.to_string(), kind),
+            ns(&pb.to_string(), kind),
+        );
+        assert_ne!(x, host, "{kind}: the first run is in the host's");
+        assert_ne!(y, host, "{kind}: the second run is in the host's");
+        assert_ne!(x, y, "{kind}: the two runs share one");
+    }
+    for c in [&mut a, &mut b] {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(c.id() as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+        let _ = c.wait();
+    }
+}

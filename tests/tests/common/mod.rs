@@ -349,3 +349,16 @@ pub fn read_terminal(master: std::os::fd::OwnedFd) -> String {
     }
     String::from_utf8_lossy(&text).into_owned()
 }
+
+/// The pid of a live descendant of `launcher` whose executable is the pinned copy in `root`'s
+/// store: the plugin itself, past its exec (at `process`, below the runner and the run's init).
+pub fn plugin_of(launcher: u32, root: &Path) -> Option<u32> {
+    let store = root.join("store");
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+        let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+        let (state, _) = stat_state_ppid(&stat)?;
+        let exe = std::fs::read_link(e.path().join("exe")).ok()?;
+        (state != 'Z' && exe.starts_with(&store) && descends_from(pid, launcher)).then_some(pid)
+    })
+}
