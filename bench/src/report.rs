@@ -605,6 +605,25 @@ pub fn write(dir: &Path) -> Result<String, BenchError> {
             );
         }
     }
+    if targets.iter().any(|t| t.id == "P8" && t.met == Some(false)) {
+        if let (Some(a), Some(h), Some(d)) = (audit, hello, median("digest-hello")) {
+            let _ = writeln!(
+                notes,
+                "- **P8**: an `audit` launch is {} over `hello` + `dot-verify digest` of it ({} + \
+                 {}). That floor has two process starts (`hello`, `dot-verify`); the launch has \
+                 two as well (`dot-launch`, the plugin) and the same digest, so the {} is the \
+                 launcher's own steps, none of which a check can drop: the root's and the \
+                 entry's checks, the decision appended to the audit log (made durable on a \
+                 thread while the run goes on), the run directory with its lock and journal \
+                 (BEGIN), the spawn, the group's end (a kill and samples of `/proc` until every \
+                 member is a zombie), the run directory's removal, and the result.",
+                ms(a - (h + d)),
+                ms(h),
+                ms(d),
+                ms(a - (h + d)),
+            );
+        }
+    }
     if targets.iter().any(|t| t.id == "P3" && t.met == Some(false)) {
         if let Some(t) = &timings {
             let big: Vec<String> = t
