@@ -32,6 +32,8 @@ BINDIR  ?= $(PREFIX)/bin
 LIBEXECDIR ?= $(PREFIX)/libexec
 MANDIR  ?= $(PREFIX)/share/man
 DOCDIR  ?= $(PREFIX)/share/doc/dot
+# Bash completion, one file per tool on PATH (generated from the tools' --help at install).
+COMPLETIONSDIR ?= $(PREFIX)/share/bash-completion/completions
 DESTDIR ?=
 PROFILE ?= release
 BUILT   ?= target/$(TARGET)/$(PROFILE)
@@ -171,6 +173,9 @@ install: $(if $(filter release,$(PROFILE)),installable)
 	$(INSTALL) -m 0644 $(MAN1) $(DESTDIR)$(MANDIR)/man1/
 	$(INSTALL) -m 0644 $(MAN7) $(DESTDIR)$(MANDIR)/man7/
 	$(INSTALL) -m 0644 $(DOCS) $(DESTDIR)$(DOCDIR)/
+	$(INSTALL) -d $(DESTDIR)$(COMPLETIONSDIR)
+	packaging/completion.sh $(BUILT) $(BIN_TOOLS) > $(BUILT)/dot.bash
+	for t in $(BIN_TOOLS); do $(INSTALL) -m 0644 $(BUILT)/dot.bash $(DESTDIR)$(COMPLETIONSDIR)/$$t || exit 1; done
 
 # What `make install` installs is the last release build: it builds (or rebuilds) only when there
 # is none, or when the one there has other layer paths compiled in than this PREFIX/SYSCONFDIR/
@@ -192,6 +197,7 @@ uninstall:
 	for m in $(notdir $(MAN1)); do rm -f $(DESTDIR)$(MANDIR)/man1/$$m; done
 	for m in $(notdir $(MAN7)); do rm -f $(DESTDIR)$(MANDIR)/man7/$$m; done
 	for d in $(notdir $(DOCS)); do rm -f $(DESTDIR)$(DOCDIR)/$$d; done
+	for t in $(BIN_TOOLS); do rm -f $(DESTDIR)$(COMPLETIONSDIR)/$$t; done
 	rmdir $(DESTDIR)$(DOCDIR) 2>/dev/null || true
 
 # A Debian package of dot from `make install PREFIX=/usr` (binaries, man pages, docs), built by

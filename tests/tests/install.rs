@@ -76,6 +76,39 @@ fn has_comment_section(path: &Path) -> bool {
 }
 
 /// The installed tool `name`, run with an empty environment but for a PATH that holds nothing.
+/// The installed bash completion knows every tool on PATH, and completes subcommands and options
+/// from the tools' own help: `dot-launch --rep` is `--report-denials`, `dot-register publisher ro`
+/// is `rotate`, `dot-verify doc` is `doctor`.
+fn completes(dir: &Path) {
+    let script = dir.join("dot-launch");
+    let probe = r#"
+        source "$1" || exit 9
+        ask() { COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _dot_complete; echo "${COMPREPLY[*]}"; }
+        ask dot-launch --rep
+        ask dot-register publisher ro
+        ask dot-verify doc
+        complete -p | grep -c _dot_complete
+    "#;
+    let out = Command::new("bash")
+        .args(["-c", probe, "bash"])
+        .arg(&script)
+        .output()
+        .expect("bash");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines.get(..3),
+        Some(&["--report-denials", "rotate", "doctor"][..]),
+        "{text}"
+    );
+    let tools = makefile_tools().len() - common::makefile_libexec_tools().len();
+    assert_eq!(
+        lines.get(3).copied(),
+        Some(tools.to_string().as_str()),
+        "every tool on PATH completes: {text}"
+    );
+}
+
 fn installed(bindir: &Path, name: &str) -> Command {
     let mut c = Command::new(bindir.join(name));
     c.env_clear().env("PATH", "/nonexistent");
@@ -98,7 +131,12 @@ fn install_layout_launch_from_the_installed_tree_and_uninstall_leaves_no_file() 
     for t in makefile_tools() {
         match libexec.contains(&t) {
             true => expected.insert(PathBuf::from(format!("usr/libexec/dot/{t}"))),
-            false => expected.insert(PathBuf::from(format!("usr/bin/{t}"))),
+            false => {
+                expected.insert(PathBuf::from(format!(
+                    "usr/share/bash-completion/completions/{t}"
+                )));
+                expected.insert(PathBuf::from(format!("usr/bin/{t}")))
+            }
         };
         expected.insert(PathBuf::from(format!("usr/share/man/man1/{t}.1")));
     }
@@ -112,6 +150,7 @@ fn install_layout_launch_from_the_installed_tree_and_uninstall_leaves_no_file() 
         }
     }
     assert_eq!(files_under(&destdir), expected);
+    completes(&usr.join("share/bash-completion/completions"));
     for t in makefile_tools() {
         use std::os::unix::fs::PermissionsExt;
         let path = match libexec.contains(&t) {
