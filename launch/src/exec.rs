@@ -589,6 +589,10 @@ fn read_report(sock: &OwnedFd, o: &mut Observed) -> bool {
             },
             Err(e) if e.kind() == ErrorKind::WouldBlock => return true,
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            // A runner that ended without reading its go (it refused first) resets the socket:
+            // the kernel reports `ECONNRESET` once, before the messages it still holds (the
+            // refusal), and clears it. Reading on is what gets the report.
+            Err(e) if e.raw_os_error() == Some(nix::libc::ECONNRESET) => {}
             Err(_) => return false,
         }
     }
