@@ -4,7 +4,7 @@ use crate::exec::{StderrMode, StreamLimits};
 use crate::inputs::{GivenInputs, RequestSource};
 use crate::{Consent, LaunchError, Options};
 use argh::FromArgs;
-use proto::cli::Output;
+use cli::Output;
 use proto::layers::SystemLayers;
 use proto::layout::Root;
 use proto::limits::{Asked, Limits};
@@ -18,15 +18,15 @@ use verify::layers::Registry;
 pub struct Args {
     /// the platform root (default: the system layers, admin over vendor, with the state in
     /// --state or the user's default state directory)
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub root: Option<PathBuf>,
     /// without --root: the directory the system layers are under (as dpkg --root), for a tree
     /// installed elsewhere
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub sysroot: Option<PathBuf>,
     /// the state directory: txn/ and the launch audit log (default: the root itself); made 0700
     /// on first use when missing (its parent must exist)
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub state: Option<PathBuf>,
     /// consent to run an `audit` entry (no OS boundary)
     #[argh(switch)]
@@ -38,7 +38,7 @@ pub struct Args {
     #[argh(option)]
     pub input: Vec<String>,
     /// a file input, KEY=PATH, copied into the stage's in/ (repeatable)
-    #[argh(option, from_str_fn(proto::cli::os_string))]
+    #[argh(option, from_str_fn(cli::os_string))]
     pub input_file: Vec<OsString>,
     /// read the file input KEY even though its path is on the sensitive list (shadow files, keys,
     /// credentials, sudoers, /proc …, and the root policy's sensitive_inputs); repeatable
@@ -49,14 +49,10 @@ pub struct Args {
     #[argh(option)]
     pub env: Vec<String>,
     /// a request document whose string inputs are used (FILE, or - for stdin)
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub request: Option<PathBuf>,
     /// directory the outputs are committed into (default: the current directory)
-    #[argh(
-        option,
-        default = "PathBuf::from(\".\")",
-        from_str_fn(proto::cli::path)
-    )]
+    #[argh(option, default = "PathBuf::from(\".\")", from_str_fn(cli::path))]
     pub target: PathBuf,
     /// wall deadline in milliseconds (default: the entry's, 30000 under the standard preset); may
     /// only lower the entry's

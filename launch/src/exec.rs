@@ -532,7 +532,7 @@ struct Streams {
     denials: Option<File>,
     /// With `--stderr pass` to a terminal: the plugin's stderr shown escaped, so that it cannot
     /// act on the terminal (clear it, move the cursor, write the clipboard).
-    shown: Option<proto::cli::VisibleStream>,
+    shown: Option<cli::VisibleStream>,
 }
 
 fn set_nonblocking(fd: impl AsFd) -> Result<(), LaunchError> {
@@ -711,7 +711,7 @@ fn supervise(
         denials,
         shown: (limits.stderr == StderrMode::Pass
             && std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .then(proto::cli::VisibleStream::default),
+        .then(cli::VisibleStream::default),
     };
     let pidfd = sys::process::pidfd_open(child.id())
         .map_err(|e| LaunchError::io("pidfd_open", "plugin", e))?;

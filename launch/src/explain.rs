@@ -18,18 +18,13 @@ use proto::{Containment, Name, Sha256};
 use std::os::fd::AsFd;
 
 /// The registry of `registry`, with what named it: a root given by `DOT_ROOT` is the one
-/// `proto::cli` added to the command line.
+/// `cli` added to the command line.
 fn explained_registry(registry: &verify::layers::Registry) -> ExplainedRegistry {
     match registry {
         verify::layers::Registry::Root(root) => {
-            let from_env = proto::cli::env_root().is_some_and(|r| r == root.path().as_os_str());
+            let from_env = cli::env_root().is_some_and(|r| r == root.path().as_os_str());
             ExplainedRegistry {
-                from: if from_env {
-                    proto::cli::ROOT_VAR
-                } else {
-                    "--root"
-                }
-                .into(),
+                from: if from_env { cli::ROOT_VAR } else { "--root" }.into(),
                 paths: vec![root.path().display().to_string()],
             }
         }

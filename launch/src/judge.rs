@@ -280,7 +280,7 @@ pub fn judge(
 mod tests {
     use super::*;
     use crate::LaunchError;
-    use proto::Next;
+    use cli::Next;
     use std::os::unix::process::ExitStatusExt;
     use std::time::Duration;
 

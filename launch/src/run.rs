@@ -10,10 +10,11 @@ use crate::judge::{self, PluginFailure, Unconfirmed};
 use crate::rundir::{now_ms, End, RunDir};
 use crate::target::Target;
 use crate::{hooks, inputs, pinning, stage, LaunchError};
+use cli::Next;
 use proto::journal::{Record, RECORD_VERSION};
 use proto::layout::Root;
 use proto::result::{ExitStatus, OutputFile, RunResult, RunStatus, Warning};
-use proto::{Containment, Name, Next};
+use proto::{Containment, Name};
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use verify::layers::Registry;
@@ -54,7 +55,7 @@ impl Options {
     /// `dot-launch recover` of the run `txid` in this launch's state.
     pub fn recover_command(&self, txid: &str) -> Next {
         match &self.registry {
-            Registry::Root(_) => proto::next::recover_run(&self.root, txid),
+            Registry::Root(_) => cli::next::recover_run(&self.root, txid),
             Registry::System(_) => Next::cmd("dot-launch")
                 .arg("recover")
                 .arg("--state")

@@ -37,11 +37,11 @@ pub enum Command {
 #[argh(subcommand, name = "init")]
 pub struct InitArgs {
     /// the root directory (its parent must exist)
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub root: PathBuf,
     /// the state directory (txn/, the launch audit log), apart from the root; its parent must
     /// exist (default: the root itself)
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub state: Option<PathBuf>,
     /// make a development root (writes the DEV marker); an existing root without it becomes
     /// one only while it holds no registrations (no file in plugins.d or trust/publishers)
@@ -79,13 +79,13 @@ pub enum PublisherCommand {
 #[argh(subcommand, name = "add")]
 pub struct PublisherAddArgs {
     /// the platform root
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub root: PathBuf,
     /// the publisher id (a name: [a-z0-9][a-z0-9._-]{0,63})
     #[argh(option)]
     pub id: String,
     /// the public key file, as `minisign -G` writes it
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub pubkey: PathBuf,
     /// staging a package's vendor layer under DESTDIR: registry files only, no audit.log line
     #[argh(switch)]
@@ -114,7 +114,7 @@ pub struct PublisherAddArgs {
 #[argh(subcommand, name = "threshold")]
 pub struct PublisherThresholdArgs {
     /// the platform root
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub root: PathBuf,
     /// the publisher id
     #[argh(option)]
@@ -129,7 +129,7 @@ pub struct PublisherThresholdArgs {
 #[argh(subcommand, name = "level")]
 pub struct PublisherLevelArgs {
     /// the platform root
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub root: PathBuf,
     /// the publisher id
     #[argh(option)]
@@ -145,7 +145,7 @@ pub struct PublisherLevelArgs {
 #[argh(subcommand, name = "names")]
 pub struct PublisherNamesArgs {
     /// the platform root
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub root: PathBuf,
     /// the publisher id
     #[argh(option)]
@@ -161,17 +161,17 @@ pub struct PublisherNamesArgs {
 #[argh(subcommand, name = "rotate")]
 pub struct PublisherRotateArgs {
     /// the platform root
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub root: PathBuf,
     /// the publisher id
     #[argh(option)]
     pub id: String,
     /// the new public key file, as `minisign -G` writes it
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub pubkey: PathBuf,
     /// the transition statement's signature FILE.minisig (the statement is FILE); a path not
     /// ending in .minisig names the statement, its signature beside it
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub transition: Option<PathBuf>,
     /// accept the new key without a transition statement: the root owner's decision, recorded
     #[argh(switch)]
@@ -191,7 +191,7 @@ pub struct PublisherRotateArgs {
 #[argh(subcommand, name = "revoke")]
 pub struct PublisherRevokeArgs {
     /// the platform root
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub root: PathBuf,
     /// the publisher id
     #[argh(option)]
@@ -209,7 +209,7 @@ pub struct PublisherRevokeArgs {
 #[argh(subcommand, name = "list")]
 pub struct PublisherListArgs {
     /// the platform root
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub root: PathBuf,
 }
 
@@ -220,17 +220,17 @@ pub struct PublisherListArgs {
 #[argh(subcommand, name = "add")]
 pub struct AddArgs {
     /// the platform root
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub root: PathBuf,
     /// the entry file (JSON), exactly as signed
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub entry: PathBuf,
     /// the entry's minisign signature (ENTRY.minisig); repeatable, one per key, for a publisher
     /// whose threshold is above 1
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub signature: Vec<PathBuf>,
     /// the plugin executable the entry describes
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub exe: PathBuf,
     /// replace an already registered plugin of the same name
     #[argh(switch)]
@@ -262,13 +262,13 @@ pub struct AddArgs {
 #[argh(subcommand, name = "dev")]
 pub struct DevArgs {
     /// the development root
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub root: PathBuf,
     /// the plugin name
     #[argh(option)]
     pub name: String,
     /// the plugin executable
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub exe: PathBuf,
     /// the containment it requires: audit or process
     #[argh(option)]
@@ -335,7 +335,7 @@ pub struct DevArgs {
 #[argh(subcommand, name = "remove")]
 pub struct RemoveArgs {
     /// the platform root
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub root: PathBuf,
     /// the plugin name
     #[argh(option)]
@@ -349,10 +349,10 @@ pub struct RemoveArgs {
 #[argh(subcommand, name = "list")]
 pub struct ListArgs {
     /// the platform root (default: the system layers)
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub root: Option<PathBuf>,
     /// without --root: the directory the system layers are under (as dpkg --root)
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub sysroot: Option<PathBuf>,
 }
 
@@ -366,7 +366,7 @@ pub struct MaskArgs {
     #[argh(positional)]
     pub name: String,
     /// the directory the system layers are under (as dpkg --root; default /)
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub sysroot: Option<PathBuf>,
 }
 
@@ -378,7 +378,7 @@ pub struct UnmaskArgs {
     #[argh(positional)]
     pub name: String,
     /// the directory the system layers are under (as dpkg --root; default /)
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub sysroot: Option<PathBuf>,
 }
 
@@ -405,7 +405,7 @@ pub enum DenyCommand {
 #[argh(subcommand, name = "add")]
 pub struct DenyAddArgs {
     /// the platform root
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub root: PathBuf,
     /// a sha256 (64 lowercase hex digits) of an executable or an entry file
     #[argh(option)]
@@ -415,7 +415,7 @@ pub struct DenyAddArgs {
     #[argh(option)]
     pub key: Option<String>,
     /// a public key file, as `minisign -G` writes it: its key id and its bytes are denied
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub pubkey: Option<PathBuf>,
     /// why (recorded)
     #[argh(option)]
@@ -427,7 +427,7 @@ pub struct DenyAddArgs {
 #[argh(subcommand, name = "remove")]
 pub struct DenyRemoveArgs {
     /// the platform root
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub root: PathBuf,
     /// the denied sha256
     #[argh(option)]
@@ -436,7 +436,7 @@ pub struct DenyRemoveArgs {
     #[argh(option)]
     pub key: Option<String>,
     /// a public key file: its key id and its bytes
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub pubkey: Option<PathBuf>,
 }
 
@@ -445,7 +445,7 @@ pub struct DenyRemoveArgs {
 #[argh(subcommand, name = "list")]
 pub struct DenyListArgs {
     /// the platform root
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub root: PathBuf,
 }
 
@@ -469,7 +469,7 @@ pub enum PolicyCommand {
 #[argh(subcommand, name = "set")]
 pub struct PolicySetArgs {
     /// the platform root
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub root: PathBuf,
     /// refuse signatures whose trusted timestamp is older than this many seconds (0: no limit)
     #[argh(option)]
@@ -503,7 +503,7 @@ pub struct PolicySetArgs {
 #[argh(subcommand, name = "show")]
 pub struct PolicyShowArgs {
     /// the platform root
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub root: PathBuf,
 }
 
@@ -516,7 +516,7 @@ pub struct PublisherTransitionArgs {
     #[argh(option)]
     pub id: String,
     /// the new public key file, as `minisign -G` writes it
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub pubkey: PathBuf,
 }
 
@@ -544,7 +544,7 @@ pub struct EntryNewArgs {
     #[argh(option)]
     pub name: String,
     /// the plugin executable, exactly as it will be shipped
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub exe: PathBuf,
     /// the publisher id whose key will sign the entry
     #[argh(option)]

@@ -158,7 +158,7 @@ impl ToErrorObject for ExecError {
 
     fn to_error_object(&self) -> ErrorObject {
         let obj = ErrorObject::new(self.kind(), self.to_string());
-        let probe_command = || proto::Next::cmd("dot-sandbox").arg("probe");
+        let probe_command = || cli::Next::cmd("dot-sandbox").arg("probe");
         match self {
             ExecError::BadPluginPath { path } => obj.field("plugin").value(path.clone()),
             ExecError::BadLimit { field, value } => obj.field(*field).value(value.to_string()),

@@ -35,7 +35,7 @@ pub use prove::PROVE_LIMITS;
 pub use prove::{prove, prove_sibling, run_probe, ProbeResult, ProveError, ProveReport};
 
 use argh::FromArgs;
-use proto::cli::Output;
+use cli::Output;
 use proto::runner::{Invocation, Limits};
 use proto::{ErrorObject, ExitCode, Kind, Name, Sha256, ToErrorObject};
 

@@ -72,7 +72,7 @@ impl ToErrorObject for ProveError {
             ProveError::UnknownProbe(name) => obj
                 .field("only")
                 .value(name.clone())
-                .next(&proto::Next::cmd("dot-sandbox").args(["probe", "--prove"])),
+                .next(&cli::Next::cmd("dot-sandbox").args(["probe", "--prove"])),
             ProveError::Runner(_) => obj.path("/proc/self/exe"),
             ProveError::Harness { name, .. } => obj.field("only").value(name.clone()),
         }

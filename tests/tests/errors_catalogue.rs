@@ -122,14 +122,12 @@ fn every_next_seen_follows_the_rules_and_its_kind_was_replayed() {
         let program = match &s.next_argv {
             Some(argv) => {
                 let os: Vec<std::ffi::OsString> = argv.iter().map(Into::into).collect();
-                assert_eq!(proto::next::join(&os), s.next, "{s:?}");
+                assert_eq!(cli::next::join(&os), s.next, "{s:?}");
                 argv[0].clone()
             }
             None => {
                 assert!(
-                    s.next
-                        .split(' ')
-                        .any(|w| proto::next::RAW_WORDS.contains(&w))
+                    s.next.split(' ').any(|w| cli::next::RAW_WORDS.contains(&w))
                         || s.next.contains("\"$(printf '\\"),
                     "no next_argv, yet nothing to fill in or decode: {s:?}"
                 );
