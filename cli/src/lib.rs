@@ -18,6 +18,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod limits;
 pub mod next;
 mod visible;
 

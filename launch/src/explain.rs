@@ -59,7 +59,7 @@ pub fn explain(opts: &Options) -> Result<Explanation, LaunchError> {
         ..
     } = decide(root, &name, opts, checked)?;
     let entry = &verified.entry;
-    let limits = &crate::exec::Limits::new(&run_limits, opts.streams);
+    let limits = &crate::exec::RunLimits::new(&run_limits, opts.streams);
     let runner_limits = limits.runner(inputs.totals());
     let (why, plan, landlock) = match (&runner, entry.containment) {
         (Some(r), Containment::Process) => {
@@ -147,11 +147,9 @@ pub fn explain(opts: &Options) -> Result<Explanation, LaunchError> {
         },
         runner: plan,
         limits: ExplainedLimits {
-            deadline_ms: limits.deadline.as_millis() as u64,
-            max_stdout: limits.max_stdout as u64,
-            max_stderr: limits.max_stderr as u64,
-            max_outputs: limits.max_outputs as u64,
-            max_output_bytes: limits.max_output_bytes,
+            run: limits.run,
+            max_stdout: limits.streams.max_stdout as u64,
+            max_stderr: limits.streams.max_stderr as u64,
             rlimits: process.then(|| runner_limits.rlimits()),
             stage: process.then(|| runner_limits.stage()),
         },

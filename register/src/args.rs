@@ -256,78 +256,59 @@ pub struct AddArgs {
     pub staging: bool,
 }
 
-/// Register a local plugin in a development root (trust "local", no signature): pins the
-/// executable and writes an entry built from these options.
-#[derive(FromArgs, Debug)]
-#[argh(subcommand, name = "dev")]
-pub struct DevArgs {
-    /// the development root
-    #[argh(option, from_str_fn(cli::path))]
-    pub root: PathBuf,
-    /// the plugin name
-    #[argh(option)]
-    pub name: String,
-    /// the plugin executable
-    #[argh(option, from_str_fn(cli::path))]
-    pub exe: PathBuf,
-    /// the containment it requires: audit or process
-    #[argh(option)]
-    pub containment: Containment,
-    /// with --containment process: a read-only host directory (absolute, e.g. /usr) the plugin's
-    /// interpreter or shared libraries come from, bound at the same path into the run's private
-    /// root (repeatable; a script or dynamic program needs one, and its files are not pinned)
-    #[argh(option)]
-    pub runtime: Vec<proto::RuntimeDir>,
-    /// an environment variable name the invoker may give the plugin a value for (dot-launch --env
-    /// NAME=VALUE), [A-Z_][A-Z0-9_]*, not LD_* nor a name that changes how a loader, the C library,
-    /// an interpreter or a shell behaves (docs/registry.md); repeatable
-    #[argh(option)]
-    pub env: Vec<proto::EnvName>,
-    /// the plugin version (default 0.1.0)
-    #[argh(option, default = "String::from(\"0.1.0\")")]
-    pub version: String,
-    /// the protocol requirement (default ">=1.0, <2")
-    #[argh(option, default = "String::from(\">=1.0, <2\")")]
-    pub protocol: String,
-    /// a declared input, NAME:string or NAME:file, with :optional appended if not required;
-    /// repeatable
-    #[argh(option)]
-    pub input: Vec<String>,
-    /// replace an already registered plugin of the same name
-    #[argh(switch)]
-    pub replace: bool,
-    /// accept an audit executable that is a script or dynamic ELF, recorded
-    #[argh(switch)]
-    pub allow_dynamic: bool,
-    /// with --replace: consent to the exact widening named by sha256:HEX (printed by the refusal)
-    #[argh(option)]
-    pub accept_changes: Option<String>,
-    /// the limits preset the entry declares: standard (the default: 1 GiB, 256 tasks, 64
-    /// descriptors, 256 outputs of 64 MiB, 30 s) or strict (docs/protocol.md "Limits")
-    #[argh(option)]
-    pub preset: Option<Preset>,
-    /// the entry's address-space limit in bytes (RLIMIT_AS), replacing the preset's
-    #[argh(option)]
-    pub max_memory: Option<u64>,
-    /// the entry's CPU seconds, every thread together (RLIMIT_CPU), replacing the preset's
-    #[argh(option)]
-    pub max_cpu_seconds: Option<u64>,
-    /// the entry's most tasks (processes and threads) at once, replacing the preset's
-    #[argh(option)]
-    pub max_tasks: Option<u64>,
-    /// the entry's most open descriptors (RLIMIT_NOFILE), replacing the preset's
-    #[argh(option)]
-    pub max_descriptors: Option<u64>,
-    /// the entry's most output files, replacing the preset's
-    #[argh(option)]
-    pub max_outputs: Option<u64>,
-    /// the entry's most output bytes (all outputs together; the largest file), replacing the
-    /// preset's
-    #[argh(option)]
-    pub max_output_bytes: Option<u64>,
-    /// the entry's wall deadline in milliseconds, replacing the preset's
-    #[argh(option)]
-    pub deadline_ms: Option<u64>,
+cli::with_limit_options! {
+    role = " replaces the preset's value in the entry";
+    /// Register a local plugin in a development root (trust "local", no signature): pins the
+    /// executable and writes an entry built from these options.
+    #[derive(FromArgs, Debug)]
+    #[argh(subcommand, name = "dev")]
+    pub struct DevArgs {
+        /// the development root
+        #[argh(option, from_str_fn(cli::path))]
+        pub root: PathBuf,
+        /// the plugin name
+        #[argh(option)]
+        pub name: String,
+        /// the plugin executable
+        #[argh(option, from_str_fn(cli::path))]
+        pub exe: PathBuf,
+        /// the containment it requires: audit or process
+        #[argh(option)]
+        pub containment: Containment,
+        /// with --containment process: a read-only host directory (absolute, e.g. /usr) the plugin's
+        /// interpreter or shared libraries come from, bound at the same path into the run's private
+        /// root (repeatable; a script or dynamic program needs one, and its files are not pinned)
+        #[argh(option)]
+        pub runtime: Vec<proto::RuntimeDir>,
+        /// an environment variable name the invoker may give the plugin a value for (dot-launch --env
+        /// NAME=VALUE), [A-Z_][A-Z0-9_]*, not LD_* nor a name that changes how a loader, the C library,
+        /// an interpreter or a shell behaves (docs/registry.md); repeatable
+        #[argh(option)]
+        pub env: Vec<proto::EnvName>,
+        /// the plugin version (default 0.1.0)
+        #[argh(option, default = "String::from(\"0.1.0\")")]
+        pub version: String,
+        /// the protocol requirement (default ">=1.0, <2")
+        #[argh(option, default = "String::from(\">=1.0, <2\")")]
+        pub protocol: String,
+        /// a declared input, NAME:string or NAME:file, with :optional appended if not required;
+        /// repeatable
+        #[argh(option)]
+        pub input: Vec<String>,
+        /// replace an already registered plugin of the same name
+        #[argh(switch)]
+        pub replace: bool,
+        /// accept an audit executable that is a script or dynamic ELF, recorded
+        #[argh(switch)]
+        pub allow_dynamic: bool,
+        /// with --replace: consent to the exact widening named by sha256:HEX (printed by the refusal)
+        #[argh(option)]
+        pub accept_changes: Option<String>,
+        /// the limits preset the entry declares: standard (the default: 1 GiB, 256 tasks, 64
+        /// descriptors, 256 outputs of 64 MiB, 30 s) or strict (docs/protocol.md "Limits")
+        #[argh(option)]
+        pub preset: Option<Preset>,
+    }
 }
 
 /// Remove a plugin's entry and signature (its pinned executable stays in the store).
@@ -534,104 +515,66 @@ pub enum EntryCommand {
     New(EntryNewArgs),
 }
 
-/// Print a signed-plugin entry for an executable (its SHA-256 and size taken from the file, the
-/// rest from these options), ready for `minisign -S -s KEY -m FILE`. Needs no root; the
-/// executable is checked as `add` will check it (a `process` plugin must be a static ELF).
-#[derive(FromArgs, Debug)]
-#[argh(subcommand, name = "new")]
-pub struct EntryNewArgs {
-    /// the plugin name
-    #[argh(option)]
-    pub name: String,
-    /// the plugin executable, exactly as it will be shipped
-    #[argh(option, from_str_fn(cli::path))]
-    pub exe: PathBuf,
-    /// the publisher id whose key will sign the entry
-    #[argh(option)]
-    pub publisher: String,
-    /// the containment it requires: audit or process
-    #[argh(option)]
-    pub containment: Containment,
-    /// with --containment process: a read-only host directory (absolute, e.g. /usr) the plugin's
-    /// interpreter or shared libraries come from, bound at the same path into the run's private
-    /// root (repeatable; a script or dynamic program needs one, and its files are not pinned)
-    #[argh(option)]
-    pub runtime: Vec<proto::RuntimeDir>,
-    /// an environment variable name the invoker may give the plugin a value for (dot-launch --env
-    /// NAME=VALUE), [A-Z_][A-Z0-9_]*, not LD_* nor a name that changes how a loader, the C library,
-    /// an interpreter or a shell behaves (docs/registry.md); repeatable
-    #[argh(option)]
-    pub env: Vec<proto::EnvName>,
-    /// the plugin version (semantic version)
-    #[argh(option)]
-    pub version: String,
-    /// the protocol requirement (default ">=1.0, <2")
-    #[argh(option, default = "String::from(\">=1.0, <2\")")]
-    pub protocol: String,
-    /// a declared input, NAME:string or NAME:file, with :optional appended if not required;
-    /// repeatable
-    #[argh(option)]
-    pub input: Vec<String>,
-    /// the entry is refused from this time on (Unix seconds or ISO 8601, e.g. 2027-06-30)
-    #[argh(option, from_str_fn(proto::time::instant))]
-    pub expires: Option<u64>,
-    /// the limits preset the entry declares: standard (the default: 1 GiB, 256 tasks, 64
-    /// descriptors, 256 outputs of 64 MiB, 30 s) or strict (docs/protocol.md "Limits")
-    #[argh(option)]
-    pub preset: Option<Preset>,
-    /// the entry's address-space limit in bytes (RLIMIT_AS), replacing the preset's
-    #[argh(option)]
-    pub max_memory: Option<u64>,
-    /// the entry's CPU seconds, every thread together (RLIMIT_CPU), replacing the preset's
-    #[argh(option)]
-    pub max_cpu_seconds: Option<u64>,
-    /// the entry's most tasks (processes and threads) at once, replacing the preset's
-    #[argh(option)]
-    pub max_tasks: Option<u64>,
-    /// the entry's most open descriptors (RLIMIT_NOFILE), replacing the preset's
-    #[argh(option)]
-    pub max_descriptors: Option<u64>,
-    /// the entry's most output files, replacing the preset's
-    #[argh(option)]
-    pub max_outputs: Option<u64>,
-    /// the entry's most output bytes (all outputs together; the largest file), replacing the
-    /// preset's
-    #[argh(option)]
-    pub max_output_bytes: Option<u64>,
-    /// the entry's wall deadline in milliseconds, replacing the preset's
-    #[argh(option)]
-    pub deadline_ms: Option<u64>,
-}
-
-/// The limits an entry declares, from the options `dev` and `entry new` share: `None` when none
-/// was given (the entry then has no `limits` member).
-macro_rules! declared_limits {
-    ($a:expr) => {
-        proto::limits::DeclaredLimits::from_options(
-            $a.preset,
-            [
-                $a.max_memory,
-                $a.max_cpu_seconds,
-                $a.max_tasks,
-                $a.max_descriptors,
-                $a.max_outputs,
-                $a.max_output_bytes,
-                $a.deadline_ms,
-            ],
-        )
-    };
+cli::with_limit_options! {
+    role = " replaces the preset's value in the entry";
+    /// Print a signed-plugin entry for an executable (its SHA-256 and size taken from the file, the
+    /// rest from these options), ready for `minisign -S -s KEY -m FILE`. Needs no root; the
+    /// executable is checked as `add` will check it (a `process` plugin must be a static ELF).
+    #[derive(FromArgs, Debug)]
+    #[argh(subcommand, name = "new")]
+    pub struct EntryNewArgs {
+        /// the plugin name
+        #[argh(option)]
+        pub name: String,
+        /// the plugin executable, exactly as it will be shipped
+        #[argh(option, from_str_fn(cli::path))]
+        pub exe: PathBuf,
+        /// the publisher id whose key will sign the entry
+        #[argh(option)]
+        pub publisher: String,
+        /// the containment it requires: audit or process
+        #[argh(option)]
+        pub containment: Containment,
+        /// with --containment process: a read-only host directory (absolute, e.g. /usr) the plugin's
+        /// interpreter or shared libraries come from, bound at the same path into the run's private
+        /// root (repeatable; a script or dynamic program needs one, and its files are not pinned)
+        #[argh(option)]
+        pub runtime: Vec<proto::RuntimeDir>,
+        /// an environment variable name the invoker may give the plugin a value for (dot-launch --env
+        /// NAME=VALUE), [A-Z_][A-Z0-9_]*, not LD_* nor a name that changes how a loader, the C library,
+        /// an interpreter or a shell behaves (docs/registry.md); repeatable
+        #[argh(option)]
+        pub env: Vec<proto::EnvName>,
+        /// the plugin version (semantic version)
+        #[argh(option)]
+        pub version: String,
+        /// the protocol requirement (default ">=1.0, <2")
+        #[argh(option, default = "String::from(\">=1.0, <2\")")]
+        pub protocol: String,
+        /// a declared input, NAME:string or NAME:file, with :optional appended if not required;
+        /// repeatable
+        #[argh(option)]
+        pub input: Vec<String>,
+        /// the entry is refused from this time on (Unix seconds or ISO 8601, e.g. 2027-06-30)
+        #[argh(option, from_str_fn(proto::time::instant))]
+        pub expires: Option<u64>,
+        /// the limits preset the entry declares: standard (the default: 1 GiB, 256 tasks, 64
+        /// descriptors, 256 outputs of 64 MiB, 30 s) or strict (docs/protocol.md "Limits")
+        #[argh(option)]
+        pub preset: Option<Preset>,
+    }
 }
 
 impl DevArgs {
     /// The limits these options declare.
     pub fn limits(&self) -> Option<proto::limits::DeclaredLimits> {
-        declared_limits!(self)
+        proto::limits::DeclaredLimits::from_options(self.preset, self.limit_options())
     }
 }
 
 impl EntryNewArgs {
     /// The limits these options declare.
     pub fn limits(&self) -> Option<proto::limits::DeclaredLimits> {
-        declared_limits!(self)
+        proto::limits::DeclaredLimits::from_options(self.preset, self.limit_options())
     }
 }
