@@ -298,24 +298,15 @@ impl DeclaredLimits {
     /// the `dot-launch` option names, plus `--preset`): `None` when nothing is declared, so an
     /// entry made without these options has no `limits` member at all.
     pub fn from_options(preset: Option<Preset>, given: Asked) -> Option<DeclaredLimits> {
-        let Asked {
-            memory_bytes,
-            cpu_seconds,
-            tasks,
-            descriptors,
-            outputs,
-            output_bytes,
-            deadline_ms,
-        } = given;
         let d = DeclaredLimits {
             preset,
-            memory_bytes,
-            cpu_seconds,
-            tasks,
-            descriptors,
-            outputs,
-            output_bytes,
-            deadline_ms,
+            memory_bytes: given.memory_bytes,
+            cpu_seconds: given.cpu_seconds,
+            tasks: given.tasks,
+            descriptors: given.descriptors,
+            outputs: given.outputs,
+            output_bytes: given.output_bytes,
+            deadline_ms: given.deadline_ms,
         };
         (d != DeclaredLimits::default()).then_some(d)
     }
