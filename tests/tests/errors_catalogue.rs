@@ -1,7 +1,8 @@
 //! docs/errors.md is the catalogue of every error kind, and `proto::Kind` is the same catalogue as a
-//! type: the kinds any tool can print, each with its one exit code. This suite holds the two
-//! together (one row per kind, with the kind's exit code; no row for anything else) and checks that
-//! the test suites asserted every kind.
+//! type: the kinds any installed tool can print, each with its one exit code (dot-bench, not
+//! installed, has kinds of its own, `bench::BenchKind`, listed after the catalogue). This suite
+//! holds the two together (one row per kind, with the kind's exit code; no row for anything else)
+//! and checks that the test suites asserted every kind.
 //!
 //! "Asserted" is what the tests did, not what their source says: every assertion of an error's kind
 //! goes through `testkit::kinds`, which records the kinds of the assertions that held when
