@@ -4,15 +4,16 @@
 
 use crate::stats::{summarize, Summary};
 use crate::BenchError;
-use launch::exec::Limits;
+use launch::exec::RunLimits;
 use launch::rundir::RunDir;
 use proto::layout::Root;
+use proto::limits::Limits;
 use serde::{Deserialize, Serialize};
 use std::fs::{DirBuilder, File, OpenOptions};
 use std::io::{Read, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -73,22 +74,21 @@ fn libc_flags() -> i32 {
     nix::libc::O_CLOEXEC | nix::libc::O_NOFOLLOW
 }
 
-fn limits(files: usize) -> Limits {
-    Limits {
+fn limits(files: usize) -> RunLimits {
+    let standard = Limits::STANDARD;
+    let run = Limits {
+        outputs: standard.outputs.max(files as u64),
+        output_bytes: standard.output_bytes.max(1 << 30),
+        cpu_seconds: Some(31),
+        ..standard
+    };
+    let streams = launch::exec::StreamLimits {
         stderr: launch::exec::StderrMode::Discard,
-        report_denials: false,
-        deadline: Duration::from_secs(30),
         max_stdout: 1 << 20,
         max_stderr: 64 << 10,
-        max_outputs: files.max(launch::cli::MAX_OUTPUTS),
-        max_output_bytes: launch::cli::MAX_OUTPUT_BYTES.max(1 << 30),
-        max_memory: launch::cli::MAX_MEMORY,
-        cpu_seconds: 31,
-        max_files: launch::cli::MAX_FILES,
-        max_tasks: launch::cli::MAX_TASKS,
-        stage_bytes: launch::cli::STAGE_BYTES,
-        stage_inodes: launch::cli::STAGE_INODES,
-    }
+        report_denials: false,
+    };
+    RunLimits::new(&run, streams)
 }
 
 fn durable_once(root: &Root, target: &Path, files: usize, size: usize) -> Result<f64, BenchError> {

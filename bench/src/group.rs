@@ -3,9 +3,9 @@
 
 use crate::stats::{summarize, Summary};
 use crate::BenchError;
+use cli::Output;
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
-use proto::cli::Output;
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt;

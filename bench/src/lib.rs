@@ -17,8 +17,8 @@ pub mod stats;
 pub mod wall;
 
 use argh::FromArgs;
-use proto::cli::Output;
-use proto::{ErrorObject, Kind, ToErrorObject};
+use cli::Output;
+use proto::{ErrorObject, ToErrorObject};
 use std::io;
 use std::path::PathBuf;
 
@@ -46,7 +46,7 @@ pub enum Command {
 #[argh(subcommand, name = "wall")]
 pub struct WallArgs {
     /// the spec file
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub spec: PathBuf,
     /// measured runs of each command
     #[argh(option, default = "200")]
@@ -73,7 +73,7 @@ pub struct TimingsArgs {
 #[argh(subcommand, name = "commit")]
 pub struct CommitArgs {
     /// a scratch directory (created; on the file system being measured)
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub dir: PathBuf,
     /// outputs per commit
     #[argh(option)]
@@ -117,8 +117,23 @@ pub struct HoldArgs {}
 #[argh(subcommand, name = "report")]
 pub struct ReportArgs {
     /// the results directory
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub dir: PathBuf,
+}
+
+proto::kinds! {
+    /// dot-bench's error kinds. It is not installed and measures instead of running plugins, so
+    /// its kinds are its own, outside the installed tools' catalogue (`proto::Kind`,
+    /// docs/errors.md); docs/errors.md lists them after the catalogue.
+    pub enum BenchKind {
+        Usage = "usage" => Usage,
+        Io = "io" => System,
+        ResultUnwritten = "result-unwritten" => System,
+        /// A measured command exited nonzero or did not print what is measured.
+        CommandFailed = "command-failed" => System,
+        /// A spec or results file that is not of its shape.
+        Malformed = "malformed" => Usage,
+    }
 }
 
 /// Why a measurement could not be taken.
@@ -146,16 +161,16 @@ impl BenchError {
     }
 }
 
-impl ToErrorObject for BenchError {
-    fn kind(&self) -> Kind {
+impl ToErrorObject<BenchKind> for BenchError {
+    fn kind(&self) -> BenchKind {
         match self {
-            BenchError::Io { .. } => Kind::Io,
-            BenchError::CommandFailed { .. } => Kind::CommandFailed,
-            BenchError::Malformed { .. } => Kind::Malformed,
+            BenchError::Io { .. } => BenchKind::Io,
+            BenchError::CommandFailed { .. } => BenchKind::CommandFailed,
+            BenchError::Malformed { .. } => BenchKind::Malformed,
         }
     }
 
-    fn to_error_object(&self) -> ErrorObject {
+    fn to_error_object(&self) -> ErrorObject<BenchKind> {
         let obj = ErrorObject::new(self.kind(), self.to_string());
         match self {
             BenchError::Io { path, .. } | BenchError::Malformed { path, .. } => obj.path(path),

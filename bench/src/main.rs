@@ -1,3 +1,3 @@
-fn main() -> proto::cli::Outcome {
-    proto::cli::main(std::env::args_os(), bench::run)
+fn main() -> cli::Outcome<bench::BenchKind> {
+    cli::main(std::env::args_os(), bench::run)
 }

@@ -23,17 +23,33 @@
 //! With `--dry-run` nothing is removed: the report lists what would be.
 #![forbid(unsafe_code)]
 
-use proto::cli::Output;
+use cli::Output;
 use proto::journal::{Record, RunState};
 use proto::layout::Root;
-use proto::ExitCode;
+pub use proto::retained::{Retained, State};
+use proto::{ExitCode, ToErrorObject};
 use serde::{Deserialize, Serialize};
 use std::ffi::CStr;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use txn::run::{self, open_txn, Inspection};
 use txn::tree::{list, Stop};
-pub use txn::{next_for, Retained, State, TargetTemps, TxnError as DiscardError};
+pub use txn::{TargetTemps, TxnError};
+
+/// Why `dot-discard` could not look at the runs at all: the store's [`TxnError`], with the command
+/// that makes a root where there is none.
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct DiscardError(#[from] pub TxnError);
+
+impl ToErrorObject for DiscardError {
+    fn kind(&self) -> proto::Kind {
+        self.0.kind()
+    }
+    fn to_error_object(&self) -> proto::ErrorObject {
+        cli::next::or_init_root(self.0.to_error_object(), self.0.missing_root())
+    }
+}
 
 /// What `dot-discard` did.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -51,10 +67,10 @@ pub struct Report {
 #[derive(argh::FromArgs, Debug)]
 pub struct Args {
     /// the platform root
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub root: PathBuf,
     /// the state directory whose txn/ holds the runs (default: the root itself)
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub state: Option<PathBuf>,
     /// remove nothing; list what would be removed
     #[argh(switch)]
@@ -83,7 +99,7 @@ pub fn discard(root: &Root, dry_run: bool) -> Result<Report, DiscardError> {
     let path = root.txn();
     let uid = nix::unistd::geteuid().as_raw();
     let txn = open_txn(&path, uid)?;
-    let names = list(&txn, usize::MAX).map_err(|source| DiscardError::ListTxn {
+    let names = list(&txn, usize::MAX).map_err(|source| TxnError::ListTxn {
         path: path.clone(),
         source,
     })?;
@@ -106,7 +122,7 @@ pub fn discard(root: &Root, dry_run: bool) -> Result<Report, DiscardError> {
         }
     }
     if removed {
-        nix::unistd::fsync(&txn).map_err(|source| DiscardError::SyncTxn { path, source })?;
+        nix::unistd::fsync(&txn).map_err(|source| TxnError::SyncTxn { path, source })?;
     }
     Ok(report)
 }
@@ -126,11 +142,11 @@ enum Verdict {
 
 impl Ctx<'_> {
     fn retain(&self, txid: &str, state: State, reason: impl Into<String>) -> Verdict {
-        Verdict::Retain(Retained::new(
+        Verdict::Retain(cli::next::retained(
             txid,
             state,
             reason.into(),
-            next_for(self.root, txid, state),
+            cli::next::for_retained(self.root, txid, state),
         ))
     }
 
@@ -166,7 +182,12 @@ impl Ctx<'_> {
                 match TargetTemps::find(Path::new(target), txid, self.uid) {
                     Ok(temps) => temps,
                     Err(Stop::Rule(why)) => {
-                        return Verdict::Retain(Retained::new(txid, State::Abandoned, why, None))
+                        return Verdict::Retain(cli::next::retained(
+                            txid,
+                            State::Abandoned,
+                            why,
+                            None,
+                        ))
                     }
                     Err(Stop::Changed(why)) => {
                         return self.retain(

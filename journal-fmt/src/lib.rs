@@ -8,10 +8,11 @@
 
 pub mod audit;
 
-use proto::cli::Output;
+use cli::Next;
+use cli::Output;
 use proto::journal::{classify, Journal, Line, Record, RunState, MAX_JOURNAL};
 use proto::layout::{is_txid, Root, JOURNAL_FILE};
-use proto::{ErrorObject, Kind, Next, ToErrorObject};
+use proto::{ErrorObject, Kind, ToErrorObject};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 use std::io::{self, Read};
@@ -30,14 +31,14 @@ pub struct Args {
     #[argh(switch)]
     pub audit: bool,
     /// format every run under ROOT/txn/, in txid order
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub root: Option<PathBuf>,
     /// the state directory holding txn/ and audit.log, when it is apart from the root (it
     /// replaces --root: only the state is read)
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub state: Option<PathBuf>,
     /// journal files to format (instead of --root); - reads one journal from stdin
-    #[argh(positional, from_str_fn(proto::cli::path))]
+    #[argh(positional, from_str_fn(cli::path))]
     pub journals: Vec<PathBuf>,
 }
 
@@ -292,8 +293,8 @@ fn civil_from_days(days: u64) -> (u64, u64, u64) {
 /// `dot-journal-fmt`'s entry point.
 pub fn run(args: Args) -> Result<Output, FmtError> {
     // Only the state part is read: its directory is the root's unless --state names another.
-    // A root from DOT_ROOT (proto::cli) gives way to journal files named on the command line.
-    let root = (args.journals.is_empty() || proto::cli::env_root().is_none())
+    // A root from DOT_ROOT (cli) gives way to journal files named on the command line.
+    let root = (args.journals.is_empty() || cli::env_root().is_none())
         .then_some(args.root.as_ref())
         .flatten();
     let state = args.state.as_ref().or(root);
@@ -443,7 +444,7 @@ fn no_txn(root: &Root) -> FmtError {
         Ok(m) if !m.is_dir() => Next::cmd("dot-register")
             .args(["init", "--root"])
             .raw("DIR"),
-        _ => proto::next::init_root(dir),
+        _ => cli::next::init_root(dir),
     };
     FmtError::NoTxn {
         path: root.txn(),

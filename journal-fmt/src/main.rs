@@ -1,8 +1,8 @@
-fn main() -> proto::cli::Outcome {
-    proto::cli::main_with(
+fn main() -> cli::Outcome {
+    cli::main_with(
         std::env::args_os(),
         journal_fmt::run,
-        proto::cli::Extras {
+        cli::Extras {
             about: None,
             keep_json: true,
         },

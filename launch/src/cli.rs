@@ -4,134 +4,94 @@ use crate::exec::{StderrMode, StreamLimits};
 use crate::inputs::{GivenInputs, RequestSource};
 use crate::{Consent, LaunchError, Options};
 use argh::FromArgs;
-use proto::cli::Output;
+use cli::Output;
 use proto::layers::SystemLayers;
 use proto::layout::Root;
-use proto::limits::{Asked, Limits};
 use proto::ExitCode;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use verify::layers::Registry;
 
-/// Run a registered plugin with explicit consent, or recover interrupted runs.
-#[derive(FromArgs, Debug)]
-pub struct Args {
-    /// the platform root (default: the system layers, admin over vendor, with the state in
-    /// --state or the user's default state directory)
-    #[argh(option, from_str_fn(proto::cli::path))]
-    pub root: Option<PathBuf>,
-    /// without --root: the directory the system layers are under (as dpkg --root), for a tree
-    /// installed elsewhere
-    #[argh(option, from_str_fn(proto::cli::path))]
-    pub sysroot: Option<PathBuf>,
-    /// the state directory: txn/ and the launch audit log (default: the root itself); made 0700
-    /// on first use when missing (its parent must exist)
-    #[argh(option, from_str_fn(proto::cli::path))]
-    pub state: Option<PathBuf>,
-    /// consent to run an `audit` entry (no OS boundary)
-    #[argh(switch)]
-    pub allow_audit_plugin: bool,
-    /// consent to run a `process` entry, only under the dot-sandbox runner
-    #[argh(switch)]
-    pub require_process_sandbox: bool,
-    /// a string input, KEY=VALUE (repeatable)
-    #[argh(option)]
-    pub input: Vec<String>,
-    /// a file input, KEY=PATH, copied into the stage's in/ (repeatable)
-    #[argh(option, from_str_fn(proto::cli::os_string))]
-    pub input_file: Vec<OsString>,
-    /// read the file input KEY even though its path is on the sensitive list (shadow files, keys,
-    /// credentials, sudoers, /proc …, and the root policy's sensitive_inputs); repeatable
-    #[argh(option)]
-    pub allow_sensitive_input: Vec<String>,
-    /// an environment variable of the plugin, NAME=VALUE, for a name its entry declares
-    /// (repeatable); the plugin's environment is exactly these, nothing inherited (default: none)
-    #[argh(option)]
-    pub env: Vec<String>,
-    /// a request document whose string inputs are used (FILE, or - for stdin)
-    #[argh(option, from_str_fn(proto::cli::path))]
-    pub request: Option<PathBuf>,
-    /// directory the outputs are committed into (default: the current directory)
-    #[argh(
-        option,
-        default = "PathBuf::from(\".\")",
-        from_str_fn(proto::cli::path)
-    )]
-    pub target: PathBuf,
-    /// wall deadline in milliseconds (default: the entry's, 30000 under the standard preset); may
-    /// only lower the entry's
-    #[argh(option)]
-    pub deadline_ms: Option<u64>,
-    /// stdout limit in bytes (default 1 MiB, at most 1 GiB: stdout is held in memory)
-    #[argh(option, default = "1 << 20")]
-    pub max_stdout: usize,
-    /// stderr limit in bytes, whatever --stderr says (default 64 KiB); more is a stderr-limit
-    /// failure
-    #[argh(option, default = "64 << 10")]
-    pub max_stderr: usize,
-    /// the plugin's stderr, always bounded by --max-stderr and never written to disk: discard
-    /// (default), pass (forwarded live to this stderr) or tail (its last 4 KiB in a failure's
-    /// run.stderr_tail); a failure whose stderr was discarded has as `next` the same launch with
-    /// --stderr tail
-    #[argh(option, default = "StderrMode::Discard")]
-    pub stderr: StderrMode,
-    /// process: list in the result (denials: name, number, count) the system calls the seccomp
-    /// filter refused; each refusal is still EPERM, answered outside the plugin (a process entry
-    /// only)
-    #[argh(switch)]
-    pub report_denials: bool,
-    /// process: the most tasks (processes and threads) the plugin may have at once (default: the
-    /// entry's, 256 under the standard preset); may only lower the entry's
-    #[argh(option)]
-    pub max_tasks: Option<u64>,
-    /// process: address space in bytes, RLIMIT_AS (default: the entry's, 1 GiB under the
-    /// standard preset); may only lower the entry's
-    #[argh(option)]
-    pub max_memory: Option<u64>,
-    /// process: CPU seconds of every thread together, RLIMIT_CPU (default: the entry's; under the
-    /// standard preset the deadline's seconds times the task bound); may only lower the entry's
-    #[argh(option)]
-    pub max_cpu_seconds: Option<u64>,
-    /// process: open descriptors, RLIMIT_NOFILE (default: the entry's, 64 under the standard
-    /// preset); may only lower the entry's
-    #[argh(option)]
-    pub max_descriptors: Option<u64>,
-    /// the most output files committed (default: the entry's, 256 under the standard preset);
-    /// may only lower the entry's
-    #[argh(option)]
-    pub max_outputs: Option<u64>,
-    /// the most output bytes, every output together; at process also the largest file
-    /// (default: the entry's, 64 MiB under the standard preset); may only lower the entry's
-    #[argh(option)]
-    pub max_output_bytes: Option<u64>,
-    /// print the launch decision and the policy the run would get (containment, runner, limits,
-    /// Landlock rules, seccomp policy digest, request, target, executable) as one JSON document,
-    /// and create nothing; a refusal is the launch's own error and exit code
-    #[argh(switch)]
-    pub explain: bool,
-    /// the plugin name, or `recover` to roll interrupted runs forward
-    #[argh(positional)]
-    pub name: String,
-    /// with `recover TXID`: give up the PREPARED run TXID that recover cannot roll forward (a
-    /// conflict): its temp files still in the target are removed, the target keeps what it holds
-    /// now (each file new or old), and the run directory is removed
-    #[argh(switch)]
-    pub abandon: bool,
-    /// with `recover`: the one run to recover (default: every run)
-    #[argh(positional)]
-    pub txid: Option<String>,
+cli::with_limit_options! {
+    role = " default: the entry's; may only lower it";
+    /// Run a registered plugin with explicit consent, or recover interrupted runs.
+    #[derive(FromArgs, Debug)]
+    pub struct Args {
+        /// the platform root (default: the system layers, admin over vendor, with the state in
+        /// --state or the user's default state directory)
+        #[argh(option, from_str_fn(cli::path))]
+        pub root: Option<PathBuf>,
+        /// without --root: the directory the system layers are under (as dpkg --root), for a tree
+        /// installed elsewhere
+        #[argh(option, from_str_fn(cli::path))]
+        pub sysroot: Option<PathBuf>,
+        /// the state directory: txn/ and the launch audit log (default: the root itself); made 0700
+        /// on first use when missing (its parent must exist)
+        #[argh(option, from_str_fn(cli::path))]
+        pub state: Option<PathBuf>,
+        /// consent to run an `audit` entry (no OS boundary)
+        #[argh(switch)]
+        pub allow_audit_plugin: bool,
+        /// consent to run a `process` entry, only under the dot-sandbox runner
+        #[argh(switch)]
+        pub require_process_sandbox: bool,
+        /// a string input, KEY=VALUE (repeatable)
+        #[argh(option)]
+        pub input: Vec<String>,
+        /// a file input, KEY=PATH, copied into the stage's in/ (repeatable)
+        #[argh(option, from_str_fn(cli::os_string))]
+        pub input_file: Vec<OsString>,
+        /// read the file input KEY even though its path is on the sensitive list (shadow files, keys,
+        /// credentials, sudoers, /proc …, and the root policy's sensitive_inputs); repeatable
+        #[argh(option)]
+        pub allow_sensitive_input: Vec<String>,
+        /// an environment variable of the plugin, NAME=VALUE, for a name its entry declares
+        /// (repeatable); the plugin's environment is exactly these, nothing inherited (default: none)
+        #[argh(option)]
+        pub env: Vec<String>,
+        /// a request document whose string inputs are used (FILE, or - for stdin)
+        #[argh(option, from_str_fn(cli::path))]
+        pub request: Option<PathBuf>,
+        /// directory the outputs are committed into (default: the current directory)
+        #[argh(option, default = "PathBuf::from(\".\")", from_str_fn(cli::path))]
+        pub target: PathBuf,
+        /// stdout limit in bytes (default 1 MiB, at most 1 GiB: stdout is held in memory)
+        #[argh(option, default = "1 << 20")]
+        pub max_stdout: usize,
+        /// stderr limit in bytes, whatever --stderr says (default 64 KiB); more is a stderr-limit
+        /// failure
+        #[argh(option, default = "64 << 10")]
+        pub max_stderr: usize,
+        /// the plugin's stderr, always bounded by --max-stderr and never written to disk: discard
+        /// (default), pass (forwarded live to this stderr) or tail (its last 4 KiB in a failure's
+        /// run.stderr_tail); a failure whose stderr was discarded has as `next` the same launch with
+        /// --stderr tail
+        #[argh(option, default = "StderrMode::Discard")]
+        pub stderr: StderrMode,
+        /// process: list in the result (denials: name, number, count) the system calls the seccomp
+        /// filter refused; each refusal is still EPERM, answered outside the plugin (a process entry
+        /// only)
+        #[argh(switch)]
+        pub report_denials: bool,
+        /// print the launch decision and the policy the run would get (containment, runner, limits,
+        /// Landlock rules, seccomp policy digest, request, target, executable) as one JSON document,
+        /// and create nothing; a refusal is the launch's own error and exit code
+        #[argh(switch)]
+        pub explain: bool,
+        /// the plugin name, or `recover` to roll interrupted runs forward
+        #[argh(positional)]
+        pub name: String,
+        /// with `recover TXID`: give up the PREPARED run TXID that recover cannot roll forward (a
+        /// conflict): its temp files still in the target are removed, the target keeps what it holds
+        /// now (each file new or old), and the run directory is removed
+        #[argh(switch)]
+        pub abandon: bool,
+        /// with `recover`: the one run to recover (default: every run)
+        #[argh(positional)]
+        pub txid: Option<String>,
+    }
 }
 
-/// The standard preset's limits (`proto::limits::Limits::STANDARD`), for callers of the library.
-pub const MAX_OUTPUTS: usize = Limits::STANDARD.outputs as usize;
-pub const MAX_OUTPUT_BYTES: u64 = Limits::STANDARD.output_bytes;
-pub const MAX_MEMORY: u64 = Limits::STANDARD.memory_bytes;
-pub const MAX_FILES: u64 = Limits::STANDARD.descriptors;
-pub const MAX_TASKS: u64 = Limits::STANDARD.tasks;
-/// A standard `process` stage (a private tmpfs): room for the outputs and as much again for
-/// scratch files, plus the inputs' own size; 8192 inodes plus one per input.
-pub const STAGE_BYTES: u64 = 2 * MAX_OUTPUT_BYTES;
-pub const STAGE_INODES: u64 = crate::exec::STAGE_INODES;
 /// The largest `--max-stdout`: the plugin's stdout is held in memory until it is parsed.
 pub const MAX_STDOUT_LIMIT: usize = 1 << 30;
 
@@ -186,6 +146,7 @@ pub fn run(args: Args) -> Result<Output, LaunchError> {
             "--explain explains a launch, not recover".into(),
         ));
     }
+    let asked = args.limit_options();
     let (root, registry, default_state) = locate(args.root, args.sysroot, args.state)?;
     if args.name == "recover" {
         let report = match (args.abandon, args.txid.as_deref()) {
@@ -223,15 +184,6 @@ pub fn run(args: Args) -> Result<Output, LaunchError> {
             "unexpected argument {extra:?} after the plugin name"
         )));
     }
-    let asked = Asked {
-        memory_bytes: args.max_memory,
-        cpu_seconds: args.max_cpu_seconds,
-        tasks: args.max_tasks,
-        descriptors: args.max_descriptors,
-        outputs: args.max_outputs,
-        output_bytes: args.max_output_bytes,
-        deadline_ms: args.deadline_ms,
-    };
     if let Some((limit, value)) = asked.below_minimum() {
         return Err(LaunchError::Usage(format!(
             "{} {value} is below the smallest limit, {}",

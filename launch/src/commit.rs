@@ -4,7 +4,7 @@
 
 use crate::cancel::{self, During};
 use crate::error::LaunchError;
-use crate::exec::Limits;
+use crate::exec::RunLimits;
 use crate::hooks::failpoint;
 use crate::rundir::{now_ms, RunDir};
 use crate::target::Target;
@@ -66,12 +66,16 @@ fn output_name_problem(name: &str) -> Option<String> {
     })
 }
 
-fn validate(out_dir: &File, names: &[String], limits: &Limits) -> Result<Vec<Output>, CommitError> {
-    if names.len() > limits.max_outputs {
+fn validate(
+    out_dir: &File,
+    names: &[String],
+    limits: &RunLimits,
+) -> Result<Vec<Output>, CommitError> {
+    if names.len() as u64 > limits.run.outputs {
         return Err(CommitError::Invalid(format!(
             "{} outputs, more than the limit of {}",
             names.len(),
-            limits.max_outputs
+            limits.run.outputs
         )));
     }
     let mut seen = std::collections::BTreeSet::new();
@@ -100,10 +104,10 @@ fn validate(out_dir: &File, names: &[String], limits: &Limits) -> Result<Vec<Out
             )));
         }
         total += meta.len();
-        if total > limits.max_output_bytes {
+        if total > limits.run.output_bytes {
             return Err(CommitError::Invalid(format!(
                 "outputs exceed the limit of {} bytes",
-                limits.max_output_bytes
+                limits.run.output_bytes
             )));
         }
         outputs.push(Output {
@@ -305,7 +309,7 @@ pub fn commit(
     out_dir: &File,
     target: &Target,
     names: &[String],
-    limits: &Limits,
+    limits: &RunLimits,
     waited: &mut bool,
 ) -> Result<Vec<OutputFile>, CommitError> {
     let outputs = validate(out_dir, names, limits)?;
@@ -322,7 +326,7 @@ fn commit_locked(
     run: &mut RunDir,
     outputs: Vec<Output>,
     target: &Target,
-    limits: &Limits,
+    limits: &RunLimits,
 ) -> Result<Vec<OutputFile>, CommitError> {
     let target_dir = &target.dir;
     let target_path = target.path.as_path();
@@ -339,7 +343,7 @@ fn commit_locked(
     let result = (|| {
         for (i, o) in outputs.into_iter().enumerate() {
             cancel::check(During::Commit).map_err(CommitError::Before)?;
-            let old = old_digest(target_dir, target_path, &o.name, limits.max_output_bytes)?;
+            let old = old_digest(target_dir, target_path, &o.name, limits.run.output_bytes)?;
             let temp = proto::layout::target_temp(&run.txid, i);
             let (file, sha256) = write_temp(target_dir, target_path, &temp, &o.file, o.size)
                 .map_err(CommitError::Before)?;

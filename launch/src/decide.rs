@@ -4,10 +4,11 @@
 
 use crate::exec::Runner;
 use crate::{hooks, inputs, target, LaunchError, Options};
+use cli::next::Opt;
+use cli::Next;
 use proto::layout::Root;
-use proto::next::Opt;
 use proto::protocol::{protocol_version, PROTOCOL_VERSION};
-use proto::{Containment, Entry, Name, Next};
+use proto::{Containment, Entry, Name};
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 

@@ -2,10 +2,11 @@
 
 use crate::judge::PluginFailure;
 use crate::rundir::NotRemoved;
-use proto::next::Opt;
+use cli::next::Opt;
+use cli::Next;
 use proto::protocol::Response;
 use proto::result::{RunResult, RunStatus};
-use proto::{Containment, ErrorObject, Kind, Next, ToErrorObject};
+use proto::{Containment, ErrorObject, Kind, ToErrorObject};
 use std::path::PathBuf;
 
 /// Why `dot-launch` stopped.
@@ -242,7 +243,7 @@ impl ToErrorObject for LaunchError {
         match self {
             LaunchError::Verify(e) => e.to_error_object(),
             LaunchError::Reap(e) => e.to_error_object(),
-            LaunchError::Txn(e) => e.to_error_object(),
+            LaunchError::Txn(e) => cli::next::or_init_root(e.to_error_object(), e.missing_root()),
             LaunchError::CleanupRetained { retained, cause } => {
                 let base = base.path(&retained.path);
                 match cause {

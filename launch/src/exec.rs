@@ -4,7 +4,8 @@
 
 use crate::error::LaunchError;
 use nix::poll::{PollFd, PollFlags, PollTimeout};
-use proto::runner::{Invocation, Message, SandboxReport, MAX_REPORT};
+use proto::limits::Limits;
+use proto::runner::{Invocation, Message, RunnerLimits, SandboxReport, MAX_REPORT};
 use proto::runner::{DENIALS_FD, PLUGIN_FD, REPORT_FD, RUNNER_FD, RUNNER_PATH};
 use std::fs::File;
 use std::io::{ErrorKind, Read, Write};
@@ -55,29 +56,12 @@ pub struct StreamLimits {
     pub report_denials: bool,
 }
 
-/// Limits for one run.
+/// What one run is held to: its [`Limits`] (the entry's, lowered by the invoker) and the
+/// invoker's choices for the output streams.
 #[derive(Clone, Copy, Debug)]
-pub struct Limits {
-    /// What happens to the plugin's stderr.
-    pub stderr: StderrMode,
-    /// Count the seccomp filter's refusals (`StreamLimits::report_denials`).
-    pub report_denials: bool,
-    pub deadline: Duration,
-    pub max_stdout: usize,
-    pub max_stderr: usize,
-    pub max_outputs: usize,
-    pub max_output_bytes: u64,
-    /// Hard `RLIMIT_AS` for `process` runs.
-    pub max_memory: u64,
-    /// Hard `RLIMIT_CPU` for `process` runs, every thread together.
-    pub cpu_seconds: u64,
-    /// Hard `RLIMIT_NOFILE` for `process` runs.
-    pub max_files: u64,
-    /// Hard `RLIMIT_NPROC` for `process` runs: the most tasks (processes and threads) of the run.
-    pub max_tasks: u64,
-    /// Bytes and inodes of a `process` plugin's stage (a private tmpfs); the inputs are added.
-    pub stage_bytes: u64,
-    pub stage_inodes: u64,
+pub struct RunLimits {
+    pub run: Limits,
+    pub streams: StreamLimits,
 }
 
 /// Inodes of a `process` stage beyond one per input.
@@ -85,40 +69,32 @@ pub const STAGE_INODES: u64 = 8192;
 /// The smallest `process` stage: what the runner accepts.
 pub const STAGE_MIN_BYTES: u64 = 1 << 20;
 
-impl Limits {
-    /// The limits of a run whose entry's limits, lowered by the invoker, are `run`: a `process`
-    /// stage has room for the outputs and as much again for scratch files (at least
-    /// [`STAGE_MIN_BYTES`]), plus the inputs' own size; [`STAGE_INODES`] plus one per input.
-    pub fn new(run: &proto::limits::Limits, streams: StreamLimits) -> Limits {
-        Limits {
-            stderr: streams.stderr,
-            report_denials: streams.report_denials,
-            deadline: Duration::from_millis(run.deadline_ms),
-            max_stdout: streams.max_stdout,
-            max_stderr: streams.max_stderr,
-            max_outputs: usize::try_from(run.outputs).unwrap_or(usize::MAX),
-            max_output_bytes: run.output_bytes,
-            max_memory: run.memory_bytes,
-            cpu_seconds: run.cpu_budget(),
-            max_files: run.descriptors,
-            max_tasks: run.tasks,
-            stage_bytes: run.output_bytes.saturating_mul(2).max(STAGE_MIN_BYTES),
-            stage_inodes: STAGE_INODES,
-        }
+impl RunLimits {
+    /// The limits of a run whose entry's limits, lowered by the invoker, are `run`.
+    pub fn new(run: &Limits, streams: StreamLimits) -> RunLimits {
+        RunLimits { run: *run, streams }
+    }
+
+    /// The wall deadline, from the spawn.
+    pub fn deadline(&self) -> Duration {
+        Duration::from_millis(self.run.deadline_ms)
     }
 
     /// What the runner bounds for a run whose file inputs total `inputs` (bytes, count): memory,
-    /// CPU, the largest file (the outputs' limit), descriptors and tasks as given, and a stage
-    /// that much larger than given.
-    pub fn runner(&self, inputs: (u64, u64)) -> proto::runner::Limits {
-        proto::runner::Limits {
-            as_bytes: self.max_memory,
-            cpu_seconds: self.cpu_seconds,
-            fsize_bytes: self.max_output_bytes,
-            nofile: self.max_files,
-            nproc: self.max_tasks,
-            stage_bytes: self.stage_bytes.saturating_add(inputs.0),
-            stage_inodes: self.stage_inodes.saturating_add(inputs.1),
+    /// the CPU budget, the largest file (the outputs' limit), descriptors and tasks as the run's
+    /// limits say, and a stage (a private tmpfs) with room for the outputs and as much again for
+    /// scratch files (at least [`STAGE_MIN_BYTES`]), plus the inputs' own size; [`STAGE_INODES`]
+    /// plus one per input.
+    pub fn runner(&self, inputs: (u64, u64)) -> RunnerLimits {
+        let stage_bytes = self.run.output_bytes.saturating_mul(2).max(STAGE_MIN_BYTES);
+        RunnerLimits {
+            memory_bytes: self.run.memory_bytes,
+            cpu_seconds: self.run.cpu_budget(),
+            file_bytes: self.run.output_bytes,
+            descriptors: self.run.descriptors,
+            tasks: self.run.tasks,
+            stage_bytes: stage_bytes.saturating_add(inputs.0),
+            stage_inodes: STAGE_INODES.saturating_add(inputs.1),
         }
     }
 }
@@ -205,7 +181,7 @@ pub struct Plan<'a> {
     pub lease: Option<Lease>,
     pub runner: Option<&'a Runner>,
     pub argv0: &'a str,
-    pub limits: &'a Limits,
+    pub limits: &'a RunLimits,
     /// The total size and count of the file inputs in the stage (a `process` stage is made that
     /// much larger).
     pub inputs: (u64, u64),
@@ -268,7 +244,7 @@ pub fn start(plan: &Plan<'_>, dir: &Path) -> Result<Start, LaunchError> {
         runtime,
         env,
     } = *plan;
-    let report_denials = limits.report_denials;
+    let report_denials = limits.streams.report_denials;
     let mut report_read: Option<OwnedFd> = None;
     let mut denials_read: Option<File> = None;
     let mut denials_write: Option<OwnedFd> = None;
@@ -532,7 +508,7 @@ struct Streams {
     denials: Option<File>,
     /// With `--stderr pass` to a terminal: the plugin's stderr shown escaped, so that it cannot
     /// act on the terminal (clear it, move the cursor, write the clipboard).
-    shown: Option<proto::cli::VisibleStream>,
+    shown: Option<cli::VisibleStream>,
 }
 
 fn set_nonblocking(fd: impl AsFd) -> Result<(), LaunchError> {
@@ -601,7 +577,7 @@ fn read_report(sock: &OwnedFd, o: &mut Observed) -> bool {
 impl Streams {
     /// Reads every stream until EOF; used after the group is gone, so EOF comes at once. Bounded by
     /// a short grace period in case a descriptor leaked somewhere unexpected.
-    fn drain_to_eof(&mut self, o: &mut Observed, limits: &Limits) -> Result<(), LaunchError> {
+    fn drain_to_eof(&mut self, o: &mut Observed, limits: &RunLimits) -> Result<(), LaunchError> {
         let until = Instant::now() + Duration::from_millis(200);
         let open = |s: &Streams| {
             s.stdout.is_some() || s.stderr.is_some() || s.report.is_some() || s.denials.is_some()
@@ -616,11 +592,12 @@ impl Streams {
         Ok(())
     }
 
-    fn pump(&mut self, o: &mut Observed, limits: &Limits) -> Result<(), LaunchError> {
+    fn pump(&mut self, o: &mut Observed, limits: &RunLimits) -> Result<(), LaunchError> {
         if let Some(s) = self.stdout.as_mut() {
             let keep = &mut o.stdout;
             let open = read_some(s, &mut o.stdout_bytes, |b| {
                 let room = limits
+                    .streams
                     .max_stdout
                     .saturating_add(1)
                     .saturating_sub(keep.len());
@@ -638,7 +615,7 @@ impl Streams {
                 &mut o.stderr_passed_ends_line,
                 &mut self.shown,
             );
-            let open = read_some(s, &mut o.stderr_bytes, |b| match limits.stderr {
+            let open = read_some(s, &mut o.stderr_bytes, |b| match limits.streams.stderr {
                 StderrMode::Discard => {}
                 StderrMode::Tail => {
                     tail.extend_from_slice(b);
@@ -647,7 +624,7 @@ impl Streams {
                 }
                 StderrMode::Pass => {
                     // Forwarded as it comes, never past the limit (the run fails beyond it).
-                    let room = (limits.max_stderr as u64).saturating_sub(*passed);
+                    let room = (limits.streams.max_stderr as u64).saturating_sub(*passed);
                     let n = b.len().min(usize::try_from(room).unwrap_or(usize::MAX));
                     let written = match shown.as_mut() {
                         Some(v) => std::io::stderr().write_all(&v.feed(&b[..n])),
@@ -687,11 +664,11 @@ impl Streams {
         Ok(())
     }
 
-    fn check_limits(&self, o: &mut Observed, limits: &Limits) {
+    fn check_limits(&self, o: &mut Observed, limits: &RunLimits) {
         if o.over_limit.is_none() {
-            if o.stdout_bytes > limits.max_stdout as u64 {
+            if o.stdout_bytes > limits.streams.max_stdout as u64 {
                 o.over_limit = Some(crate::judge::Overflow::Stdout);
-            } else if o.stderr_bytes > limits.max_stderr as u64 {
+            } else if o.stderr_bytes > limits.streams.max_stderr as u64 {
                 o.over_limit = Some(crate::judge::Overflow::Stderr);
             }
         }
@@ -702,7 +679,7 @@ fn supervise(
     child: &mut Child,
     (report, denials): (Option<OwnedFd>, Option<File>),
     request: &[u8],
-    limits: &Limits,
+    limits: &RunLimits,
     started: Instant,
     mut leased: Option<(&File, Lease)>,
     argv0: &str,
@@ -713,9 +690,9 @@ fn supervise(
         stderr: child.stderr.take(),
         report,
         denials,
-        shown: (limits.stderr == StderrMode::Pass
+        shown: (limits.streams.stderr == StderrMode::Pass
             && std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .then(proto::cli::VisibleStream::default),
+        .then(cli::VisibleStream::default),
     };
     let pidfd = sys::process::pidfd_open(child.id())
         .map_err(|e| LaunchError::io("pidfd_open", "plugin", e))?;
@@ -750,13 +727,14 @@ fn supervise(
         duration: Duration::ZERO,
         usage: None,
     };
-    let deadline = started + limits.deadline;
+    let deadline = started + limits.deadline();
     let mut sent = 0usize;
     let mut leader_exited = false;
     let mut progress = crate::progress::Progress::new(
         argv0,
-        limits.deadline,
-        limits.stderr != StderrMode::Pass && crate::progress::Progress::stderr_is_terminal(),
+        limits.deadline(),
+        limits.streams.stderr != StderrMode::Pass
+            && crate::progress::Progress::stderr_is_terminal(),
     );
     let watch = crate::cancel::watch();
     while !leader_exited {
@@ -855,66 +833,36 @@ fn supervise(
 mod tests {
     use super::*;
 
-    /// A run's limits come from the entry's (lowered) limits: the CPU budget resolved, the stage
-    /// twice the output bytes, never below the runner's smallest stage.
+    /// The runner bounds exactly what the run's limits say (the CPU budget resolved), with a stage
+    /// twice the output bytes, never below the runner's smallest stage, grown by the inputs.
     #[test]
-    fn a_runs_limits_come_from_the_entrys() {
+    fn the_runner_gets_the_run_limits_and_room_for_the_inputs() {
         let streams = StreamLimits {
             stderr: StderrMode::Tail,
             max_stdout: 5,
             max_stderr: 6,
             report_denials: true,
         };
-        let l = Limits::new(&proto::limits::Limits::STANDARD, streams);
-        assert_eq!(l.deadline, Duration::from_secs(30));
-        assert_eq!(l.cpu_seconds, 30 * 256);
-        assert_eq!((l.max_memory, l.max_files, l.max_tasks), (1 << 30, 64, 256));
-        assert_eq!((l.max_outputs, l.max_output_bytes), (256, 64 << 20));
-        assert_eq!((l.stage_bytes, l.stage_inodes), (128 << 20, STAGE_INODES));
+        let limits = RunLimits::new(&Limits::STANDARD, streams);
+        assert_eq!(limits.deadline(), Duration::from_secs(30));
         assert_eq!(
-            (l.stderr, l.max_stdout, l.max_stderr, l.report_denials),
-            (StderrMode::Tail, 5, 6, true)
-        );
-        let tiny = proto::limits::Limits {
-            output_bytes: 4096,
-            ..proto::limits::Limits::STRICT
-        };
-        let l = Limits::new(&tiny, streams);
-        assert_eq!(l.cpu_seconds, 10);
-        assert_eq!(l.stage_bytes, STAGE_MIN_BYTES);
-    }
-
-    /// The runner bounds exactly what the launch was given, the stage grown by the inputs.
-    #[test]
-    fn the_runner_gets_the_launch_limits_and_room_for_the_inputs() {
-        let limits = Limits {
-            stderr: StderrMode::Discard,
-            report_denials: false,
-            deadline: Duration::from_millis(2500),
-            max_stdout: 1,
-            max_stderr: 1,
-            max_outputs: 1,
-            max_output_bytes: 7 << 20,
-            max_memory: 300 << 20,
-            cpu_seconds: 3,
-            max_files: 40,
-            max_tasks: 9,
-            stage_bytes: 14 << 20,
-            stage_inodes: 100,
-        };
-        let r = limits.runner((3 << 20, 5));
-        assert_eq!(
-            r,
-            proto::runner::Limits {
-                as_bytes: 300 << 20,
-                cpu_seconds: 3,
-                fsize_bytes: 7 << 20,
-                nofile: 40,
-                nproc: 9,
-                stage_bytes: 17 << 20,
-                stage_inodes: 105,
+            limits.runner((3 << 20, 5)),
+            RunnerLimits {
+                memory_bytes: 1 << 30,
+                cpu_seconds: 30 * 256,
+                file_bytes: 64 << 20,
+                descriptors: 64,
+                tasks: 256,
+                stage_bytes: (128 << 20) + (3 << 20),
+                stage_inodes: STAGE_INODES + 5,
             }
         );
+        let tiny = Limits {
+            output_bytes: 4096,
+            ..Limits::STRICT
+        };
+        let r = RunLimits::new(&tiny, streams).runner((0, 0));
+        assert_eq!((r.cpu_seconds, r.stage_bytes), (10, STAGE_MIN_BYTES));
         let huge = limits.runner((u64::MAX, u64::MAX));
         assert_eq!((huge.stage_bytes, huge.stage_inodes), (u64::MAX, u64::MAX));
     }

@@ -18,18 +18,13 @@ use proto::{Containment, Name, Sha256};
 use std::os::fd::AsFd;
 
 /// The registry of `registry`, with what named it: a root given by `DOT_ROOT` is the one
-/// `proto::cli` added to the command line.
+/// `cli` added to the command line.
 fn explained_registry(registry: &verify::layers::Registry) -> ExplainedRegistry {
     match registry {
         verify::layers::Registry::Root(root) => {
-            let from_env = proto::cli::env_root().is_some_and(|r| r == root.path().as_os_str());
+            let from_env = cli::env_root().is_some_and(|r| r == root.path().as_os_str());
             ExplainedRegistry {
-                from: if from_env {
-                    proto::cli::ROOT_VAR
-                } else {
-                    "--root"
-                }
-                .into(),
+                from: if from_env { cli::ROOT_VAR } else { "--root" }.into(),
                 paths: vec![root.path().display().to_string()],
             }
         }
@@ -64,7 +59,7 @@ pub fn explain(opts: &Options) -> Result<Explanation, LaunchError> {
         ..
     } = decide(root, &name, opts, checked)?;
     let entry = &verified.entry;
-    let limits = &crate::exec::Limits::new(&run_limits, opts.streams);
+    let limits = &crate::exec::RunLimits::new(&run_limits, opts.streams);
     let runner_limits = limits.runner(inputs.totals());
     let (why, plan, landlock) = match (&runner, entry.containment) {
         (Some(r), Containment::Process) => {
@@ -152,11 +147,9 @@ pub fn explain(opts: &Options) -> Result<Explanation, LaunchError> {
         },
         runner: plan,
         limits: ExplainedLimits {
-            deadline_ms: limits.deadline.as_millis() as u64,
-            max_stdout: limits.max_stdout as u64,
-            max_stderr: limits.max_stderr as u64,
-            max_outputs: limits.max_outputs as u64,
-            max_output_bytes: limits.max_output_bytes,
+            run: limits.run,
+            max_stdout: limits.streams.max_stdout as u64,
+            max_stderr: limits.streams.max_stderr as u64,
             rlimits: process.then(|| runner_limits.rlimits()),
             stage: process.then(|| runner_limits.stage()),
         },

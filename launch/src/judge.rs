@@ -3,7 +3,7 @@
 //! itself succeeded and what it answered ([`judge`]). Pure functions of [`Observed`]: nothing here
 //! touches the run.
 
-use crate::exec::{Limits, Observed};
+use crate::exec::{Observed, RunLimits};
 use proto::protocol::{Response, ResponseStatus, PROTOCOL_VERSION};
 use proto::runner::{Enforced, SandboxReport};
 use proto::{Containment, ErrorObject, Kind};
@@ -181,18 +181,20 @@ pub fn confirmed(o: &Observed) -> Result<Enforced, Unconfirmed> {
 /// CPU time is at least three quarters of the soft limit (the hard limit is one second above it).
 /// Memory (`RLIMIT_AS`), tasks (`RLIMIT_NPROC`) and descriptors (`RLIMIT_NOFILE`) send nothing:
 /// the call fails, and what the plugin does then is its own (docs/protocol.md).
-fn limit_signal(o: &Observed, signal: i32, limits: &Limits) -> Option<PluginFailure> {
+fn limit_signal(o: &Observed, signal: i32, limits: &RunLimits) -> Option<PluginFailure> {
     let used_us = o.usage.map(|u| u.user_us.saturating_add(u.system_us));
     let cpu = PluginFailure::CpuLimit {
-        seconds: limits.cpu_seconds,
+        seconds: limits.run.cpu_budget(),
         used_ms: used_us.unwrap_or(0) / 1000,
     };
     match signal {
         nix::libc::SIGXFSZ => Some(PluginFailure::FileSizeLimit {
-            bytes: limits.max_output_bytes,
+            bytes: limits.run.output_bytes,
         }),
         nix::libc::SIGXCPU => Some(cpu),
-        nix::libc::SIGKILL if used_us? >= limits.cpu_seconds.saturating_mul(750_000) => Some(cpu),
+        nix::libc::SIGKILL if used_us? >= limits.run.cpu_budget().saturating_mul(750_000) => {
+            Some(cpu)
+        }
         _ => None,
     }
 }
@@ -204,12 +206,12 @@ fn limit_signal(o: &Observed, signal: i32, limits: &Limits) -> Option<PluginFail
 /// `status: "error"`.
 pub fn judge(
     o: &Observed,
-    limits: &Limits,
+    limits: &RunLimits,
     containment: Containment,
 ) -> Result<Response, PluginFailure> {
     if o.deadline_hit {
         return Err(PluginFailure::Deadline {
-            deadline_ms: limits.deadline.as_millis(),
+            deadline_ms: limits.deadline().as_millis(),
             ran_ms: o.duration.as_millis() as u64,
         });
     }
@@ -280,7 +282,7 @@ pub fn judge(
 mod tests {
     use super::*;
     use crate::LaunchError;
-    use proto::Next;
+    use cli::Next;
     use std::os::unix::process::ExitStatusExt;
     use std::time::Duration;
 
@@ -297,12 +299,12 @@ mod tests {
     }
 
     /// The standard limits with a deadline of `deadline_ms`.
-    fn limits(deadline_ms: u64) -> Limits {
+    fn limits(deadline_ms: u64) -> RunLimits {
         let run = proto::limits::Limits {
             deadline_ms,
             ..proto::limits::Limits::STANDARD
         };
-        Limits::new(
+        RunLimits::new(
             &run,
             crate::exec::StreamLimits {
                 stderr: crate::exec::StderrMode::Discard,
@@ -327,8 +329,8 @@ mod tests {
     #[test]
     fn a_limits_signal_names_the_limit_at_process_only() {
         let mut l = limits(10_000);
-        l.cpu_seconds = 2;
-        l.max_output_bytes = 4096;
+        l.run.cpu_seconds = Some(2);
+        l.run.output_bytes = 4096;
         use Containment::{Audit, Process};
         const CPU: &str = "the plugin was stopped by its CPU limit";
         let cases: [(Observed, Containment, Kind, &str); 7] = [

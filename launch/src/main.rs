@@ -4,10 +4,10 @@ use std::process::Termination;
 
 fn main() -> std::process::ExitCode {
     let fds_at_start = launch::hooks::open_fds();
-    let outcome = proto::cli::main_with(
+    let outcome = cli::main_with(
         std::env::args_os(),
         launch::cli::run,
-        proto::cli::Extras {
+        cli::Extras {
             about: Some(launch::cli::version_about),
             keep_json: false,
         },

@@ -17,7 +17,7 @@ pub(crate) fn run_pinned(
     runner: Option<&exec::Runner>,
     workdir: &Path,
     request: &[u8],
-    limits: &exec::Limits,
+    limits: &exec::RunLimits,
     inputs: &Inputs,
     mut early: Option<exec::Started>,
 ) -> Result<exec::Observed, LaunchError> {
@@ -67,7 +67,7 @@ pub(crate) fn start_early(
     verified: &verify::entry::Verified,
     runner: Option<&exec::Runner>,
     dir: &Path,
-    limits: &exec::Limits,
+    limits: &exec::RunLimits,
     inputs: &Inputs,
 ) -> Option<exec::Started> {
     runner?;

@@ -13,6 +13,7 @@ use crate::error::LaunchError;
 use crate::rundir::{now_ms, RunDir};
 use proto::journal::{Record, RunState, RECORD_VERSION};
 use proto::layout::{is_txid, Root};
+use proto::retained::{Retained, State};
 use serde::{Deserialize, Serialize};
 use std::ffi::{CStr, CString};
 use std::fs::File;
@@ -20,7 +21,7 @@ use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use txn::run::{inspect, open_txn, Inspected, Inspection};
 use txn::tree::{list, stat_at, Stop};
-use txn::{next_for, Retained, State, TxnError};
+use txn::TxnError;
 
 /// What recover did.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -123,8 +124,8 @@ pub fn recover(root: &Root, txid: Option<&str>) -> Result<RecoverReport, LaunchE
 }
 
 /// `dot-launch recover --root R --abandon TXID`.
-fn abandon_command(root: &Root, txid: &str) -> proto::Next {
-    proto::Next::cmd("dot-launch")
+fn abandon_command(root: &Root, txid: &str) -> cli::Next {
+    cli::Next::cmd("dot-launch")
         .arg("recover")
         .root(root)
         .arg("--abandon")
@@ -196,7 +197,7 @@ pub fn abandon(root: &Root, txid: &str) -> Result<RecoverReport, LaunchError> {
             report.abandoned.push(txid.to_owned());
             nix::unistd::fsync(&txn).map_err(|source| TxnError::SyncTxn { path, source })?;
         }
-        Err(stop) => report.skipped.push(Retained::new(
+        Err(stop) => report.skipped.push(cli::next::retained(
             txid,
             State::Prepared,
             format!("its removal stopped, the target as it was: {stop}"),
@@ -216,12 +217,12 @@ impl Pass<'_> {
     fn skip(&self, report: &mut RecoverReport, txid: &str, state: State, reason: String) {
         // An I/O error stopped the examination: the same recover again may get past it.
         let next = match state {
-            State::Unreadable => Some(proto::next::recover_run(self.root, txid)),
-            _ => next_for(self.root, txid, state),
+            State::Unreadable => Some(cli::next::recover_run(self.root, txid)),
+            _ => cli::next::for_retained(self.root, txid, state),
         };
         report
             .skipped
-            .push(Retained::new(txid, state, reason, next));
+            .push(cli::next::retained(txid, state, reason, next));
     }
 
     /// A run whose removal stopped after its outcome was settled (COMMITTED): a broken rule is
@@ -229,9 +230,9 @@ impl Pass<'_> {
     fn not_removed(&self, report: &mut RecoverReport, txid: &str, stop: Stop) {
         let next = match &stop {
             Stop::Rule(_) => None,
-            Stop::Changed(_) => next_for(self.root, txid, State::Committed),
+            Stop::Changed(_) => cli::next::for_retained(self.root, txid, State::Committed),
         };
-        report.skipped.push(Retained::new(
+        report.skipped.push(cli::next::retained(
             txid,
             State::Committed,
             format!("COMMITTED, but its directory was not removed: {stop}"),

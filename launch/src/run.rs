@@ -5,15 +5,16 @@ use crate::audit::{record_decision, AuditSync};
 use crate::cancel::{self, During};
 use crate::commit::{self, CommitError};
 use crate::decide::{decide, Consent, Decided};
-use crate::exec::{self, Limits, StreamLimits};
+use crate::exec::{self, RunLimits, StreamLimits};
 use crate::judge::{self, PluginFailure, Unconfirmed};
 use crate::rundir::{now_ms, End, RunDir};
 use crate::target::Target;
 use crate::{hooks, inputs, pinning, stage, LaunchError};
+use cli::Next;
 use proto::journal::{Record, RECORD_VERSION};
 use proto::layout::Root;
 use proto::result::{ExitStatus, OutputFile, RunResult, RunStatus, Warning};
-use proto::{Containment, Name, Next};
+use proto::{Containment, Name};
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use verify::layers::Registry;
@@ -54,7 +55,7 @@ impl Options {
     /// `dot-launch recover` of the run `txid` in this launch's state.
     pub fn recover_command(&self, txid: &str) -> Next {
         match &self.registry {
-            Registry::Root(_) => proto::next::recover_run(&self.root, txid),
+            Registry::Root(_) => cli::next::recover_run(&self.root, txid),
             Registry::System(_) => Next::cmd("dot-launch")
                 .arg("recover")
                 .arg("--state")
@@ -117,7 +118,7 @@ fn start_and_confirm(
         Ok(d) => d,
         Err(e) => return (Err(e), None),
     };
-    let limits = Limits::new(&d.limits, opts.streams);
+    let limits = RunLimits::new(&d.limits, opts.streams);
     let early = pinning::start_early(
         &d.verified,
         d.runner.as_ref(),
@@ -171,7 +172,7 @@ fn proceed(
         limits: run_limits,
         layer,
     } = decided;
-    let limits = Limits::new(&run_limits, opts.streams);
+    let limits = RunLimits::new(&run_limits, opts.streams);
     let entry = verified.entry.clone();
     let begin = Record::Begin {
         v: RECORD_VERSION,
@@ -236,7 +237,7 @@ fn proceed(
             peak_rss_kib: u.max_rss_kib,
         }),
         enforced: None,
-        stderr_tail: (limits.stderr == exec::StderrMode::Tail)
+        stderr_tail: (limits.streams.stderr == exec::StderrMode::Tail)
             .then(|| String::from_utf8_lossy(&observed.stderr_tail).into_owned()),
         warnings: Vec::new(),
         layer,
@@ -282,7 +283,7 @@ fn commit_outputs(
     target: &Target,
     names: &[String],
     opts: &Options,
-    limits: &Limits,
+    limits: &RunLimits,
     mut result: RunResult,
 ) -> Result<Done, Stop> {
     let retained = |run: &RunDir, e: LaunchError| LaunchError::Retained {

@@ -175,7 +175,7 @@ fn no_consent_flag_is_consent_missing_with_the_flag_to_give() {
     assert!(argv.contains(&"greet".to_owned()), "{argv:?}");
     assert_eq!(
         e.next.as_deref(),
-        Some(proto::next::join(&os(&argv)).as_str())
+        Some(cli::next::join(&os(&argv)).as_str())
     );
 }
 

@@ -9,7 +9,7 @@ use crate::runner::{LandlockPlan, Rlimits, StageBound};
 use serde::{Deserialize, Serialize};
 
 /// The explanation schema this code writes and reads.
-pub const EXPLAIN_SCHEMA: u32 = 1;
+pub const EXPLAIN_SCHEMA: u32 = 2;
 
 /// An allowed launch, explained. A field that does not apply (the runner, Landlock and the
 /// runner's limits at `audit`) is absent, never `null`.
@@ -117,11 +117,11 @@ pub struct RunnerPlan {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExplainedLimits {
-    pub deadline_ms: u64,
+    /// The run's limits: the entry's, lowered by the invoker (the run result's `limits`).
+    pub run: crate::limits::Limits,
+    /// The invoker's bounds on the plugin's stdout and stderr, bytes.
     pub max_stdout: u64,
     pub max_stderr: u64,
-    pub max_outputs: u64,
-    pub max_output_bytes: u64,
     /// `process`: the hard resource limits the runner sets.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rlimits: Option<Rlimits>,

@@ -20,6 +20,12 @@
 //! (whole seconds, rounded up) times the task bound: no run can spend more CPU than that before
 //! its deadline, so the CPU limit then never stops a run the deadline would not have stopped, and
 //! two threads spinning get the whole deadline. A declared `cpu_seconds` is a limit of its own.
+//!
+//! [`Limits`] is the one type of a run's limits, with one name per number: the run result's
+//! `limits`, what `dot-launch` holds a run to (`launch::exec::RunLimits`, with the invoker's
+//! stream bounds), what `--explain` prints (`limits.run`), and where the runner's command line
+//! takes its values from ([`crate::runner::RunnerLimits`], the same names plus the stage). The
+//! command-line options that set them are defined once (`cli::with_limit_options!`).
 
 use serde::{Deserialize, Deserializer, Serialize};
 use std::fmt;
@@ -291,21 +297,16 @@ impl DeclaredLimits {
     /// The declared limits made of command-line values (`dot-register dev` and `entry new` take
     /// the `dot-launch` option names, plus `--preset`): `None` when nothing is declared, so an
     /// entry made without these options has no `limits` member at all.
-    pub fn from_options(
-        preset: Option<Preset>,
-        values: [Option<u64>; 7],
-    ) -> Option<DeclaredLimits> {
-        let [memory_bytes, cpu_seconds, tasks, descriptors, outputs, output_bytes, deadline_ms] =
-            values;
+    pub fn from_options(preset: Option<Preset>, given: Asked) -> Option<DeclaredLimits> {
         let d = DeclaredLimits {
             preset,
-            memory_bytes,
-            cpu_seconds,
-            tasks,
-            descriptors,
-            outputs,
-            output_bytes,
-            deadline_ms,
+            memory_bytes: given.memory_bytes,
+            cpu_seconds: given.cpu_seconds,
+            tasks: given.tasks,
+            descriptors: given.descriptors,
+            outputs: given.outputs,
+            output_bytes: given.output_bytes,
+            deadline_ms: given.deadline_ms,
         };
         (d != DeclaredLimits::default()).then_some(d)
     }
@@ -474,10 +475,14 @@ mod tests {
 
     #[test]
     fn declared_limits_round_trip_through_their_options() {
-        assert_eq!(DeclaredLimits::from_options(None, [None; 7]), None);
+        assert_eq!(DeclaredLimits::from_options(None, Asked::default()), None);
         let d = DeclaredLimits::from_options(
             Some(Preset::Strict),
-            [None, Some(60), None, None, None, None, Some(90_000)],
+            Asked {
+                cpu_seconds: Some(60),
+                deadline_ms: Some(90_000),
+                ..Asked::default()
+            },
         )
         .expect("declared");
         let opts = d.options();

@@ -66,35 +66,36 @@ pub const RUNNER_ARGV0: &str = "dot-sandbox";
 /// The only plugin path the runner accepts (and executes).
 pub const PLUGIN_PATH: &str = "/proc/self/fd/4";
 
-/// What the runner bounds: hard resource limits on the plugin and the size of its stage.
+/// What the runner bounds, as its command line carries it: hard resource limits on the plugin, named
+/// as the run's limits they come from (`crate::limits::Limits`), and the size of its stage.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Limits {
-    /// `RLIMIT_AS`, bytes.
-    pub as_bytes: u64,
+pub struct RunnerLimits {
+    /// `RLIMIT_AS`, bytes: the run's `memory_bytes`.
+    pub memory_bytes: u64,
     /// `RLIMIT_CPU`, seconds: the soft limit (`SIGXCPU`); the hard limit (`SIGKILL`) is one
     /// second more.
     pub cpu_seconds: u64,
-    /// `RLIMIT_FSIZE`, bytes.
-    pub fsize_bytes: u64,
-    /// `RLIMIT_NOFILE`.
-    pub nofile: u64,
-    /// `RLIMIT_NPROC`: the most tasks (processes and threads) of the run.
-    pub nproc: u64,
+    /// `RLIMIT_FSIZE`, bytes: the largest file (the run's `output_bytes`).
+    pub file_bytes: u64,
+    /// `RLIMIT_NOFILE`: the run's `descriptors`.
+    pub descriptors: u64,
+    /// `RLIMIT_NPROC`: the most tasks (processes and threads) of the run, its `tasks`.
+    pub tasks: u64,
     /// Size of the stage (a private tmpfs), bytes.
     pub stage_bytes: u64,
     /// Inodes of the stage, the root included.
     pub stage_inodes: u64,
 }
 
-impl Limits {
+impl RunnerLimits {
     /// The smallest value of each limit the runner accepts (below it: `bad-limit`, exit 2). The
     /// runner itself needs 16 descriptors; a stage needs room for `in/`, `out/` and a few files.
-    pub const MIN: Limits = Limits {
-        as_bytes: 1 << 20,
+    pub const MIN: RunnerLimits = RunnerLimits {
+        memory_bytes: 1 << 20,
         cpu_seconds: 1,
-        fsize_bytes: 1,
-        nofile: 16,
-        nproc: 1,
+        file_bytes: 1,
+        descriptors: 16,
+        tasks: 1,
         stage_bytes: 1 << 20,
         stage_inodes: 8,
     };
@@ -102,11 +103,11 @@ impl Limits {
     /// Each limit with its option name (without `--`), in command-line order.
     pub fn options(&self) -> [(&'static str, u64); 7] {
         [
-            ("as-bytes", self.as_bytes),
+            ("memory-bytes", self.memory_bytes),
             ("cpu-seconds", self.cpu_seconds),
-            ("fsize-bytes", self.fsize_bytes),
-            ("nofile", self.nofile),
-            ("nproc", self.nproc),
+            ("file-bytes", self.file_bytes),
+            ("descriptors", self.descriptors),
+            ("tasks", self.tasks),
             ("stage-bytes", self.stage_bytes),
             ("stage-inodes", self.stage_inodes),
         ]
@@ -116,7 +117,7 @@ impl Limits {
     pub fn below_minimum(&self) -> Option<(&'static str, u64)> {
         self.options()
             .into_iter()
-            .zip(Limits::MIN.options())
+            .zip(RunnerLimits::MIN.options())
             .find(|((_, value), (_, min))| value < min)
             .map(|(given, _)| given)
     }
@@ -125,13 +126,13 @@ impl Limits {
     /// CPU limit's hard value is one second above its soft one).
     pub fn rlimits(&self) -> Rlimits {
         Rlimits {
-            as_bytes: self.as_bytes,
+            as_bytes: self.memory_bytes,
             cpu_seconds: self.cpu_seconds,
             cpu_hard_seconds: self.cpu_seconds.saturating_add(1),
-            fsize_bytes: self.fsize_bytes,
-            nofile: self.nofile,
+            fsize_bytes: self.file_bytes,
+            nofile: self.descriptors,
             core: 0,
-            nproc: self.nproc,
+            nproc: self.tasks,
             memlock_bytes: 0,
             sigpending: SIGPENDING,
         }
@@ -151,7 +152,7 @@ impl Limits {
 pub struct Invocation {
     /// The report socket's descriptor ([`REPORT_FD`]).
     pub report_fd: i32,
-    pub limits: Limits,
+    pub limits: RunnerLimits,
     /// Test and diagnostic knob: the runner builds its Landlock ruleset as on a kernel with this
     /// ABI, when lower than the kernel's.
     pub landlock_abi: Option<u32>,
@@ -171,7 +172,7 @@ pub struct Invocation {
 
 impl Invocation {
     /// The invocation a launcher makes: report on [`REPORT_FD`], plugin at [`PLUGIN_PATH`].
-    pub fn new(limits: Limits, argv0: Name) -> Invocation {
+    pub fn new(limits: RunnerLimits, argv0: Name) -> Invocation {
         Invocation {
             report_fd: REPORT_FD,
             limits,
@@ -559,13 +560,13 @@ mod tests {
         assert_eq!(parse_denial_line("7 a_b9"), Some((7, "a_b9")));
     }
 
-    fn limits() -> Limits {
-        Limits {
-            as_bytes: 3 << 20,
+    fn limits() -> RunnerLimits {
+        RunnerLimits {
+            memory_bytes: 3 << 20,
             cpu_seconds: 2,
-            fsize_bytes: 5,
-            nofile: 17,
-            nproc: 3,
+            file_bytes: 5,
+            descriptors: 17,
+            tasks: 3,
             stage_bytes: 7 << 20,
             stage_inodes: 11,
         }
@@ -624,8 +625,8 @@ mod tests {
         let mut inv = Invocation::new(limits(), name);
         assert_eq!(
             inv.argv().join(" "),
-            "dot-sandbox exec --report-fd 5 --as-bytes 3145728 --cpu-seconds 2 --fsize-bytes 5 \
-             --nofile 17 --nproc 3 --stage-bytes 7340032 --stage-inodes 11 --argv0 hello \
+            "dot-sandbox exec --report-fd 5 --memory-bytes 3145728 --cpu-seconds 2 --file-bytes 5 \
+             --descriptors 17 --tasks 3 --stage-bytes 7340032 --stage-inodes 11 --argv0 hello \
              /proc/self/fd/4"
         );
         inv.landlock_abi = Some(4);
@@ -641,35 +642,35 @@ mod tests {
     #[test]
     fn each_limit_below_its_minimum_is_named() {
         assert_eq!(limits().below_minimum(), None);
-        assert_eq!(Limits::MIN.below_minimum(), None);
+        assert_eq!(RunnerLimits::MIN.below_minimum(), None);
         let cases = [
             (
-                "nofile",
-                Limits {
-                    nofile: 15,
+                "descriptors",
+                RunnerLimits {
+                    descriptors: 15,
                     ..limits()
                 },
                 15,
             ),
             (
-                "nproc",
-                Limits {
-                    nproc: 0,
+                "tasks",
+                RunnerLimits {
+                    tasks: 0,
                     ..limits()
                 },
                 0,
             ),
             (
-                "as-bytes",
-                Limits {
-                    as_bytes: 4096,
+                "memory-bytes",
+                RunnerLimits {
+                    memory_bytes: 4096,
                     ..limits()
                 },
                 4096,
             ),
             (
                 "stage-inodes",
-                Limits {
+                RunnerLimits {
                     stage_inodes: 7,
                     ..limits()
                 },

@@ -38,11 +38,11 @@
 //! is [`ReapError::Survivors`], never success.
 #![forbid(unsafe_code)]
 
+use cli::Output;
 use nix::errno::Errno;
 use nix::sys::signal::{kill, killpg, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag};
 use nix::unistd::Pid;
-use proto::cli::Output;
 use proto::{ErrorObject, Kind, ToErrorObject};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -207,7 +207,7 @@ impl ToErrorObject for ReapError {
             ReapError::Survivors {
                 pgid, survivors, ..
             } => obj.field("survivors").value(format!("{survivors:?}")).next(
-                &proto::Next::cmd("dot-reap")
+                &cli::Next::cmd("dot-reap")
                     .arg("--pgid")
                     .arg(pgid.to_string()),
             ),

@@ -37,11 +37,11 @@ pub enum Command {
 #[argh(subcommand, name = "init")]
 pub struct InitArgs {
     /// the root directory (its parent must exist)
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub root: PathBuf,
     /// the state directory (txn/, the launch audit log), apart from the root; its parent must
     /// exist (default: the root itself)
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub state: Option<PathBuf>,
     /// make a development root (writes the DEV marker); an existing root without it becomes
     /// one only while it holds no registrations (no file in plugins.d or trust/publishers)
@@ -79,13 +79,13 @@ pub enum PublisherCommand {
 #[argh(subcommand, name = "add")]
 pub struct PublisherAddArgs {
     /// the platform root
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub root: PathBuf,
     /// the publisher id (a name: [a-z0-9][a-z0-9._-]{0,63})
     #[argh(option)]
     pub id: String,
     /// the public key file, as `minisign -G` writes it
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub pubkey: PathBuf,
     /// staging a package's vendor layer under DESTDIR: registry files only, no audit.log line
     #[argh(switch)]
@@ -114,7 +114,7 @@ pub struct PublisherAddArgs {
 #[argh(subcommand, name = "threshold")]
 pub struct PublisherThresholdArgs {
     /// the platform root
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub root: PathBuf,
     /// the publisher id
     #[argh(option)]
@@ -129,7 +129,7 @@ pub struct PublisherThresholdArgs {
 #[argh(subcommand, name = "level")]
 pub struct PublisherLevelArgs {
     /// the platform root
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub root: PathBuf,
     /// the publisher id
     #[argh(option)]
@@ -145,7 +145,7 @@ pub struct PublisherLevelArgs {
 #[argh(subcommand, name = "names")]
 pub struct PublisherNamesArgs {
     /// the platform root
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub root: PathBuf,
     /// the publisher id
     #[argh(option)]
@@ -161,17 +161,17 @@ pub struct PublisherNamesArgs {
 #[argh(subcommand, name = "rotate")]
 pub struct PublisherRotateArgs {
     /// the platform root
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub root: PathBuf,
     /// the publisher id
     #[argh(option)]
     pub id: String,
     /// the new public key file, as `minisign -G` writes it
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub pubkey: PathBuf,
     /// the transition statement's signature FILE.minisig (the statement is FILE); a path not
     /// ending in .minisig names the statement, its signature beside it
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub transition: Option<PathBuf>,
     /// accept the new key without a transition statement: the root owner's decision, recorded
     #[argh(switch)]
@@ -191,7 +191,7 @@ pub struct PublisherRotateArgs {
 #[argh(subcommand, name = "revoke")]
 pub struct PublisherRevokeArgs {
     /// the platform root
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub root: PathBuf,
     /// the publisher id
     #[argh(option)]
@@ -209,7 +209,7 @@ pub struct PublisherRevokeArgs {
 #[argh(subcommand, name = "list")]
 pub struct PublisherListArgs {
     /// the platform root
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub root: PathBuf,
 }
 
@@ -220,17 +220,17 @@ pub struct PublisherListArgs {
 #[argh(subcommand, name = "add")]
 pub struct AddArgs {
     /// the platform root
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub root: PathBuf,
     /// the entry file (JSON), exactly as signed
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub entry: PathBuf,
     /// the entry's minisign signature (ENTRY.minisig); repeatable, one per key, for a publisher
     /// whose threshold is above 1
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub signature: Vec<PathBuf>,
     /// the plugin executable the entry describes
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub exe: PathBuf,
     /// replace an already registered plugin of the same name
     #[argh(switch)]
@@ -256,78 +256,59 @@ pub struct AddArgs {
     pub staging: bool,
 }
 
-/// Register a local plugin in a development root (trust "local", no signature): pins the
-/// executable and writes an entry built from these options.
-#[derive(FromArgs, Debug)]
-#[argh(subcommand, name = "dev")]
-pub struct DevArgs {
-    /// the development root
-    #[argh(option, from_str_fn(proto::cli::path))]
-    pub root: PathBuf,
-    /// the plugin name
-    #[argh(option)]
-    pub name: String,
-    /// the plugin executable
-    #[argh(option, from_str_fn(proto::cli::path))]
-    pub exe: PathBuf,
-    /// the containment it requires: audit or process
-    #[argh(option)]
-    pub containment: Containment,
-    /// with --containment process: a read-only host directory (absolute, e.g. /usr) the plugin's
-    /// interpreter or shared libraries come from, bound at the same path into the run's private
-    /// root (repeatable; a script or dynamic program needs one, and its files are not pinned)
-    #[argh(option)]
-    pub runtime: Vec<proto::RuntimeDir>,
-    /// an environment variable name the invoker may give the plugin a value for (dot-launch --env
-    /// NAME=VALUE), [A-Z_][A-Z0-9_]*, not LD_* nor a name that changes how a loader, the C library,
-    /// an interpreter or a shell behaves (docs/registry.md); repeatable
-    #[argh(option)]
-    pub env: Vec<proto::EnvName>,
-    /// the plugin version (default 0.1.0)
-    #[argh(option, default = "String::from(\"0.1.0\")")]
-    pub version: String,
-    /// the protocol requirement (default ">=1.0, <2")
-    #[argh(option, default = "String::from(\">=1.0, <2\")")]
-    pub protocol: String,
-    /// a declared input, NAME:string or NAME:file, with :optional appended if not required;
-    /// repeatable
-    #[argh(option)]
-    pub input: Vec<String>,
-    /// replace an already registered plugin of the same name
-    #[argh(switch)]
-    pub replace: bool,
-    /// accept an audit executable that is a script or dynamic ELF, recorded
-    #[argh(switch)]
-    pub allow_dynamic: bool,
-    /// with --replace: consent to the exact widening named by sha256:HEX (printed by the refusal)
-    #[argh(option)]
-    pub accept_changes: Option<String>,
-    /// the limits preset the entry declares: standard (the default: 1 GiB, 256 tasks, 64
-    /// descriptors, 256 outputs of 64 MiB, 30 s) or strict (docs/protocol.md "Limits")
-    #[argh(option)]
-    pub preset: Option<Preset>,
-    /// the entry's address-space limit in bytes (RLIMIT_AS), replacing the preset's
-    #[argh(option)]
-    pub max_memory: Option<u64>,
-    /// the entry's CPU seconds, every thread together (RLIMIT_CPU), replacing the preset's
-    #[argh(option)]
-    pub max_cpu_seconds: Option<u64>,
-    /// the entry's most tasks (processes and threads) at once, replacing the preset's
-    #[argh(option)]
-    pub max_tasks: Option<u64>,
-    /// the entry's most open descriptors (RLIMIT_NOFILE), replacing the preset's
-    #[argh(option)]
-    pub max_descriptors: Option<u64>,
-    /// the entry's most output files, replacing the preset's
-    #[argh(option)]
-    pub max_outputs: Option<u64>,
-    /// the entry's most output bytes (all outputs together; the largest file), replacing the
-    /// preset's
-    #[argh(option)]
-    pub max_output_bytes: Option<u64>,
-    /// the entry's wall deadline in milliseconds, replacing the preset's
-    #[argh(option)]
-    pub deadline_ms: Option<u64>,
+cli::with_limit_options! {
+    role = " replaces the preset's value in the entry";
+    /// Register a local plugin in a development root (trust "local", no signature): pins the
+    /// executable and writes an entry built from these options.
+    #[derive(FromArgs, Debug)]
+    #[argh(subcommand, name = "dev")]
+    pub struct DevArgs {
+        /// the development root
+        #[argh(option, from_str_fn(cli::path))]
+        pub root: PathBuf,
+        /// the plugin name
+        #[argh(option)]
+        pub name: String,
+        /// the plugin executable
+        #[argh(option, from_str_fn(cli::path))]
+        pub exe: PathBuf,
+        /// the containment it requires: audit or process
+        #[argh(option)]
+        pub containment: Containment,
+        /// with --containment process: a read-only host directory (absolute, e.g. /usr) the plugin's
+        /// interpreter or shared libraries come from, bound at the same path into the run's private
+        /// root (repeatable; a script or dynamic program needs one, and its files are not pinned)
+        #[argh(option)]
+        pub runtime: Vec<proto::RuntimeDir>,
+        /// an environment variable name the invoker may give the plugin a value for (dot-launch --env
+        /// NAME=VALUE), [A-Z_][A-Z0-9_]*, not LD_* nor a name that changes how a loader, the C library,
+        /// an interpreter or a shell behaves (docs/registry.md); repeatable
+        #[argh(option)]
+        pub env: Vec<proto::EnvName>,
+        /// the plugin version (default 0.1.0)
+        #[argh(option, default = "String::from(\"0.1.0\")")]
+        pub version: String,
+        /// the protocol requirement (default ">=1.0, <2")
+        #[argh(option, default = "String::from(\">=1.0, <2\")")]
+        pub protocol: String,
+        /// a declared input, NAME:string or NAME:file, with :optional appended if not required;
+        /// repeatable
+        #[argh(option)]
+        pub input: Vec<String>,
+        /// replace an already registered plugin of the same name
+        #[argh(switch)]
+        pub replace: bool,
+        /// accept an audit executable that is a script or dynamic ELF, recorded
+        #[argh(switch)]
+        pub allow_dynamic: bool,
+        /// with --replace: consent to the exact widening named by sha256:HEX (printed by the refusal)
+        #[argh(option)]
+        pub accept_changes: Option<String>,
+        /// the limits preset the entry declares: standard (the default: 1 GiB, 256 tasks, 64
+        /// descriptors, 256 outputs of 64 MiB, 30 s) or strict (docs/protocol.md "Limits")
+        #[argh(option)]
+        pub preset: Option<Preset>,
+    }
 }
 
 /// Remove a plugin's entry and signature (its pinned executable stays in the store).
@@ -335,7 +316,7 @@ pub struct DevArgs {
 #[argh(subcommand, name = "remove")]
 pub struct RemoveArgs {
     /// the platform root
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub root: PathBuf,
     /// the plugin name
     #[argh(option)]
@@ -349,10 +330,10 @@ pub struct RemoveArgs {
 #[argh(subcommand, name = "list")]
 pub struct ListArgs {
     /// the platform root (default: the system layers)
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub root: Option<PathBuf>,
     /// without --root: the directory the system layers are under (as dpkg --root)
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub sysroot: Option<PathBuf>,
 }
 
@@ -366,7 +347,7 @@ pub struct MaskArgs {
     #[argh(positional)]
     pub name: String,
     /// the directory the system layers are under (as dpkg --root; default /)
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub sysroot: Option<PathBuf>,
 }
 
@@ -378,7 +359,7 @@ pub struct UnmaskArgs {
     #[argh(positional)]
     pub name: String,
     /// the directory the system layers are under (as dpkg --root; default /)
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub sysroot: Option<PathBuf>,
 }
 
@@ -405,7 +386,7 @@ pub enum DenyCommand {
 #[argh(subcommand, name = "add")]
 pub struct DenyAddArgs {
     /// the platform root
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub root: PathBuf,
     /// a sha256 (64 lowercase hex digits) of an executable or an entry file
     #[argh(option)]
@@ -415,7 +396,7 @@ pub struct DenyAddArgs {
     #[argh(option)]
     pub key: Option<String>,
     /// a public key file, as `minisign -G` writes it: its key id and its bytes are denied
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub pubkey: Option<PathBuf>,
     /// why (recorded)
     #[argh(option)]
@@ -427,7 +408,7 @@ pub struct DenyAddArgs {
 #[argh(subcommand, name = "remove")]
 pub struct DenyRemoveArgs {
     /// the platform root
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub root: PathBuf,
     /// the denied sha256
     #[argh(option)]
@@ -436,7 +417,7 @@ pub struct DenyRemoveArgs {
     #[argh(option)]
     pub key: Option<String>,
     /// a public key file: its key id and its bytes
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub pubkey: Option<PathBuf>,
 }
 
@@ -445,7 +426,7 @@ pub struct DenyRemoveArgs {
 #[argh(subcommand, name = "list")]
 pub struct DenyListArgs {
     /// the platform root
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub root: PathBuf,
 }
 
@@ -469,7 +450,7 @@ pub enum PolicyCommand {
 #[argh(subcommand, name = "set")]
 pub struct PolicySetArgs {
     /// the platform root
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub root: PathBuf,
     /// refuse signatures whose trusted timestamp is older than this many seconds (0: no limit)
     #[argh(option)]
@@ -503,7 +484,7 @@ pub struct PolicySetArgs {
 #[argh(subcommand, name = "show")]
 pub struct PolicyShowArgs {
     /// the platform root
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub root: PathBuf,
 }
 
@@ -516,7 +497,7 @@ pub struct PublisherTransitionArgs {
     #[argh(option)]
     pub id: String,
     /// the new public key file, as `minisign -G` writes it
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub pubkey: PathBuf,
 }
 
@@ -534,104 +515,66 @@ pub enum EntryCommand {
     New(EntryNewArgs),
 }
 
-/// Print a signed-plugin entry for an executable (its SHA-256 and size taken from the file, the
-/// rest from these options), ready for `minisign -S -s KEY -m FILE`. Needs no root; the
-/// executable is checked as `add` will check it (a `process` plugin must be a static ELF).
-#[derive(FromArgs, Debug)]
-#[argh(subcommand, name = "new")]
-pub struct EntryNewArgs {
-    /// the plugin name
-    #[argh(option)]
-    pub name: String,
-    /// the plugin executable, exactly as it will be shipped
-    #[argh(option, from_str_fn(proto::cli::path))]
-    pub exe: PathBuf,
-    /// the publisher id whose key will sign the entry
-    #[argh(option)]
-    pub publisher: String,
-    /// the containment it requires: audit or process
-    #[argh(option)]
-    pub containment: Containment,
-    /// with --containment process: a read-only host directory (absolute, e.g. /usr) the plugin's
-    /// interpreter or shared libraries come from, bound at the same path into the run's private
-    /// root (repeatable; a script or dynamic program needs one, and its files are not pinned)
-    #[argh(option)]
-    pub runtime: Vec<proto::RuntimeDir>,
-    /// an environment variable name the invoker may give the plugin a value for (dot-launch --env
-    /// NAME=VALUE), [A-Z_][A-Z0-9_]*, not LD_* nor a name that changes how a loader, the C library,
-    /// an interpreter or a shell behaves (docs/registry.md); repeatable
-    #[argh(option)]
-    pub env: Vec<proto::EnvName>,
-    /// the plugin version (semantic version)
-    #[argh(option)]
-    pub version: String,
-    /// the protocol requirement (default ">=1.0, <2")
-    #[argh(option, default = "String::from(\">=1.0, <2\")")]
-    pub protocol: String,
-    /// a declared input, NAME:string or NAME:file, with :optional appended if not required;
-    /// repeatable
-    #[argh(option)]
-    pub input: Vec<String>,
-    /// the entry is refused from this time on (Unix seconds or ISO 8601, e.g. 2027-06-30)
-    #[argh(option, from_str_fn(proto::time::instant))]
-    pub expires: Option<u64>,
-    /// the limits preset the entry declares: standard (the default: 1 GiB, 256 tasks, 64
-    /// descriptors, 256 outputs of 64 MiB, 30 s) or strict (docs/protocol.md "Limits")
-    #[argh(option)]
-    pub preset: Option<Preset>,
-    /// the entry's address-space limit in bytes (RLIMIT_AS), replacing the preset's
-    #[argh(option)]
-    pub max_memory: Option<u64>,
-    /// the entry's CPU seconds, every thread together (RLIMIT_CPU), replacing the preset's
-    #[argh(option)]
-    pub max_cpu_seconds: Option<u64>,
-    /// the entry's most tasks (processes and threads) at once, replacing the preset's
-    #[argh(option)]
-    pub max_tasks: Option<u64>,
-    /// the entry's most open descriptors (RLIMIT_NOFILE), replacing the preset's
-    #[argh(option)]
-    pub max_descriptors: Option<u64>,
-    /// the entry's most output files, replacing the preset's
-    #[argh(option)]
-    pub max_outputs: Option<u64>,
-    /// the entry's most output bytes (all outputs together; the largest file), replacing the
-    /// preset's
-    #[argh(option)]
-    pub max_output_bytes: Option<u64>,
-    /// the entry's wall deadline in milliseconds, replacing the preset's
-    #[argh(option)]
-    pub deadline_ms: Option<u64>,
-}
-
-/// The limits an entry declares, from the options `dev` and `entry new` share: `None` when none
-/// was given (the entry then has no `limits` member).
-macro_rules! declared_limits {
-    ($a:expr) => {
-        proto::limits::DeclaredLimits::from_options(
-            $a.preset,
-            [
-                $a.max_memory,
-                $a.max_cpu_seconds,
-                $a.max_tasks,
-                $a.max_descriptors,
-                $a.max_outputs,
-                $a.max_output_bytes,
-                $a.deadline_ms,
-            ],
-        )
-    };
+cli::with_limit_options! {
+    role = " replaces the preset's value in the entry";
+    /// Print a signed-plugin entry for an executable (its SHA-256 and size taken from the file, the
+    /// rest from these options), ready for `minisign -S -s KEY -m FILE`. Needs no root; the
+    /// executable is checked as `add` will check it (a `process` plugin must be a static ELF).
+    #[derive(FromArgs, Debug)]
+    #[argh(subcommand, name = "new")]
+    pub struct EntryNewArgs {
+        /// the plugin name
+        #[argh(option)]
+        pub name: String,
+        /// the plugin executable, exactly as it will be shipped
+        #[argh(option, from_str_fn(cli::path))]
+        pub exe: PathBuf,
+        /// the publisher id whose key will sign the entry
+        #[argh(option)]
+        pub publisher: String,
+        /// the containment it requires: audit or process
+        #[argh(option)]
+        pub containment: Containment,
+        /// with --containment process: a read-only host directory (absolute, e.g. /usr) the plugin's
+        /// interpreter or shared libraries come from, bound at the same path into the run's private
+        /// root (repeatable; a script or dynamic program needs one, and its files are not pinned)
+        #[argh(option)]
+        pub runtime: Vec<proto::RuntimeDir>,
+        /// an environment variable name the invoker may give the plugin a value for (dot-launch --env
+        /// NAME=VALUE), [A-Z_][A-Z0-9_]*, not LD_* nor a name that changes how a loader, the C library,
+        /// an interpreter or a shell behaves (docs/registry.md); repeatable
+        #[argh(option)]
+        pub env: Vec<proto::EnvName>,
+        /// the plugin version (semantic version)
+        #[argh(option)]
+        pub version: String,
+        /// the protocol requirement (default ">=1.0, <2")
+        #[argh(option, default = "String::from(\">=1.0, <2\")")]
+        pub protocol: String,
+        /// a declared input, NAME:string or NAME:file, with :optional appended if not required;
+        /// repeatable
+        #[argh(option)]
+        pub input: Vec<String>,
+        /// the entry is refused from this time on (Unix seconds or ISO 8601, e.g. 2027-06-30)
+        #[argh(option, from_str_fn(proto::time::instant))]
+        pub expires: Option<u64>,
+        /// the limits preset the entry declares: standard (the default: 1 GiB, 256 tasks, 64
+        /// descriptors, 256 outputs of 64 MiB, 30 s) or strict (docs/protocol.md "Limits")
+        #[argh(option)]
+        pub preset: Option<Preset>,
+    }
 }
 
 impl DevArgs {
     /// The limits these options declare.
     pub fn limits(&self) -> Option<proto::limits::DeclaredLimits> {
-        declared_limits!(self)
+        proto::limits::DeclaredLimits::from_options(self.preset, self.limit_options())
     }
 }
 
 impl EntryNewArgs {
     /// The limits these options declare.
     pub fn limits(&self) -> Option<proto::limits::DeclaredLimits> {
-        declared_limits!(self)
+        proto::limits::DeclaredLimits::from_options(self.preset, self.limit_options())
     }
 }

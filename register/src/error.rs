@@ -1,6 +1,7 @@
 //! `RegisterError`: the verification refusals shared with `dot-verify`, plus the registry's own.
 
-use proto::{ErrorObject, Kind, Next, ToErrorObject};
+use cli::Next;
+use proto::{ErrorObject, Kind, ToErrorObject};
 use std::path::PathBuf;
 use verify::VerifyError;
 
@@ -188,7 +189,8 @@ impl ToErrorObject for RegisterError {
                 changes: Some(changes.clone()),
                 ..obj.path(path).value(changes.token()).next(next)
             },
-            RegisterError::TransitionMissing { next, .. } => obj.next(next).supply(
+            RegisterError::TransitionMissing { next, .. } => obj.next_to_fill(
+                next,
                 "FILE.minisig is the signature of the transition statement, by a current key of the publisher",
             ),
             RegisterError::TransitionInvalid { path, .. } => obj.path(path),

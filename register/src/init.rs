@@ -13,8 +13,8 @@
 
 use crate::error::RegisterError;
 use crate::report::InitReport;
+use cli::Next;
 use proto::layout::{Root, DEV_MARKER, REGISTRY_DIRS, STATE_DIRS};
-use proto::Next;
 use std::fs;
 use std::io::ErrorKind;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};

@@ -21,11 +21,12 @@ use crate::args::{AddArgs, DevArgs};
 use crate::error::RegisterError;
 use crate::report::{AddReport, RemoveReport};
 use crate::{audit, now, read_input_limited, write_private, WriterLock};
+use cli::next::Opt;
+use cli::Next;
 use proto::entry::ENTRY_SCHEMA;
 use proto::layout::Root;
-use proto::next::Opt;
 use proto::trust::{AuditAction, AuditOutcome, AuditRecord, Changes, Grant, Limit, TRUST_SCHEMA};
-use proto::{Containment, Entry, InputDecl, InputKind, Name, Next, Sha256, Trust};
+use proto::{Containment, Entry, InputDecl, InputKind, Name, Sha256, Trust};
 use std::fs::File;
 use std::io::{ErrorKind, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -47,7 +48,7 @@ pub fn add(a: &AddArgs) -> Result<AddReport, RegisterError> {
     if entry.trust == Trust::Local {
         return Err(RegisterError::LocalEntryInAdd {
             path: a.entry.clone(),
-            next: proto::next::register_local(&a.root, &entry, Some(&a.exe)),
+            next: cli::next::register_local(&a.root, &entry, Some(&a.exe)),
         });
     }
     let sigs = read_signatures(&root, &ctx, &a.signature)?;

@@ -23,7 +23,7 @@ pub use args::Args;
 pub use error::RegisterError;
 
 use args::{Command, DenyCommand, EntryCommand, PolicyCommand, PublisherCommand};
-use proto::cli::Output;
+use cli::Output;
 use proto::layout::Root;
 use proto::trust::AuditRecord;
 use proto::Name;

@@ -1,3 +1,3 @@
-fn main() -> proto::cli::Outcome {
-    proto::cli::main(std::env::args_os(), register::run)
+fn main() -> cli::Outcome {
+    cli::main(std::env::args_os(), register::run)
 }

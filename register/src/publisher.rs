@@ -3,11 +3,12 @@
 use crate::args::PublisherRotateArgs;
 use crate::error::RegisterError;
 use crate::{audit, now, read_input_limited, write_private, WriterLock};
+use cli::Next;
 use proto::layout::Root;
 use proto::publisher::Level;
 use proto::publisher::{Revocation, PUBLISHER_SCHEMA};
 use proto::trust::{AuditAction, AuditOutcome, AuditRecord, KeyTransition, Limit};
-use proto::{Name, Next, Publisher, PublisherKey};
+use proto::{Name, Publisher, PublisherKey};
 use std::path::{Path, PathBuf};
 use verify::trust::TrustContext;
 use verify::VerifyError;

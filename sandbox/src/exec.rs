@@ -44,7 +44,7 @@
 use crate::{identity, stage};
 use elf::ElfError;
 use proto::probe::REQUIRED_LANDLOCK_ABI;
-use proto::runner::{ConfineTimings, Enforced, Identity, Invocation, Limits, Rlimits};
+use proto::runner::{ConfineTimings, Enforced, Identity, Invocation, Rlimits, RunnerLimits};
 use proto::runner::{
     SandboxReport, GATE_MESSAGE, PLUGIN_FD, PLUGIN_PATH, REPORT_FD, STAGE_MESSAGE,
 };
@@ -158,7 +158,7 @@ impl ToErrorObject for ExecError {
 
     fn to_error_object(&self) -> ErrorObject {
         let obj = ErrorObject::new(self.kind(), self.to_string());
-        let probe_command = || proto::Next::cmd("dot-sandbox").arg("probe");
+        let probe_command = || cli::Next::cmd("dot-sandbox").arg("probe");
         match self {
             ExecError::BadPluginPath { path } => obj.field("plugin").value(path.clone()),
             ExecError::BadLimit { field, value } => obj.field(*field).value(value.to_string()),
@@ -229,7 +229,7 @@ fn check_plugin_path(path: &str) -> Result<(), ExecError> {
     }
 }
 
-fn check_limits(limits: &Limits) -> Result<(), ExecError> {
+fn check_limits(limits: &RunnerLimits) -> Result<(), ExecError> {
     match limits.below_minimum() {
         Some((field, value)) => Err(ExecError::BadLimit { field, value }),
         None => Ok(()),
@@ -281,7 +281,7 @@ fn plugin_parent_death_signal() -> Result<(), ExecError> {
     }
 }
 
-fn set_rlimits(limits: &Limits) -> Result<Rlimits, ExecError> {
+fn set_rlimits(limits: &RunnerLimits) -> Result<Rlimits, ExecError> {
     use nix::sys::resource::Resource;
     let limits = limits.rlimits();
     // CPU: at the soft limit the kernel sends SIGXCPU (which ends a plugin that does not catch
@@ -921,29 +921,35 @@ mod tests {
 
     #[test]
     fn tiny_limits_are_usage_errors() {
-        let good = Limits {
-            as_bytes: 1 << 30,
+        let good = RunnerLimits {
+            memory_bytes: 1 << 30,
             cpu_seconds: 10,
-            fsize_bytes: 1 << 20,
-            nofile: 64,
-            nproc: 64,
+            file_bytes: 1 << 20,
+            descriptors: 64,
+            tasks: 64,
             stage_bytes: 16 << 20,
             stage_inodes: 256,
         };
         assert!(check_limits(&good).is_ok());
         for (field, bad) in [
-            ("nofile", Limits { nofile: 3, ..good }),
-            ("nproc", Limits { nproc: 0, ..good }),
+            (
+                "descriptors",
+                RunnerLimits {
+                    descriptors: 3,
+                    ..good
+                },
+            ),
+            ("tasks", RunnerLimits { tasks: 0, ..good }),
             (
                 "stage-bytes",
-                Limits {
+                RunnerLimits {
                     stage_bytes: 4096,
                     ..good
                 },
             ),
             (
                 "stage-inodes",
-                Limits {
+                RunnerLimits {
                     stage_inodes: 2,
                     ..good
                 },

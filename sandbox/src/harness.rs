@@ -11,8 +11,8 @@
 
 use proto::canary::{CanaryResult, ProbeSpec};
 use proto::runner::{
-    Invocation, Limits, Message, SandboxReport, GATE_MESSAGE, MAX_REPORT, PLUGIN_FD, REPORT_FD,
-    RUNNER_FD, RUNNER_PATH,
+    Invocation, Message, RunnerLimits, SandboxReport, GATE_MESSAGE, MAX_REPORT, PLUGIN_FD,
+    REPORT_FD, RUNNER_FD, RUNNER_PATH,
 };
 use std::fs::File;
 use std::io::{self, Read, Write};
@@ -357,7 +357,10 @@ impl Targets {
 pub const CANARY: &str = "canary";
 
 /// The runner's invocation for the canary under `limits`.
-pub fn canary_invocation(limits: Limits, landlock_abi: Option<u32>) -> io::Result<Invocation> {
+pub fn canary_invocation(
+    limits: RunnerLimits,
+    landlock_abi: Option<u32>,
+) -> io::Result<Invocation> {
     let name = proto::Name::new(CANARY).map_err(|e| io::Error::other(e.to_string()))?;
     Ok(Invocation {
         landlock_abi,
@@ -397,7 +400,7 @@ pub fn run_probe_as(
 pub fn canary_request(
     probe: &str,
     targets: &Targets,
-    limits: Limits,
+    limits: RunnerLimits,
     victim: Option<&Path>,
 ) -> io::Result<Vec<u8>> {
     let mut inputs = std::collections::BTreeMap::new();
@@ -407,10 +410,10 @@ pub fn canary_request(
     inputs.insert("probe".to_owned(), probe.to_owned());
     inputs.insert("port".to_owned(), targets.port().to_string());
     inputs.insert("abstract".to_owned(), targets.abstract_name.clone());
-    inputs.insert("nofile".to_owned(), limits.nofile.to_string());
-    inputs.insert("nproc".to_owned(), limits.nproc.to_string());
-    inputs.insert("fsize".to_owned(), limits.fsize_bytes.to_string());
-    inputs.insert("as".to_owned(), limits.as_bytes.to_string());
+    inputs.insert("nofile".to_owned(), limits.descriptors.to_string());
+    inputs.insert("nproc".to_owned(), limits.tasks.to_string());
+    inputs.insert("fsize".to_owned(), limits.file_bytes.to_string());
+    inputs.insert("as".to_owned(), limits.memory_bytes.to_string());
     inputs.insert("cpu".to_owned(), limits.cpu_seconds.to_string());
     let request = proto::protocol::Request {
         protocol: proto::protocol::PROTOCOL_VERSION.to_owned(),

@@ -35,8 +35,8 @@ pub use prove::PROVE_LIMITS;
 pub use prove::{prove, prove_sibling, run_probe, ProbeResult, ProveError, ProveReport};
 
 use argh::FromArgs;
-use proto::cli::Output;
-use proto::runner::{Invocation, Limits};
+use cli::Output;
+use proto::runner::{Invocation, RunnerLimits};
 use proto::{ErrorObject, ExitCode, Kind, Name, Sha256, ToErrorObject};
 
 /// dot-sandbox: confine this process and execute a plugin (run only by dot-launch), or report what
@@ -64,21 +64,21 @@ pub struct ExecArgs {
     /// descriptor that receives the one-line JSON report (dot-launch passes 5)
     #[argh(option)]
     pub report_fd: i32,
-    /// hard RLIMIT_AS in bytes
+    /// address space in bytes, the hard RLIMIT_AS (at least 1 MiB)
     #[argh(option)]
-    pub as_bytes: u64,
+    pub memory_bytes: u64,
     /// hard RLIMIT_CPU in seconds
     #[argh(option)]
     pub cpu_seconds: u64,
-    /// hard RLIMIT_FSIZE in bytes
+    /// the largest file in bytes, the hard RLIMIT_FSIZE
     #[argh(option)]
-    pub fsize_bytes: u64,
-    /// hard RLIMIT_NOFILE (at least 16)
+    pub file_bytes: u64,
+    /// the most open descriptors, the hard RLIMIT_NOFILE (at least 16)
     #[argh(option)]
-    pub nofile: u64,
-    /// hard RLIMIT_NPROC: the most tasks (processes and threads) of the run, at least 1
+    pub descriptors: u64,
+    /// the most tasks (processes and threads) of the run, the hard RLIMIT_NPROC (at least 1)
     #[argh(option)]
-    pub nproc: u64,
+    pub tasks: u64,
     /// size of the plugin's working directory (a private tmpfs), bytes, at least 1 MiB
     #[argh(option)]
     pub stage_bytes: u64,
@@ -122,12 +122,12 @@ impl ExecArgs {
     pub fn invocation(&self) -> Invocation {
         Invocation {
             report_fd: self.report_fd,
-            limits: Limits {
-                as_bytes: self.as_bytes,
+            limits: RunnerLimits {
+                memory_bytes: self.memory_bytes,
                 cpu_seconds: self.cpu_seconds,
-                fsize_bytes: self.fsize_bytes,
-                nofile: self.nofile,
-                nproc: self.nproc,
+                file_bytes: self.file_bytes,
+                descriptors: self.descriptors,
+                tasks: self.tasks,
                 stage_bytes: self.stage_bytes,
                 stage_inodes: self.stage_inodes,
             },
@@ -263,12 +263,12 @@ mod tests {
     /// What a launcher puts on the runner's command line is what the runner reads from it.
     #[test]
     fn the_runner_parses_back_every_invocation() {
-        let limits = Limits {
-            as_bytes: 1 << 30,
+        let limits = RunnerLimits {
+            memory_bytes: 1 << 30,
             cpu_seconds: 31,
-            fsize_bytes: 64 << 20,
-            nofile: 64,
-            nproc: 256,
+            file_bytes: 64 << 20,
+            descriptors: 64,
+            tasks: 256,
             stage_bytes: 128 << 20,
             stage_inodes: 8192,
         };
@@ -282,7 +282,7 @@ mod tests {
             report_fd: 9,
             plugin: "/bin/true".into(),
             argv0: Name::new("a.b-c_9").expect("name"),
-            limits: Limits::MIN,
+            limits: RunnerLimits::MIN,
             landlock_abi: Some(0),
             runtime: vec![
                 "/usr".parse().expect("dir"),
@@ -304,7 +304,7 @@ mod tests {
 
     #[test]
     fn an_argv0_that_is_not_a_registry_name_is_a_usage_error() {
-        let inv = Invocation::new(Limits::MIN, Name::new("hello").expect("name"));
+        let inv = Invocation::new(RunnerLimits::MIN, Name::new("hello").expect("name"));
         let argv: Vec<String> = inv
             .argv()
             .into_iter()

@@ -4,7 +4,7 @@
 
 use crate::harness::{canary_invocation, RunOutput};
 use proto::canary::{Probe, ProbeSpec, PROBES};
-use proto::runner::Limits;
+use proto::runner::RunnerLimits;
 use proto::{ErrorObject, Kind, ToErrorObject};
 use serde::{Deserialize, Serialize};
 use std::fs::File;
@@ -12,12 +12,12 @@ use std::io;
 use std::path::PathBuf;
 
 /// The limits `--prove` runs the canary with.
-pub const PROVE_LIMITS: Limits = Limits {
-    as_bytes: 256 << 20,
+pub const PROVE_LIMITS: RunnerLimits = RunnerLimits {
+    memory_bytes: 256 << 20,
     cpu_seconds: 1,
-    fsize_bytes: 1 << 20,
-    nofile: 64,
-    nproc: 64,
+    file_bytes: 1 << 20,
+    descriptors: 64,
+    tasks: 64,
     stage_bytes: 16 << 20,
     stage_inodes: 256,
 };
@@ -72,7 +72,7 @@ impl ToErrorObject for ProveError {
             ProveError::UnknownProbe(name) => obj
                 .field("only")
                 .value(name.clone())
-                .next(&proto::Next::cmd("dot-sandbox").args(["probe", "--prove"])),
+                .next(&cli::Next::cmd("dot-sandbox").args(["probe", "--prove"])),
             ProveError::Runner(_) => obj.path("/proc/self/exe"),
             ProveError::Harness { name, .. } => obj.field("only").value(name.clone()),
         }
@@ -85,7 +85,7 @@ pub fn run_probe(
     runner: &File,
     canary: &File,
     probe: &ProbeSpec,
-    limits: Limits,
+    limits: RunnerLimits,
     landlock_abi: Option<u32>,
 ) -> io::Result<(String, RunOutput)> {
     let invocation = canary_invocation(limits, landlock_abi)?;

@@ -5,7 +5,7 @@
 
 mod common;
 
-use proto::runner::Limits;
+use proto::runner::RunnerLimits;
 use proto::{ErrorObject, ExitCode, Kind, ToErrorObject};
 use sandbox::{ExecError, ProveError};
 use std::io;
@@ -28,7 +28,10 @@ fn stderr_error(out: &std::process::Output, code: i32) -> ErrorObject {
 
 /// `dot-sandbox exec` started by bash with the report descriptor 5 open (a file in `dir`) and
 /// nothing on descriptor 4, under `limits`.
-fn exec_without_plugin(dir: &std::path::Path, limits: Limits) -> (std::process::Output, String) {
+fn exec_without_plugin(
+    dir: &std::path::Path,
+    limits: RunnerLimits,
+) -> (std::process::Output, String) {
     let report = dir.join("report");
     let argv = common::argv(limits, None);
     let script = format!(
@@ -48,14 +51,14 @@ fn exec_without_plugin(dir: &std::path::Path, limits: Limits) -> (std::process::
 #[test]
 fn a_limit_below_its_minimum_is_bad_limit_exit_2() {
     let dir = sandbox::Scratch::new("bad-limit").expect("scratch");
-    let limits = Limits {
-        nofile: 15,
+    let limits = RunnerLimits {
+        descriptors: 15,
         ..common::limits()
     };
     let (out, report) = exec_without_plugin(&dir.dir, limits);
     let e = stderr_error(&out, 2);
     testkit::assert_kind!(e, Kind::BadLimit);
-    assert_eq!(e.field.as_deref(), Some("nofile"));
+    assert_eq!(e.field.as_deref(), Some("descriptors"));
     assert_eq!(e.value.as_deref(), Some("15"));
     assert!(
         report.contains("\"bad-limit\""),

@@ -68,7 +68,13 @@ fn reports_what_it_enforced_then_runs_the_plugin() {
             e.rlimits.nofile,
             e.rlimits.core
         ),
-        (l.as_bytes, l.cpu_seconds, l.fsize_bytes, l.nofile, 0)
+        (
+            l.memory_bytes,
+            l.cpu_seconds,
+            l.file_bytes,
+            l.descriptors,
+            0
+        )
     );
     assert_eq!(
         Some(e.seccomp_policy_sha256),

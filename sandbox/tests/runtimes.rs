@@ -3,7 +3,7 @@
 
 mod common;
 
-use proto::runner::Limits;
+use proto::runner::RunnerLimits;
 use std::process::Command;
 
 const MAIN_GO: &str = r#"package main
@@ -61,8 +61,8 @@ fn go_plugin_with_goroutines_and_gc_runs() {
         String::from_utf8_lossy(&built.stderr)
     );
     let plugin = std::fs::File::open(dir.dir.join("plugin")).expect("plugin");
-    let limits = Limits {
-        as_bytes: 1 << 30,
+    let limits = RunnerLimits {
+        memory_bytes: 1 << 30,
         ..common::limits()
     };
     let (run, _scratch) = common::launch(&plugin, b"{}", limits);

@@ -81,7 +81,7 @@ pub fn copy_exe(from: &Path, to: &Path) {
 
 /// A `next` as a tool run through `PATH` prints it: the built tools' directory taken off every
 /// dot tool it names. A tool run by its path, as the tests run them, names the other tools
-/// beside it (`proto::next::set_program`).
+/// beside it (`cli::next::set_program`).
 pub fn bare(next: Option<&str>) -> Option<String> {
     let dir = workspace_bin("dot-launch")
         .parent()

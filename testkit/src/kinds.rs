@@ -8,7 +8,7 @@
 //! (`PID.kinds`); the `next` commands those errors carried (`PID.next`); and the kinds whose
 //! `next` the replay suite ran (`PID.replayed`). `make test` empties that directory, runs the
 //! whole suite, then runs the ignored tests of tests/tests/errors_catalogue.rs: every [`Kind`]
-//! must have been recorded, and every `next` seen must follow `proto::next`'s rules and be of a
+//! must have been recorded, and every `next` seen must follow `cli::next`'s rules and be of a
 //! kind the replay suite ran. A kind compared by hand (`obj.error == Kind::X`), named in a
 //! comment or in a string is not recorded: only an assertion that passed is.
 
@@ -58,7 +58,7 @@ impl Kinded for Warning {
 
 /// A `next` command an asserted error carried: recorded beside the kinds (`PID.next`, one JSON
 /// object per line) so that the check after the suite can hold every one of them to the rules of
-/// `proto::next` and to the replay suite (tests/tests/next_replay.rs).
+/// `cli::next` and to the replay suite (tests/tests/next_replay.rs).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub struct SeenNext {
     pub kind: Kind,

@@ -199,7 +199,7 @@ fn a_failure_after_prepared_is_run_retained_with_the_recover_command() {
     let e = LaunchError::Retained {
         txid: "0123456789abcdef0123456789abcdef".into(),
         why: "renaming hello.txt: EIO".into(),
-        next: proto::next::recover_run(
+        next: cli::next::recover_run(
             &proto::layout::Root::single("/srv/dot"),
             "0123456789abcdef0123456789abcdef",
         ),

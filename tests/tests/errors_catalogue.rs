@@ -1,7 +1,8 @@
 //! docs/errors.md is the catalogue of every error kind, and `proto::Kind` is the same catalogue as a
-//! type: the kinds any tool can print, each with its one exit code. This suite holds the two
-//! together (one row per kind, with the kind's exit code; no row for anything else) and checks that
-//! the test suites asserted every kind.
+//! type: the kinds any installed tool can print, each with its one exit code (dot-bench, not
+//! installed, has kinds of its own, `bench::BenchKind`, listed after the catalogue). This suite
+//! holds the two together (one row per kind, with the kind's exit code; no row for anything else)
+//! and checks that the test suites asserted every kind.
 //!
 //! "Asserted" is what the tests did, not what their source says: every assertion of an error's kind
 //! goes through `testkit::kinds`, which records the kinds of the assertions that held when
@@ -122,14 +123,12 @@ fn every_next_seen_follows_the_rules_and_its_kind_was_replayed() {
         let program = match &s.next_argv {
             Some(argv) => {
                 let os: Vec<std::ffi::OsString> = argv.iter().map(Into::into).collect();
-                assert_eq!(proto::next::join(&os), s.next, "{s:?}");
+                assert_eq!(cli::next::join(&os), s.next, "{s:?}");
                 argv[0].clone()
             }
             None => {
                 assert!(
-                    s.next
-                        .split(' ')
-                        .any(|w| proto::next::RAW_WORDS.contains(&w))
+                    s.next.split(' ').any(|w| cli::next::RAW_WORDS.contains(&w))
                         || s.next.contains("\"$(printf '\\"),
                     "no next_argv, yet nothing to fill in or decode: {s:?}"
                 );

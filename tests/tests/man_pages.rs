@@ -191,7 +191,7 @@ fn every_option_that_help_lists_is_in_the_tools_page() {
     assert!(register.contains(&"dot-register publisher revoke --key".to_owned()));
 }
 
-/// The options every tool takes (`proto::cli::common_options`) are on every page too.
+/// The options every tool takes (`cli::common_options`) are on every page too.
 #[test]
 fn every_page_documents_the_common_options() {
     for t in ARGH_TOOLS {

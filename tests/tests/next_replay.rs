@@ -22,7 +22,7 @@ use testkit::{assert_refused, workspace_bin, KeyPair, TempDir};
 const ODD: &str = "odd dir 'q' $HOME;x";
 
 /// `PATH` for a replay: the system's only. The tools ran by their path, so a `next` naming a dot
-/// tool names it beside them (`proto::next::set_program`); a bare `dot-register` would be 127.
+/// tool names it beside them (`cli::next::set_program`); a bare `dot-register` would be 127.
 const SYSTEM_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
 /// `PATH` for the replay of an error built without a tool's `main` (a library's typed error,
@@ -53,7 +53,7 @@ fn sh_with(next: &str, cwd: &Path, path: OsString) -> Output {
         .unwrap()
 }
 
-/// Holds `e`'s `next` to the rules of `proto::next` and runs it as printed.
+/// Holds `e`'s `next` to the rules of `cli::next` and runs it as printed.
 fn replay(e: &ErrorObject, cwd: &Path) -> Output {
     sh(checked_next(e), cwd)
 }
@@ -63,7 +63,7 @@ fn replay_typed(e: &ErrorObject, cwd: &Path) -> Output {
     sh_with(checked_next(e), cwd, path_env())
 }
 
-/// `e`'s `next`, held to the rules of `proto::next`.
+/// `e`'s `next`, held to the rules of `cli::next`.
 fn checked_next(e: &ErrorObject) -> &str {
     let next = e
         .next
@@ -72,7 +72,7 @@ fn checked_next(e: &ErrorObject) -> &str {
     match &e.next_argv {
         Some(argv) => {
             let os: Vec<OsString> = argv.iter().map(Into::into).collect();
-            assert_eq!(proto::next::join(&os), next, "next_argv is next");
+            assert_eq!(cli::next::join(&os), next, "next_argv is next");
         }
         None => assert!(
             is_template(next) || next.contains("$(printf"),
@@ -92,9 +92,9 @@ fn says_what_to_supply(e: &ErrorObject, placeholder: &str) {
     assert!(what.starts_with(placeholder), "{e:?}");
 }
 
-/// A `next` with a placeholder in capitals or a `&&` (`proto::next::RAW_WORDS`).
+/// A `next` with a placeholder in capitals or a `&&` (`cli::next::RAW_WORDS`).
 fn is_template(next: &str) -> bool {
-    next.split(' ').any(|w| proto::next::RAW_WORDS.contains(&w))
+    next.split(' ').any(|w| cli::next::RAW_WORDS.contains(&w))
 }
 
 /// Runs a template `next` as printed but for its placeholders, each replaced by the quoted path.
@@ -105,7 +105,7 @@ fn replay_filled(e: &ErrorObject, fills: &[(&str, &Path)], cwd: &Path) -> Output
         "a template: {e:?}"
     );
     for (word, path) in fills {
-        let quoted = proto::next::quote(path.as_os_str());
+        let quoted = cli::next::quote(path.as_os_str());
         let words: Vec<String> = next
             .split(' ')
             .map(|w| {

@@ -13,10 +13,11 @@
 //! - [`lock`]: the per-target commit lock (an `flock` on the held target directory);
 //! - [`pending`]: a PREPARED run pending in a target, which refuses launches there;
 //! - [`rollforward`]: the checks that let `recover` finish a PREPARED run, or say why not;
-//! - [`State`], [`Retained`], [`next_for`]: what a tool reports of a run it leaves in place;
 //! - [`hooks`]: the failpoints and injected errors of the test builds.
 //!
-//! The journal's format and the pure classifier stay in `proto::journal` (data only).
+//! The journal's format and the pure classifier stay in `proto::journal` (data only), and so does
+//! what a tool reports of a run it leaves in place (`proto::retained`). The store builds no command
+//! line: the `next` of a retained run or of a missing root is the front-ends' (`cli::next`).
 #![forbid(unsafe_code)]
 
 pub mod hooks;
@@ -29,71 +30,11 @@ pub mod tree;
 
 use nix::errno::Errno;
 use nix::unistd::{unlinkat, UnlinkatFlags};
-use proto::journal::RunState;
-use proto::layout::Root;
-use proto::{ErrorObject, Next, ToErrorObject};
-use serde::{Deserialize, Serialize};
+use proto::{ErrorObject, ToErrorObject};
 use std::ffi::{CStr, CString};
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use tree::{check_entry, list, stat_at, Kind, Rules, Stop};
-
-/// One run left in place.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Retained {
-    /// The entry's name under `txn/` (not always a valid transaction id).
-    pub txid: String,
-    pub state: State,
-    pub reason: String,
-    /// The command that takes it further, where one exists (quoted for POSIX `sh`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next: Option<String>,
-    /// `next` as an argument vector.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next_argv: Option<Vec<String>>,
-}
-
-impl Retained {
-    /// A retained run and the command that takes it further, if there is one.
-    pub fn new(txid: &str, state: State, reason: String, next: Option<Next>) -> Retained {
-        Retained {
-            txid: txid.to_owned(),
-            state,
-            reason,
-            next_argv: next.as_ref().and_then(Next::argv),
-            next: next.as_ref().map(Next::text),
-        }
-    }
-}
-
-/// The state a retained run was found in: the journal's state, or `LIVE` for a run whose
-/// `dot-launch` still holds its lock.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum State {
-    /// ABANDONED, but its removal stopped because something changed under it.
-    Abandoned,
-    Prepared,
-    Committed,
-    Unrecognized,
-    /// Its lock is held.
-    Live,
-    /// An I/O error of the host (EIO, out of memory or descriptors) stopped its examination: it
-    /// is none of the above yet, and another pass may get past it (its `next` is that pass).
-    Unreadable,
-}
-
-impl From<RunState> for State {
-    fn from(s: RunState) -> State {
-        match s {
-            RunState::Abandoned => State::Abandoned,
-            RunState::Prepared => State::Prepared,
-            RunState::Committed => State::Committed,
-            RunState::Unrecognized => State::Unrecognized,
-        }
-    }
-}
 
 /// Why a tool could not look at the runs at all (`txn/` itself).
 #[derive(Debug, thiserror::Error)]
@@ -124,15 +65,8 @@ impl ToErrorObject for TxnError {
     fn to_error_object(&self) -> ErrorObject {
         let obj = ErrorObject::new(self.kind(), self.to_string());
         match self {
-            TxnError::NoTxn { path } => {
-                // `init` makes a root only where nothing is yet.
-                let root = path.parent().unwrap_or(path);
-                match std::fs::symlink_metadata(root) {
-                    Err(_) => obj.path(path).next(&proto::next::init_root(root)),
-                    Ok(_) => obj.path(path),
-                }
-            }
-            TxnError::UnsafeTxn { path, .. }
+            TxnError::NoTxn { path }
+            | TxnError::UnsafeTxn { path, .. }
             | TxnError::OpenTxn { path, .. }
             | TxnError::ListTxn { path, .. }
             | TxnError::SyncTxn { path, .. } => obj.path(path),
@@ -140,12 +74,17 @@ impl ToErrorObject for TxnError {
     }
 }
 
-/// The command that takes a run retained in `state` further, where one exists.
-pub fn next_for(root: &Root, txid: &str, state: State) -> Option<Next> {
-    match state {
-        State::Prepared | State::Committed => Some(proto::next::recover_run(root, txid)),
-        State::Abandoned | State::Unreadable => Some(Next::cmd("dot-discard").root(root)),
-        State::Unrecognized | State::Live => None,
+impl TxnError {
+    /// For `NoTxn`: the root, when it does not exist at all (nothing there yet), which `init` can
+    /// make: the front-end's `next`.
+    pub fn missing_root(&self) -> Option<&Path> {
+        match self {
+            TxnError::NoTxn { path } => {
+                let root = path.parent().unwrap_or(path);
+                std::fs::symlink_metadata(root).is_err().then_some(root)
+            }
+            _ => None,
+        }
     }
 }
 

@@ -6,12 +6,13 @@
 //! then removed with every entry checked again), then the journal, then the directory.
 
 use crate::tree::{self, check_entry, list, same, stat_at, Kind, Pass, Rules, Stop};
-use crate::{State, TxnError};
+use crate::TxnError;
 use nix::errno::Errno;
 use nix::sys::stat::{fstat, FileStat};
 use nix::unistd::{unlinkat, UnlinkatFlags};
 use proto::journal::{classify_run, Journal, RunState, MAX_JOURNAL};
 use proto::layout::{is_txid, JOURNAL_FILE, STAGE_DIR};
+use proto::retained::State;
 use std::ffi::{CStr, CString};
 use std::fs::File;
 use std::os::fd::OwnedFd;

@@ -6,7 +6,7 @@ use crate::error::VerifyError;
 use crate::layers::{self, Answer, Registry};
 use crate::signature;
 use argh::FromArgs;
-use proto::cli::Output;
+use cli::Output;
 use proto::error::ExitCode;
 use proto::layers::Layer;
 use proto::{Containment, InputDecl, Name, Sha256, Trust};
@@ -39,7 +39,7 @@ pub enum Command {
 #[argh(subcommand, name = "digest")]
 pub struct DigestArgs {
     /// the files to digest
-    #[argh(positional, greedy, from_str_fn(proto::cli::path))]
+    #[argh(positional, greedy, from_str_fn(cli::path))]
     pub files: Vec<PathBuf>,
 }
 
@@ -48,13 +48,13 @@ pub struct DigestArgs {
 #[argh(subcommand, name = "signature")]
 pub struct SignatureArgs {
     /// the public key file, as `minisign -G` writes it
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub pubkey: PathBuf,
     /// the detached signature (FILE.minisig)
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub signature: PathBuf,
     /// the signed file
-    #[argh(positional, from_str_fn(proto::cli::path))]
+    #[argh(positional, from_str_fn(cli::path))]
     pub file: PathBuf,
 }
 
@@ -66,11 +66,11 @@ pub struct SignatureArgs {
 #[argh(subcommand, name = "entry")]
 pub struct EntryArgs {
     /// the platform root (default: the system layers)
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub root: Option<PathBuf>,
     /// without --root: the directory the system layers are under (as dpkg --root), for a scratch
     /// tree
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub sysroot: Option<PathBuf>,
     /// the plugin name
     #[argh(positional)]
@@ -86,11 +86,11 @@ pub struct EntryArgs {
 #[argh(subcommand, name = "doctor")]
 pub struct DoctorArgs {
     /// the platform root (default: the system layers, as `entry` reads them)
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub root: Option<PathBuf>,
     /// without --root: the directory the system layers are under (as dpkg --root), for a scratch
     /// tree
-    #[argh(option, from_str_fn(proto::cli::path))]
+    #[argh(option, from_str_fn(cli::path))]
     pub sysroot: Option<PathBuf>,
     /// the warning window in days (default: the policy's expiry_warning_days)
     #[argh(option)]

@@ -20,9 +20,10 @@ use crate::error::VerifyError;
 use crate::root::{self, euid};
 use crate::signature::{self, SignatureInfo};
 use crate::trust::{self, TrustContext};
+use cli::Next;
 use proto::layout::Root;
 use proto::trust::{Dependencies, Limit};
-use proto::{Containment, Entry, Name, Next, Publisher, Sha256, Trust};
+use proto::{Containment, Entry, Name, Publisher, Sha256, Trust};
 use std::fs::{File, Metadata};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -761,7 +762,7 @@ pub(crate) fn signed_hint(root: &Root, name: &Name) -> Next {
 /// entry and signature already in the registry.
 fn register_again(root: &Root, entry: &Entry, local: bool, exe: Option<&Path>) -> Next {
     let cmd = if local {
-        proto::next::register_local(root.path(), entry, exe)
+        cli::next::register_local(root.path(), entry, exe)
     } else {
         let cmd = Next::cmd("dot-register")
             .args(["add", "--root"])

@@ -4,9 +4,10 @@
 //! the same whichever tool met it.
 
 use crate::elf::ElfError;
+use cli::Next;
 use proto::entry::EntryError;
 use proto::publisher::PublisherError;
-use proto::{ErrorObject, Kind, NameError, Next, Sha256, ToErrorObject};
+use proto::{ErrorObject, Kind, NameError, Sha256, ToErrorObject};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -516,8 +517,7 @@ impl ToErrorObject for VerifyError {
             }
             E::EntryMissing { name, next, .. } => obj
                 .value(name.clone())
-                .next(next)
-                .supply("FILE is the plugin's executable"),
+                .next_to_fill(next, "FILE is the plugin's executable"),
             E::EntryMasked { name, .. } => obj.value(name.clone()),
             E::EntryMalformed { source, .. } => {
                 if let Some(f) = source.field() {
@@ -534,18 +534,16 @@ impl ToErrorObject for VerifyError {
             },
             E::EntryNameMismatch { found, .. } => obj.field("name").value(found.clone()),
             E::RootMissing { next, .. } => obj.next(next),
-            E::PublisherUnknown { id, root, .. } => obj
-                .value(id.clone())
-                .next(
-                    &Next::cmd("dot-register")
-                        .args(["publisher", "add", "--root"])
-                        .arg(root)
-                        .arg("--id")
-                        .arg(id)
-                        .arg("--pubkey")
-                        .raw("FILE"),
-                )
-                .supply("FILE is the publisher's minisign public key file, from the publisher"),
+            E::PublisherUnknown { id, root, .. } => obj.value(id.clone()).next_to_fill(
+                &Next::cmd("dot-register")
+                    .args(["publisher", "add", "--root"])
+                    .arg(root)
+                    .arg("--id")
+                    .arg(id)
+                    .arg("--pubkey")
+                    .raw("FILE"),
+                "FILE is the publisher's minisign public key file, from the publisher",
+            ),
             E::PublisherRevoked { id, .. } => obj.value(id.clone()),
             E::KeyRevoked { key_id, .. } => obj.value(key_id.clone()),
             E::ThresholdNotMet(s) => {
@@ -589,9 +587,10 @@ impl ToErrorObject for VerifyError {
             }
             E::SizeMismatch { found, .. } => obj.field("size").value(found.to_string()),
             E::DigestMismatch { found, .. } => obj.field("sha256").value(found.to_hex()),
-            E::StoreTampered { next: Some(n), .. } => obj
-                .next(n)
-                .supply("FILE is the plugin's executable as its publisher shipped it"),
+            E::StoreTampered { next: Some(n), .. } => obj.next_to_fill(
+                n,
+                "FILE is the plugin's executable as its publisher shipped it",
+            ),
             E::DynamicNotGranted { next, .. } => obj.next(next),
             E::Denied { field, value, .. } => obj.field(*field).value(value.clone()),
             E::TrustMalformed { source, .. } => match source.field() {

@@ -14,10 +14,11 @@ use crate::entry::{self, Verified};
 use crate::error::VerifyError;
 use crate::root::{self, RootInfo};
 use crate::trust::{load_doc, revocations, OtherLayer, TrustContext};
+use cli::Next;
 use proto::layers::{self, Holdings, Layer, Resolution, SystemLayers};
 use proto::layout::Root;
 use proto::trust::DenyList;
-use proto::{Name, Next};
+use proto::Name;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 

@@ -1,8 +1,8 @@
 //! Is this directory a platform root we may trust? Owner, modes and layout.
 
 use crate::error::VerifyError;
+use cli::Next;
 use proto::layout::{Root, REGISTRY_DIRS, STATE_DIRS};
-use proto::Next;
 use std::fs::Metadata;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::Path;
@@ -259,7 +259,7 @@ fn missing(root: &Root, path: &Path, what: &str) -> VerifyError {
 /// is missing too, the command makes that first.
 fn absent(root: &Root) -> VerifyError {
     let dir = root.path();
-    let init = proto::next::init_root(dir);
+    let init = cli::next::init_root(dir);
     let parent = dir.parent().filter(|p| !p.as_os_str().is_empty());
     let (what, next) = match parent {
         Some(p) if !p.is_dir() => (

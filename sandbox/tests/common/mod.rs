@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 use proto::canary::ProbeSpec;
-use proto::runner::Limits;
+use proto::runner::RunnerLimits;
 use sandbox::{canary_invocation, canary_request, outcome, Input, Run, RunOutput, Scratch};
 use sandbox::{Targets, CANARY, PROVE_LIMITS};
 use std::fs::File;
@@ -41,7 +41,7 @@ pub fn canary() -> File {
     File::open(canary_path()).expect("open dot-canary")
 }
 
-pub fn limits() -> Limits {
+pub fn limits() -> RunnerLimits {
     PROVE_LIMITS
 }
 
@@ -51,7 +51,7 @@ pub fn request(probe: &str) -> Vec<u8> {
 }
 
 /// The runner's command line for a plugin under `limits`, with `--landlock-abi` when given.
-pub fn argv(limits: Limits, landlock_abi: Option<u32>) -> Vec<String> {
+pub fn argv(limits: RunnerLimits, landlock_abi: Option<u32>) -> Vec<String> {
     canary_invocation(limits, landlock_abi)
         .expect("invocation")
         .argv()
@@ -72,7 +72,7 @@ pub fn launch_argv(plugin: &File, request: &[u8], argv: &[String]) -> (RunOutput
 }
 
 /// Runs `plugin` under the runner, as a launcher would, in a fresh scratch stage.
-pub fn launch(plugin: &File, request: &[u8], limits: Limits) -> (RunOutput, Scratch) {
+pub fn launch(plugin: &File, request: &[u8], limits: RunnerLimits) -> (RunOutput, Scratch) {
     launch_argv(plugin, request, &argv(limits, None))
 }
 
@@ -80,7 +80,7 @@ pub fn launch(plugin: &File, request: &[u8], limits: Limits) -> (RunOutput, Scra
 pub fn launch_at_abi(
     plugin: &File,
     request: &[u8],
-    limits: Limits,
+    limits: RunnerLimits,
     landlock_abi: u32,
 ) -> (RunOutput, Scratch) {
     launch_argv(plugin, request, &argv(limits, Some(landlock_abi)))

@@ -8,11 +8,15 @@
 //!   cannot carry: `next` then shows it with U+FFFD and is not runnable as printed).
 //! - The failed command again ([`Next::again`]): the command that failed, run again with some options added (or removed):
 //!   `--replace`, `--accept-changes TOKEN`, a consent flag. Only the tool's `main` knows the
-//!   command line as typed ([`crate::cli`] resolves it there, keeping every other argument as it
+//!   command line as typed ([`crate::main`] resolves it there, keeping every other argument as it
 //!   was given); a library caller sees the `fallback`, a command rebuilt from what the library knew.
 //! - A template ([`Next::raw`], [`Next::then`]): a command line the user must complete, with placeholders in capitals
 //!   (`FILE`, `DIR`, `FILE.minisig`) or a `&&` between two commands. `next_argv` is absent.
 
+pub use proto::error::{Again, Opt};
+use proto::error::{ErrorKind, ErrorObject, NextCommand};
+use proto::layout::Root;
+use proto::retained::{Retained, State};
 use std::ffi::{OsStr, OsString};
 
 /// Every word a template prints raw: the placeholders and the one operator.
@@ -24,37 +28,6 @@ pub const RAW_WORDS: [&str; 4] = ["FILE", "DIR", "FILE.minisig", "&&"];
 pub enum Word {
     Arg(OsString),
     Raw(&'static str),
-}
-
-/// An option the failed command needs (with its value, if it takes one), or must lose.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Opt {
-    pub name: &'static str,
-    pub value: Option<OsString>,
-}
-
-impl Opt {
-    /// A flag without a value (`--replace`).
-    pub fn flag(name: &'static str) -> Opt {
-        Opt { name, value: None }
-    }
-
-    /// An option with its value (`--accept-changes TOKEN`).
-    pub fn with(name: &'static str, value: impl Into<OsString>) -> Opt {
-        Opt {
-            name,
-            value: Some(value.into()),
-        }
-    }
-}
-
-/// What to change in the failed command line to make the next one.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Again {
-    /// Options added, each replacing any occurrence of the same option already given.
-    pub add: Vec<Opt>,
-    /// Options removed wherever they occur (flags only).
-    pub remove: Vec<&'static str>,
 }
 
 /// The command that resolves an error: one of the three shapes of the module documentation.
@@ -176,7 +149,7 @@ impl Next {
     }
 
     /// Appends `--root DIR`, and `--state DIR` when the root's state is apart from its registry.
-    pub fn root(self, root: &crate::layout::Root) -> Next {
+    pub fn root(self, root: &Root) -> Next {
         self.arg("--root")
             .arg(root.path())
             .opt_if("--state", root.separate_state())
@@ -247,17 +220,48 @@ pub fn init_root(dir: &std::path::Path) -> Next {
     Next::cmd("dot-register").args(["init", "--root"]).arg(dir)
 }
 
+/// `obj` with `next` [`init_root`] when `missing` names a root that does not exist at all (a
+/// tool that found no `txn/` there: `txn::TxnError::missing_root`).
+pub fn or_init_root<K: ErrorKind>(
+    obj: ErrorObject<K>,
+    missing: Option<&std::path::Path>,
+) -> ErrorObject<K> {
+    match missing {
+        Some(root) => obj.next(&init_root(root)),
+        None => obj,
+    }
+}
+
 /// `dot-launch recover --root DIR [--state DIR] TXID`: what takes a PREPARED or COMMITTED run
 /// further.
-pub fn recover_run(root: &crate::layout::Root, txid: &str) -> Next {
+pub fn recover_run(root: &Root, txid: &str) -> Next {
     Next::cmd("dot-launch").arg("recover").root(root).arg(txid)
+}
+
+/// The command that takes a run retained in `state` further, where one exists.
+pub fn for_retained(root: &Root, txid: &str, state: State) -> Option<Next> {
+    match state {
+        State::Prepared | State::Committed => Some(recover_run(root, txid)),
+        State::Abandoned | State::Unreadable => Some(Next::cmd("dot-discard").root(root)),
+        State::Unrecognized | State::Live => None,
+    }
+}
+
+/// A run left in place in `state`, and the command that takes it further, if there is one.
+pub fn retained(txid: &str, state: State, reason: String, next: Option<Next>) -> Retained {
+    Retained::new(
+        txid,
+        state,
+        reason,
+        next.as_ref().map(|n| n as &dyn NextCommand),
+    )
 }
 
 /// `dot-register dev` registering `entry` (a local entry) again with everything it declares, in the
 /// development root `root`, from the executable `exe` (`None`: the placeholder `FILE`).
 pub fn register_local(
     root: &std::path::Path,
-    entry: &crate::Entry,
+    entry: &proto::Entry,
     exe: Option<&std::path::Path>,
 ) -> Next {
     let cmd = Next::cmd("dot-register")
@@ -290,6 +294,36 @@ pub fn register_local(
         cmd = cmd.arg("--env").arg(name.as_str());
     }
     cmd
+}
+
+impl NextCommand for Next {
+    fn text(&self) -> String {
+        Next::text(self)
+    }
+    fn argv(&self) -> Option<Vec<String>> {
+        Next::argv(self)
+    }
+    fn placeholders(&self) -> bool {
+        match &*self.0 {
+            Shape::Template(words) => words
+                .iter()
+                .any(|w| matches!(w, Word::Raw(r) if *r != "&&")),
+            _ => false,
+        }
+    }
+    fn again(&self) -> Option<&Again> {
+        self.again_changes()
+    }
+}
+
+/// `next` for the command line `typed` (program first, as the tool was run) when the error asks
+/// for the failed command again: every typed argument kept, the options changed.
+pub fn resolve_again<K: ErrorKind>(obj: &mut ErrorObject<K>, typed: &[OsString]) {
+    if let Some(again) = obj.again.take() {
+        let argv = apply(typed, &again);
+        obj.next = Some(join(&argv));
+        obj.next_argv = utf8(&argv);
+    }
 }
 
 /// Every argument as UTF-8, or `None` (JSON cannot carry other bytes).

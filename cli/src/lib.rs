@@ -2,20 +2,30 @@
 //! and a usage error exits with our usage code) and the report: one JSON document (or text) on stdout
 //! and exit 0, or one error object line on stderr and the error's exit code.
 //!
-//! This is the one place in `proto` that writes anything: `Outcome::report` prints what the tool
-//! computed, when `main` returns.
+//! This is the one place of dot's libraries that writes on stdout and stderr: `Outcome::report`
+//! prints what the tool computed, when `main` returns. The data it prints is `proto`'s; the
+//! `next` commands and their quoting are [`next`]'s, terminal escaping is [`visible`]'s.
 //!
 //! # Arguments that are not UTF-8
 //!
 //! argh parses `&str`, but a Unix argument is any bytes. [`main`] takes the arguments as `OsString`
 //! and hands argh a stand-in for each argument that is not UTF-8 (and for each that holds
 //! [`MARK`], U+FDD0, a Unicode noncharacter this module reserves): `MARK`, its position, `MARK`.
-//! A path field decodes its stand-in back to the original bytes with `from_str_fn(proto::cli::path)`
+//! A path field decodes its stand-in back to the original bytes with `from_str_fn(cli::path)`
 //! (or [`os_string`]); every other field would take the stand-in as text, so after parsing, a
 //! stand-in that no path field decoded is a usage error naming the argument. A file path can
 //! therefore be any bytes, while a name, a key or an input value must be UTF-8.
 
-use crate::error::{ErrorObject, ExitCode, Kind, ToErrorObject};
+#![forbid(unsafe_code)]
+
+pub mod limits;
+pub mod next;
+mod visible;
+
+pub use next::Next;
+pub use visible::{visible, visible_lines, VisibleStream};
+
+use proto::error::{ErrorKind, ErrorObject, ExitCode, Kind, ToErrorObject};
 use serde::Serialize;
 use std::cell::RefCell;
 use std::ffi::OsString;
@@ -30,7 +40,15 @@ pub struct Output {
     pub code: ExitCode,
     /// What the tool did, said in the `result-unwritten` error printed on stderr when stdout
     /// cannot take the output (a closed pipe, a full disk, EIO): what is done stays known.
-    pub unwritten: Option<ErrorObject>,
+    unwritten: Option<Done>,
+}
+
+/// What a tool did, for the `result-unwritten` error ([`Output::done`]).
+#[derive(Debug)]
+struct Done {
+    message: String,
+    value: Option<String>,
+    path: Option<String>,
 }
 
 impl Output {
@@ -38,11 +56,7 @@ impl Output {
     pub fn json<T: Serialize>(value: &T) -> Output {
         let mut stdout = serde_json::to_string(value).unwrap_or_default();
         stdout.push('\n');
-        Output {
-            stdout,
-            code: ExitCode::Success,
-            unwritten: None,
-        }
+        Output::text(stdout)
     }
 
     /// Plain text, exit 0.
@@ -58,10 +72,11 @@ impl Output {
     /// `result-unwritten` error should stdout not take it; `value` and `path` name what was done
     /// (a txid, a target).
     pub fn done(mut self, done: String, value: Option<String>, path: Option<String>) -> Output {
-        let mut obj = ErrorObject::new(Kind::ResultUnwritten, done);
-        obj.value = value;
-        obj.path = path;
-        self.unwritten = Some(obj);
+        self.unwritten = Some(Done {
+            message: done,
+            value,
+            path,
+        });
         self
     }
 
@@ -99,7 +114,7 @@ impl ErrorStyle {
 /// command that resolves it, if there is one. A message's line breaks become spaces, and every
 /// other character a terminal would act on is shown escaped ([`visible`]): a message, a path or a
 /// value can hold a plugin's or a file's text.
-pub fn human_line(tool: &str, err: &ErrorObject) -> String {
+pub fn human_line<K: ErrorKind>(tool: &str, err: &ErrorObject<K>) -> String {
     let mut line = format!(
         "{}: {}: {}",
         visible(tool),
@@ -116,7 +131,7 @@ pub fn human_line(tool: &str, err: &ErrorObject) -> String {
 /// with `--stderr tail`, the tail of the plugin's stderr, each of its lines after `| ` and shown
 /// as [`visible`] (a plugin's text never moves the cursor, clears the screen or writes the
 /// clipboard). Ends without a newline.
-pub fn human_text(tool: &str, err: &ErrorObject) -> String {
+pub fn human_text<K: ErrorKind>(tool: &str, err: &ErrorObject<K>) -> String {
     let mut text = human_line(tool, err);
     let tail = err.run.as_ref().and_then(|r| r.stderr_tail.as_deref());
     if let Some(tail) = tail.filter(|t| !t.is_empty()) {
@@ -133,133 +148,26 @@ pub fn human_text(tool: &str, err: &ErrorObject) -> String {
     text
 }
 
-/// `text` with every character a terminal could act on shown as an escape, so that what came
-/// from a plugin or a file is read, never executed: the C0 controls (ESC, BEL, CR, backspace, a
-/// line break too: the caller splits lines first) and DEL as `\x1b`, the C1 controls, the
-/// bidirectional overrides, embeddings, isolates and marks, the line and paragraph separators and
-/// the zero-width characters as `\u{202e}`. A backslash stays as it is: the escapes are for a
-/// person to read, not to decode. Tabs are kept.
-pub fn visible(text: &str) -> std::borrow::Cow<'_, str> {
-    if !text.chars().any(escaped) {
-        return std::borrow::Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        match c {
-            c if !escaped(c) => out.push(c),
-            c if (c as u32) < 0x80 => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
-        }
-    }
-    std::borrow::Cow::Owned(out)
-}
-
-/// A byte stream from a plugin shown live on a terminal (`dot-launch --stderr pass`): what
-/// [`visible`] escapes is escaped, line breaks and tabs pass, bytes that are not UTF-8 show as
-/// `\xNN`. A character split across two reads is held until it is whole.
-#[derive(Debug, Default)]
-pub struct VisibleStream {
-    pending: Vec<u8>,
-}
-
-impl VisibleStream {
-    /// The text to show for `bytes`, the next bytes of the stream.
-    pub fn feed(&mut self, bytes: &[u8]) -> Vec<u8> {
-        self.pending.extend_from_slice(bytes);
-        let mut out = Vec::with_capacity(self.pending.len());
-        let mut rest: &[u8] = &self.pending;
-        loop {
-            match std::str::from_utf8(rest) {
-                Ok(text) => {
-                    push_visible(&mut out, text);
-                    rest = &[];
-                    break;
-                }
-                Err(e) => {
-                    let (good, bad) = rest.split_at(e.valid_up_to());
-                    push_visible(&mut out, std::str::from_utf8(good).unwrap_or_default());
-                    match e.error_len() {
-                        Some(n) => {
-                            for b in &bad[..n] {
-                                out.extend_from_slice(format!("\\x{b:02x}").as_bytes());
-                            }
-                            rest = &bad[n..];
-                        }
-                        // Incomplete at the end: wait for the rest of the character.
-                        None => {
-                            rest = bad;
-                            break;
-                        }
-                    }
-                }
-            }
-        }
-        self.pending = rest.to_vec();
-        out
-    }
-
-    /// What is left when the stream ends: an incomplete character, shown as `\xNN` escapes.
-    pub fn finish(&mut self) -> Vec<u8> {
-        let out = self
-            .pending
-            .iter()
-            .flat_map(|b| format!("\\x{b:02x}").into_bytes())
-            .collect();
-        self.pending.clear();
-        out
-    }
-}
-
-/// `text` with each of its lines shown as [`visible`]: line breaks and tabs kept.
-pub fn visible_lines(text: &str) -> String {
-    let mut out = Vec::with_capacity(text.len());
-    push_visible(&mut out, text);
-    String::from_utf8(out).unwrap_or_default()
-}
-
-fn push_visible(out: &mut Vec<u8>, text: &str) {
-    for (i, line) in text.split('\n').enumerate() {
-        if i > 0 {
-            out.push(b'\n');
-        }
-        out.extend_from_slice(visible(line).as_bytes());
-    }
-}
-
-/// Whether [`visible`] escapes `c`.
-fn escaped(c: char) -> bool {
-    matches!(c,
-        '\u{0}'..='\u{8}' | '\u{a}'..='\u{1f}' | '\u{7f}'..='\u{9f}'
-        // Arabic letter mark; zero-width space, non-joiner, joiner; LRM, RLM.
-        | '\u{61c}' | '\u{200b}'..='\u{200f}'
-        // Line and paragraph separators; LRE, RLE, PDF, LRO, RLO.
-        | '\u{2028}'..='\u{202e}'
-        // Word joiner and the invisible operators; LRI, RLI, FSI, PDI; the deprecated format
-        // characters.
-        | '\u{2060}'..='\u{206f}'
-        // Zero-width no-break space (a byte order mark); interlinear annotation.
-        | '\u{feff}' | '\u{fff9}'..='\u{fffb}')
-}
-
-/// What `main` returns: printing happens in `Termination::report`.
+/// What `main` returns: printing happens in `Termination::report`. `K` is the tool's error kinds:
+/// [`Kind`], the catalogue, for every installed tool.
 #[derive(Debug)]
-pub struct Outcome {
+pub struct Outcome<K = Kind> {
     stdout: String,
-    stderr: Option<ErrorObject>,
-    unwritten: Option<ErrorObject>,
+    stderr: Option<ErrorObject<K>>,
+    unwritten: Option<Done>,
     code: ExitCode,
     tool: String,
     style: ErrorStyle,
 }
 
-impl Outcome {
+impl<K> Outcome<K> {
     /// The error object the tool will print, if it failed.
-    pub fn error(&self) -> Option<&ErrorObject> {
+    pub fn error(&self) -> Option<&ErrorObject<K>> {
         self.stderr.as_ref()
     }
 }
 
-impl std::process::Termination for Outcome {
+impl<K: ErrorKind> std::process::Termination for Outcome<K> {
     /// Prints the output on stdout, or the error object on stderr. Output that stdout cannot take
     /// (a closed pipe, ENOSPC, EIO) becomes one `result-unwritten` error on stderr, exit 5, saying
     /// what the tool did (for a launch: that the run committed, its txid and target).
@@ -275,13 +183,20 @@ impl std::process::Termination for Outcome {
                 false => std::borrow::Cow::Borrowed(self.stdout.as_str()),
             };
             if let Err(e) = out.write_all(shown.as_bytes()).and_then(|()| out.flush()) {
-                let mut obj = self.unwritten.unwrap_or_else(|| {
-                    ErrorObject::new(Kind::ResultUnwritten, "the tool finished")
+                let done = self.unwritten.unwrap_or_else(|| Done {
+                    message: "the tool finished".to_owned(),
+                    value: None,
+                    path: None,
                 });
-                obj.message = format!(
-                    "{}, but its result could not be written to stdout: {e}",
-                    obj.message
+                let mut obj = ErrorObject::new(
+                    K::RESULT_UNWRITTEN,
+                    format!(
+                        "{}, but its result could not be written to stdout: {e}",
+                        done.message
+                    ),
                 );
+                obj.value = done.value;
+                obj.path = done.path;
                 code = obj.exit_code();
                 stderr = Some(obj);
             }
@@ -379,24 +294,26 @@ fn tool_name(argv: &[OsString]) -> String {
 
 /// Parses `argv` (program name first, as `std::env::args_os` gives it) into `A`, runs `run`, and
 /// turns the result into an `Outcome`. `--version` prints `TOOL VERSION` and exits 0.
-pub fn main<A, E, F>(argv: impl IntoIterator<Item = OsString>, run: F) -> Outcome
+pub fn main<A, K, E, F>(argv: impl IntoIterator<Item = OsString>, run: F) -> Outcome<K>
 where
     A: argh::FromArgs,
-    E: ToErrorObject,
+    K: ErrorKind,
+    E: ToErrorObject<K>,
     F: FnOnce(A) -> Result<Output, E>,
 {
     main_with(argv, run, Extras::default())
 }
 
 /// [`main`] for a tool with [`Extras`].
-pub fn main_with<A, E, F>(
+pub fn main_with<A, K, E, F>(
     argv: impl IntoIterator<Item = OsString>,
     run: F,
     extras: Extras,
-) -> Outcome
+) -> Outcome<K>
 where
     A: argh::FromArgs,
-    E: ToErrorObject,
+    K: ErrorKind,
+    E: ToErrorObject<K>,
     F: FnOnce(A) -> Result<Output, E>,
 {
     let typed: Vec<OsString> = argv.into_iter().collect();
@@ -410,7 +327,7 @@ where
     }
     let tool = tool_name(&argv);
     let style = ErrorStyle::choose(common.style);
-    let outcome = |stdout: String, stderr: Option<ErrorObject>, code: ExitCode| Outcome {
+    let outcome = |stdout: String, stderr: Option<ErrorObject<K>>, code: ExitCode| Outcome {
         stdout,
         stderr,
         unwritten: None,
@@ -429,7 +346,13 @@ where
         Err(Early::Help(text)) => {
             return outcome(format!("{text}{COMMON_HELP}"), None, ExitCode::Success)
         }
-        Err(Early::Usage(obj)) => return outcome(String::new(), Some(*obj), ExitCode::Usage),
+        Err(Early::Usage(obj)) => {
+            return outcome(
+                String::new(),
+                Some((*obj).with_kind(K::USAGE)),
+                ExitCode::Usage,
+            )
+        }
     };
     match run(args) {
         Ok(out) => Outcome {
@@ -438,7 +361,7 @@ where
         },
         Err(e) => {
             let mut obj = e.to_error_object();
-            obj.resolve_again(&typed);
+            next::resolve_again(&mut obj, &typed);
             outcome(String::new(), Some(obj), e.kind().exit_code())
         }
     }
@@ -763,7 +686,7 @@ mod tests {
 
     #[test]
     fn the_human_line_is_one_line_with_the_next_command() {
-        let e = ErrorObject::new(crate::Kind::ConsentMissing, "hello needs\nconsent")
+        let e = ErrorObject::new(Kind::ConsentMissing, "hello needs\nconsent")
             .next(&crate::next::Next::cmd("dot-launch").arg("x"));
         assert_eq!(
             human_line("dot-launch", &e),
@@ -775,7 +698,7 @@ mod tests {
     fn the_human_line_shows_terminal_controls_escaped() {
         // OSC 52 (a clipboard write), a screen clear, a C1 CSI, a bidi override, a BEL.
         let message = "ok\x1b]52;c;ZWNobyBwd25lZA==\x07 \x1b[2J\x1b[H \u{9b}31m \u{202e}txt.exe";
-        let e = ErrorObject::new(crate::Kind::PluginError, message)
+        let e = ErrorObject::new(Kind::PluginError, message)
             .next(&crate::next::Next::cmd("dot-launch").arg("a\x1bb"));
         let line = human_line("dot-launch", &e);
         assert_eq!(
@@ -784,24 +707,16 @@ mod tests {
              \\u{9b}31m \\u{202e}txt.exe (next: dot-launch 'a\\x1bb')"
         );
         assert!(!line.chars().any(|c| c.is_control()), "{line:?}");
-        assert_eq!(
-            visible("plain \\ text\twith a tab"),
-            "plain \\ text\twith a tab"
-        );
-        assert_eq!(
-            visible("\r\u{8}\u{7f}\u{2066}\u{feff}"),
-            "\\x0d\\x08\\x7f\\u{2066}\\u{feff}"
-        );
     }
 
     #[test]
     fn the_stderr_tail_follows_the_human_line_line_by_line() {
-        let mut e = ErrorObject::new(crate::Kind::PluginExit, "failed");
+        let mut e = ErrorObject::new(Kind::PluginExit, "failed");
         assert_eq!(
             human_text("dot-launch", &e),
             "dot-launch: plugin-exit: failed"
         );
-        let run: crate::result::RunResult = serde_json::from_value(serde_json::json!({
+        let run: proto::result::RunResult = serde_json::from_value(serde_json::json!({
             "schema": 1, "txid": "t", "name": "hello", "version": "1.0.0",
             "sha256": "0".repeat(64), "trust": "local", "containment": "audit",
             "dependencies": "pinned", "status": "failed", "exit": {"code": 1},
@@ -857,22 +772,5 @@ mod tests {
         assert_eq!(env_root_for::<NoRoot>(&mut a, v()), None, "takes no --root");
         let n: NoRoot = parse(&a).expect("parses");
         assert_eq!(n.files, ["f1", "f2"]);
-    }
-
-    #[test]
-    fn a_stream_is_shown_escaped_even_split_mid_character() {
-        let mut v = VisibleStream::default();
-        let bytes = "a\x1b[2J\u{202e}é\n\tb\u{9b}".as_bytes();
-        let mut shown = Vec::new();
-        for chunk in bytes.chunks(1) {
-            shown.extend(v.feed(chunk));
-        }
-        shown.extend(v.feed(b"\xff"));
-        shown.extend(v.feed(&"é".as_bytes()[..1]));
-        shown.extend(v.finish());
-        assert_eq!(
-            String::from_utf8(shown).unwrap(),
-            "a\\x1b[2J\\u{202e}é\n\tb\\u{9b}\\xff\\xc3"
-        );
     }
 }
