@@ -418,12 +418,13 @@ fn terminate(
     loop {
         if samples >= opts.max_samples {
             // The budget for live members is spent: wait on only for members the kernel shows
-            // on their way out, and only so long (once that wait began, a last sample that
-            // finds none left alive confirms the first clean one).
+            // on their way out, and only so long. A last sample that found none left alive
+            // (the first clean one, or one after the longer wait began) earns the sample that
+            // confirms it: the member it saw last was alive, not stuck.
             let extra = samples - opts.max_samples;
             let wait_on = extra < opts.exiting_samples
                 && match live.is_empty() {
-                    true => extending,
+                    true => extending || clean_before,
                     false => all_exiting(sys, &live)?,
                 };
             if !wait_on {
@@ -1163,16 +1164,40 @@ mod tests {
         assert_eq!(report.outcome, Outcome::AllZombie);
         assert_eq!(sys.killed, vec![60]);
         assert_eq!(last.len(), 2);
-        // Two clean samples but the limit allows only one: not confirmed.
+        // The budget spent on the first clean sample: the confirming one is still taken.
         let mut sys = script(vec![vec![]]);
         let one = Options {
             max_samples: 1,
             ..Options::default()
         };
+        let (report, _) = terminate(&mut sys, 50, None, &one).expect("confirmed");
+        assert_eq!((report.samples, report.outcome), (2, Outcome::Absent));
+        // A budget spent on a pass that was not complete: nothing to confirm, not success.
+        let mut sys = script(vec![vec![]]);
+        sys.subreaper = true;
+        sys.incomplete = vec![0];
+        let sub = Options {
+            descendants_of: Some(own_pid()),
+            ..one
+        };
         assert!(matches!(
-            terminate(&mut sys, 50, None, &one),
+            terminate(&mut sys, 50, None, &sub),
             Err(ReapError::Survivors { samples: 1, .. })
         ));
+    }
+
+    #[test]
+    fn a_member_that_dies_on_the_last_sample_of_the_budget_is_confirmed_not_a_survivor() {
+        // Alive (not yet showing PF_EXITING) for the whole first budget, a zombie on its last
+        // sample: the confirming sample follows, as it would on any other.
+        let mut samples = vec![vec![p(51, b'R', 1, 50)]; DEFAULT_MAX_SAMPLES as usize - 1];
+        samples.push(vec![p(51, b'Z', 1, 50)]);
+        let mut sys = script(samples);
+        let (report, _) = terminate(&mut sys, 50, None, &Options::default()).expect("dies");
+        assert_eq!(
+            (report.samples, report.outcome),
+            (DEFAULT_MAX_SAMPLES + 1, Outcome::AllZombie)
+        );
     }
 
     #[test]
