@@ -3,6 +3,7 @@
 //! `audit` records whatever it is.
 
 use crate::exec::Runner;
+use crate::namespaces::EarlyNamespaces;
 use crate::{hooks, inputs, target, LaunchError, Options};
 use cli::next::Opt;
 use cli::Next;
@@ -86,10 +87,11 @@ fn check_protocol(entry: &Entry) -> Result<(), LaunchError> {
 }
 
 /// For `process`: the kernel must be able to enforce it, checked before anything is created.
-fn check_process_support() -> Result<(), LaunchError> {
+/// Returns the identity the run's runner takes.
+fn check_process_support() -> Result<proto::runner::IdentityKind, LaunchError> {
     let probe = sys::confine::decision_probe().capped(hooks::pretend_landlock_abi());
     match probe.why_not {
-        None => Ok(()),
+        None => Ok(probe.identity),
         Some(why) => Err(LaunchError::ProcessUnsupported { why }),
     }
 }
@@ -164,6 +166,8 @@ pub(crate) struct Decided {
     pub inputs: inputs::Inputs,
     pub target: target::Target,
     pub runner: Option<Runner>,
+    /// The run's network, IPC and UTS namespaces in the making (`crate::namespaces`).
+    pub namespaces: Option<EarlyNamespaces>,
     /// The entry's limits, lowered as the invoker asked.
     pub limits: proto::limits::Limits,
     /// The system layer that answered (`None` for `--root`).
@@ -186,11 +190,18 @@ pub(crate) fn decide(
         verify::entry::Digest::AfterLease,
     )?;
     match checks(root, opts, &verified) {
-        Ok((inputs, target, runner, limits)) => Ok(Decided {
+        Ok(Checked {
+            inputs,
+            target,
+            runner,
+            namespaces,
+            limits,
+        }) => Ok(Decided {
             verified,
             inputs,
             target,
             runner,
+            namespaces,
             layer: (answer.layer != proto::layers::Layer::Root).then_some(answer.layer),
             limits,
         }),
@@ -203,20 +214,23 @@ pub(crate) fn decide(
     }
 }
 
-/// What `decide` checks after verification.
+/// What `decide`'s checks after verification found.
+struct Checked {
+    inputs: inputs::Inputs,
+    target: target::Target,
+    runner: Option<Runner>,
+    namespaces: Option<EarlyNamespaces>,
+    limits: proto::limits::Limits,
+}
+
+/// What `decide` checks after verification. For a `process` run launched by root of the initial
+/// user namespace, its network, IPC and UTS namespaces are made meanwhile, once the kernel is
+/// known to support the run (`crate::namespaces`).
 fn checks(
     root: &Root,
     opts: &Options,
     verified: &verify::entry::Verified,
-) -> Result<
-    (
-        inputs::Inputs,
-        target::Target,
-        Option<Runner>,
-        proto::limits::Limits,
-    ),
-    LaunchError,
-> {
+) -> Result<Checked, LaunchError> {
     let entry = &verified.entry;
     check_consent(&entry.name, entry.containment, opts.consent, opts.command())?;
     if opts.streams.report_denials && entry.containment == Containment::Audit {
@@ -226,9 +240,13 @@ fn checks(
             entry.name
         )));
     }
-    if entry.containment == Containment::Process {
-        check_process_support()?;
-    }
+    let namespaces = match entry.containment {
+        Containment::Process => match check_process_support()? {
+            proto::runner::IdentityKind::PerRunUid => EarlyNamespaces::start(),
+            proto::runner::IdentityKind::UserNamespace => None,
+        },
+        Containment::Audit => None,
+    };
     check_protocol(entry)?;
     let limits = check_limits(entry, opts)?;
     let sensitive = verify::layers::sensitive_inputs(&opts.registry)?;
@@ -264,7 +282,13 @@ fn checks(
         Containment::Process => Some(open_runner()?),
         Containment::Audit => None,
     };
-    Ok((inputs, target, runner, limits))
+    Ok(Checked {
+        inputs,
+        target,
+        runner,
+        namespaces,
+        limits,
+    })
 }
 
 /// The entry's limits lowered as the invoker asked; a value above the entry's is refused, never

@@ -69,6 +69,7 @@ pub(crate) fn start_early(
     dir: &Path,
     limits: &exec::RunLimits,
     inputs: &Inputs,
+    namespaces: Option<crate::namespaces::EarlyNamespaces>,
 ) -> Option<exec::Started> {
     runner?;
     let verify::entry::Pinned::Leased { since } = verified.pinned else {
@@ -87,7 +88,7 @@ pub(crate) fn start_early(
         runtime: &verified.entry.runtime,
         env: &inputs.env,
     };
-    match exec::start(&plan, dir) {
+    match exec::start(&plan, dir, namespaces) {
         Ok(exec::Start::Started(s)) => Some(s),
         _ => None,
     }

@@ -125,6 +125,7 @@ fn start_and_confirm(
         &root.txn(),
         &limits,
         &d.inputs,
+        d.namespaces.take(),
     );
     match d.verified.confirm_digest() {
         Ok(()) => (Ok(d), early),
@@ -169,6 +170,7 @@ fn proceed(
         inputs,
         target,
         runner,
+        namespaces: _,
         limits: run_limits,
         layer,
     } = decided;

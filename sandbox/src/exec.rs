@@ -10,14 +10,16 @@
 //!    namespace. The inputs in the on-disk stage's `in/` are opened now
 //! 3. parent-death signal SIGKILL (after the user namespace, which clears it), and exit if the
 //!    parent is already gone
-//! 4. new mount, PID, IPC, network and UTS namespaces, and a fork into the PID namespace
-//!    (`namespaces`): this process stays behind only to wait and end as the plugin ends; the
-//!    child is the run's init (pid 1)
+//! 4. new mount, PID, IPC, network and UTS namespaces (with `--launcher-namespaces`, the network,
+//!    IPC and UTS ones as the launcher made them, checked and entered), and a fork into the PID
+//!    namespace (`namespaces`): this process stays behind only to wait and end as the plugin ends;
+//!    the child is the run's init (pid 1)
 //! 5. init: parent-death signal; the stage (`stage`), a private tmpfs bounded in bytes and
 //!    inodes; every mount private, the run's own host name, the stage attached and made the root
 //!    (`pivot_root`), the host's tree detached; a fork: init waits, the child (pid 2) goes on
-//! 6. securebits locked and the bounding set emptied (while CAP_SETPCAP is held), then root
-//!    switches to the per-run uid; the stage is filled as its owner and handed to the launcher
+//! 6. securebits locked and the bounding set emptied (while CAP_SETPCAP is held); with `--gate`,
+//!    the launcher's go; then root switches to the per-run uid; the stage is filled as its owner
+//!    and handed to the launcher
 //! 7. parent-death signal again (the identity change clears it); the parent must be init
 //! 8. hard rlimits, soft = hard: AS, FSIZE, NOFILE, NPROC from the arguments, CORE = 0,
 //!    MEMLOCK = 0, SIGPENDING; CPU soft from the arguments (SIGXCPU), hard one second more
@@ -745,7 +747,7 @@ fn confine_and_exec(
     t.identity_us = laps.lap();
     parent_death_signal()?;
     t.parent_death_us = laps.lap();
-    namespaces::unshare_all().map_err(ns_err)?;
+    namespaces::make(report, inv.launcher_namespaces).map_err(ns_err)?;
     let pipe =
         namespaces::StatusPipe::new().map_err(|source| ns_err(("the status pipe", source)))?;
     let status = match namespaces::fork_init(pipe).map_err(ns_err)? {
@@ -787,6 +789,10 @@ fn confine_and_exec(
         }
     };
     t.namespaces_us = laps.lap();
+    // The plugin's process: nothing it could gain at its exec (needs nothing of the launcher's,
+    // so before the gate), its identity and its stage, then narrow.
+    let known = lock_capabilities()?;
+    t.capabilities_us = laps.lap();
     if inv.gate {
         // Nothing of the plugin's has been read beyond its headers: wait for the launcher's go.
         use std::os::fd::AsFd;
@@ -795,9 +801,6 @@ fn confine_and_exec(
             .map_err(stage_err("opening the inputs in in/"))?;
         t.gate_us = laps.lap();
     }
-    // The plugin's process: its identity and its stage, then narrow.
-    let known = lock_capabilities()?;
-    t.capabilities_us = laps.lap();
     if let identity::Plan::PerRunUid { id } = id {
         identity::become_run_uid(id)
             .map_err(|(step, source)| ExecError::Identity { step, source })?;

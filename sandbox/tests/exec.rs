@@ -254,3 +254,144 @@ fn a_gated_runner_without_its_go_runs_nothing() {
         "the plugin ran"
     );
 }
+
+/// New network, IPC and UTS namespaces, made on a thread of their own (as `dot-launch` makes
+/// them), opened in the order of `proto::runner::LAUNCHER_NAMESPACES`.
+fn new_namespaces() -> Vec<std::os::fd::OwnedFd> {
+    std::thread::spawn(|| {
+        use nix::sched::{unshare, CloneFlags};
+        unshare(CloneFlags::CLONE_NEWNET | CloneFlags::CLONE_NEWIPC | CloneFlags::CLONE_NEWUTS)
+            .expect("unshare");
+        proto::runner::LAUNCHER_NAMESPACES
+            .iter()
+            .map(|n| {
+                File::open(format!("/proc/thread-self/ns/{n}"))
+                    .expect("ns")
+                    .into()
+            })
+            .collect()
+    })
+    .join()
+    .expect("thread")
+}
+
+/// The host name as a thread in the UTS namespace `uts` sees it.
+fn host_name_in(uts: &std::os::fd::OwnedFd) -> String {
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            nix::sched::setns(uts, nix::sched::CloneFlags::CLONE_NEWUTS).expect("setns");
+            std::fs::read_to_string("/proc/sys/kernel/hostname").expect("hostname")
+        })
+        .join()
+        .expect("thread")
+    })
+}
+
+/// Runs the `write-in-stage` probe under a gated runner with `--launcher-namespaces`, sent
+/// `namespaces`.
+fn with_launcher_namespaces(
+    namespaces: &[std::os::fd::BorrowedFd<'_>],
+) -> (sandbox::RunOutput, sandbox::Scratch) {
+    let scratch = sandbox::Scratch::new("launcher-ns").expect("scratch");
+    let argv = proto::runner::Invocation {
+        gate: true,
+        launcher_namespaces: true,
+        ..sandbox::canary_invocation(common::limits(), None).expect("invocation")
+    }
+    .argv();
+    let run = sandbox::Run {
+        stage: &scratch.stage,
+        request: &request("write-in-stage"),
+        input: sandbox::Input::Pipe,
+        timeout: std::time::Duration::from_secs(60),
+    }
+    .runner_with_namespaces(&common::runner(), &common::canary(), &argv, namespaces)
+    .expect("launch");
+    (run, scratch)
+}
+
+/// With `--launcher-namespaces` the runner enters the network, IPC and UTS namespaces it is sent:
+/// the run's host name is set in the very UTS namespace the launcher made (the host's is not).
+#[test]
+fn a_runner_enters_the_namespaces_its_launcher_made() {
+    let ns = new_namespaces();
+    let fds: Vec<_> = ns.iter().map(std::os::fd::AsFd::as_fd).collect();
+    let (run, _scratch) = with_launcher_namespaces(&fds);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let Some(SandboxReport::Enforced(e)) = run.sandbox_report() else {
+        panic!(
+            "no enforced report: {:?}",
+            String::from_utf8_lossy(&run.report)
+        );
+    };
+    assert_eq!(e.namespaces, ["mnt", "pid", "ipc", "net", "uts"]);
+    assert_eq!(host_name_in(&ns[2]).trim_end(), "dot");
+    assert_ne!(
+        std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .expect("host name")
+            .trim_end(),
+        "dot"
+    );
+}
+
+/// Sent none, the runner makes every namespace itself.
+#[test]
+fn a_runner_sent_no_namespaces_makes_its_own() {
+    let (run, _scratch) = with_launcher_namespaces(&[]);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let Some(SandboxReport::Enforced(e)) = run.sandbox_report() else {
+        panic!(
+            "no enforced report: {:?}",
+            String::from_utf8_lossy(&run.report)
+        );
+    };
+    assert_eq!(e.namespaces, ["mnt", "pid", "ipc", "net", "uts"]);
+}
+
+/// A namespace the runner is in already (the host's), or one of another type in a slot, is not
+/// one made for the run: refused as `namespaces` (exit 1) before anything of the plugin's runs.
+#[test]
+fn a_runner_refuses_launcher_namespaces_that_are_its_own_or_mistyped() {
+    let own: Vec<File> = proto::runner::LAUNCHER_NAMESPACES
+        .iter()
+        .map(|n| File::open(format!("/proc/self/ns/{n}")).expect("ns"))
+        .collect();
+    let new = new_namespaces();
+    let own_fds: Vec<_> = own.iter().map(std::os::fd::AsFd::as_fd).collect();
+    let swapped: Vec<_> = [&new[2], &new[1], &new[0]]
+        .into_iter()
+        .map(std::os::fd::AsFd::as_fd)
+        .collect();
+    for fds in [own_fds, swapped] {
+        let (run, scratch) = with_launcher_namespaces(&fds);
+        assert_eq!(
+            run.status.code(),
+            Some(1),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        match run.sandbox_report() {
+            Some(SandboxReport::Error(e)) => {
+                testkit::assert_kind!(e, Kind::Namespaces);
+                assert_eq!(
+                    e.value.as_deref(),
+                    Some("checking a namespace from the launcher")
+                );
+            }
+            other => panic!("expected an error report, got {other:?}"),
+        }
+        assert!(run.stdout.is_empty(), "the plugin ran");
+        assert!(
+            common::read_stage_file(&run, &scratch.stage, "out/written.txt").is_err(),
+            "the plugin ran"
+        );
+    }
+}
