@@ -105,9 +105,9 @@ pub fn launch(opts: &Options) -> Result<RunResult, LaunchError> {
 }
 
 /// A `process` run's runner started at its gate (`pinning::start_early`, in the state's `txn/`),
-/// then the digest of the leased executable confirmed (`verify::entry::Digest::AfterLease`): the
-/// runner's start and the steps it makes before its gate overlap the digest, the decision's record
-/// and the run directory. A digest that does not match is the decision (`store-tampered`), and the
+/// then the digest of the leased executable — running on a thread of its own since verification
+/// (`decide`) — confirmed (`verify::entry::Digest::AfterLease`): the runner's start and the steps
+/// it makes before its gate overlap the digest, the decision's record and the run directory. A digest that does not match is the decision (`store-tampered`), and the
 /// runner is killed and reaped without having run anything of the plugin's.
 fn start_and_confirm(
     decision: Result<Decided, LaunchError>,
@@ -127,7 +127,7 @@ fn start_and_confirm(
         &d.inputs,
         d.namespaces.take(),
     );
-    match d.verified.confirm_digest() {
+    match crate::decide::confirm_digest(&mut d.verified, d.digest.take()) {
         Ok(()) => (Ok(d), early),
         Err(e) => (Err(e.into()), None),
     }
@@ -171,6 +171,7 @@ fn proceed(
         target,
         runner,
         namespaces: _,
+        digest: _,
         limits: run_limits,
         layer,
     } = decided;

@@ -65,10 +65,11 @@ pub enum Digest {
     /// Before verification returns, as every check.
     #[default]
     Now,
-    /// For a leased `process` executable: every other check now, the digest by
-    /// [`Verified::confirm_digest`] — a launcher starts its runner meanwhile and executes nothing
-    /// before the digest is confirmed. A sealed copy is digested now whatever this says (the copy
-    /// is made in the same pass).
+    /// For a leased executable: every other check now, the digest by
+    /// [`Verified::confirm_digest`] (or a [`PendingDigest`] on another thread) — a launcher
+    /// finishes its checks and starts a `process` runner meanwhile, and executes nothing before
+    /// the digest is confirmed. A sealed copy is digested now whatever this says (the copy is made
+    /// in the same pass).
     AfterLease,
 }
 
@@ -83,6 +84,19 @@ pub struct Unconfirmed {
 }
 
 impl Unconfirmed {
+    /// Digests `exe` and checks it against `entry`, the error as its layer reports it.
+    fn check(&self, exe: &File, path: &Path, entry: &Entry) -> Result<(), VerifyError> {
+        tampered_by_digest(exe, path, (entry.size, &entry.sha256), self.next.clone())
+            .map_err(|e| self.in_its_layer(e))
+    }
+
+    fn in_its_layer(&self, e: VerifyError) -> VerifyError {
+        match self.vendor {
+            true => in_vendor_layer(e),
+            false => e,
+        }
+    }
+
     /// The same, for a copy in the vendor layer.
     pub fn in_vendor_layer(self) -> Unconfirmed {
         Unconfirmed {
@@ -163,29 +177,69 @@ impl Verified {
         let Some(u) = self.unconfirmed.as_ref() else {
             return Ok(());
         };
-        tampered_by_digest(&self.exe, &self.exe_path, &self.entry, u.next.clone()).map_err(
-            |e| match u.vendor {
-                true => in_vendor_layer(e),
-                false => e,
-            },
-        )?;
+        let outcome = u.check(&self.exe, &self.exe_path, &self.entry);
+        self.digest_checked(outcome)
+    }
+
+    /// The digest [`Verified::confirm_digest`] would take, as a job of its own for another
+    /// thread (the leased copy's descriptor duplicated: the lease is the open file's, so the job
+    /// reads exactly the bytes that run). `None` when nothing is pending or the descriptor cannot
+    /// be duplicated (then `confirm_digest` takes it).
+    pub fn pending_digest(&self) -> Option<PendingDigest> {
+        let u = self.unconfirmed.as_ref()?;
+        Some(PendingDigest {
+            exe: self.exe.try_clone().ok()?,
+            path: self.exe_path.clone(),
+            size: self.entry.size,
+            sha256: self.entry.sha256,
+            unconfirmed: u.clone(),
+        })
+    }
+
+    /// Takes the outcome of the [`PendingDigest`] of this copy: confirmed, or the error it is.
+    pub fn digest_checked(&mut self, outcome: Result<(), VerifyError>) -> Result<(), VerifyError> {
+        outcome?;
         self.unconfirmed = None;
         Ok(())
     }
 }
 
-/// `Err(store-tampered)` when `exe` does not have the entry's size and digest (read now).
+/// A leased copy's digest left for later ([`Verified::pending_digest`]), to run on any thread.
+#[derive(Debug)]
+pub struct PendingDigest {
+    exe: File,
+    path: PathBuf,
+    size: u64,
+    sha256: Sha256,
+    unconfirmed: Unconfirmed,
+}
+
+impl PendingDigest {
+    /// Digests the copy and checks it against the entry: `store-tampered` on a mismatch. Hand the
+    /// outcome to [`Verified::digest_checked`].
+    pub fn check(&self) -> Result<(), VerifyError> {
+        let bytes = tampered_by_digest(
+            &self.exe,
+            &self.path,
+            (self.size, &self.sha256),
+            self.unconfirmed.next.clone(),
+        );
+        bytes.map_err(|e| self.unconfirmed.in_its_layer(e))
+    }
+}
+
+/// `Err(store-tampered)` when `exe` does not have the `(size, sha256)` of its entry (read now).
 fn tampered_by_digest(
     exe: &File,
     path: &Path,
-    entry: &Entry,
+    (size, sha256): (u64, &Sha256),
     next: Next,
 ) -> Result<(), VerifyError> {
     let (found, len) = crate::digest::digest_leased(exe).map_err(|e| VerifyError::io(path, e))?;
-    let what = if len != entry.size {
-        format!("it is {len} bytes, the entry says {}", entry.size)
-    } else if found != entry.sha256 {
-        format!("its sha256 is {found}, the entry says {}", entry.sha256)
+    let what = if len != size {
+        format!("it is {len} bytes, the entry says {size}")
+    } else if found != *sha256 {
+        format!("its sha256 is {found}, the entry says {sha256}")
     } else {
         return Ok(());
     };
@@ -348,7 +402,7 @@ pub(crate) fn verify_checked_with(
     // not the entry's, that is what is reported, as when the digest comes first.
     let elf = match (elf, &unconfirmed) {
         (Err(e), Some(u)) => {
-            tampered_by_digest(&exe, &exe_path, &entry, u.next.clone())?;
+            u.check(&exe, &exe_path, &entry)?;
             return Err(e);
         }
         (elf, _) => elf?,
@@ -475,7 +529,7 @@ fn pin(
     }
     let pinned = if lease && sys::fs::read_lease(&store).is_ok() {
         let since = std::time::Instant::now();
-        if pins.digest == Digest::AfterLease && containment == Containment::Process {
+        if pins.digest == Digest::AfterLease {
             return Ok((store, meta, None, Pinned::Leased { since }));
         }
         let digested =
