@@ -89,7 +89,7 @@ fn check_protocol(entry: &Entry) -> Result<(), LaunchError> {
 /// For `process`: the kernel must be able to enforce it, checked before anything is created.
 /// Returns the identity the run's runner takes.
 fn check_process_support() -> Result<proto::runner::IdentityKind, LaunchError> {
-    let probe = sys::confine::decision_probe().capped(hooks::pretend_landlock_abi());
+    let probe = probe::decision_probe().capped(hooks::pretend_landlock_abi());
     match probe.why_not {
         None => Ok(probe.identity),
         Some(why) => Err(LaunchError::ProcessUnsupported { why }),

@@ -63,7 +63,7 @@ pub fn explain(opts: &Options) -> Result<Explanation, LaunchError> {
     let runner_limits = limits.runner(inputs.totals());
     let (why, plan, landlock) = match (&runner, entry.containment) {
         (Some(r), Containment::Process) => {
-            let probe = sys::confine::probe().capped(crate::hooks::pretend_landlock_abi());
+            let probe = probe::probe().capped(crate::hooks::pretend_landlock_abi());
             let abi = probe.landlock_abi;
             let invocation = Invocation {
                 landlock_abi: crate::hooks::pretend_landlock_abi(),

@@ -1,5 +1,5 @@
 //! What a kernel offers `process` containment, and the decision whether it can be enforced there.
-//! `sys::confine::probe` asks the kernel ([`KernelFacts`]); [`Probe::new`] decides. `dot-sandbox
+//! `probe::probe` asks the kernel ([`KernelFacts`]); [`Probe::new`] decides. `dot-sandbox
 //! probe` prints the result, and `dot-launch` refuses a `process` entry with its [`Probe::why_not`]
 //! before it creates or spawns anything.
 

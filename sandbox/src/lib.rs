@@ -1,6 +1,6 @@
 //! `dot-sandbox`: the fixed sibling runner of `dot-launch`. `exec` confines the runner itself and
 //! then executes the plugin it was handed on descriptor 4; `probe` reports what this kernel can
-//! enforce (`sys::confine::probe`), and `probe --prove` runs the canary under the real policy and
+//! enforce (`probe::probe`), and `probe --prove` runs the canary under the real policy and
 //! checks every denial.
 //!
 //! Process containment exists only on Linux x86-64; elsewhere `exec` refuses and `probe` says
@@ -227,7 +227,7 @@ pub fn run(args: Args) -> Result<Output, Error> {
             };
             Ok(Output::json(&report).with_code(code))
         }
-        Command::Probe(a) => Ok(Output::json(&sys::confine::probe().capped(a.landlock_abi))),
+        Command::Probe(a) => Ok(Output::json(&probe::probe().capped(a.landlock_abi))),
     }
 }
 

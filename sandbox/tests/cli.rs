@@ -23,11 +23,7 @@ fn probe_reports_this_kernel() {
         p.process_enforceable,
         p.landlock_abi >= 3 && p.seccomp && p.no_new_privs && identity_possible
     );
-    assert_eq!(
-        p,
-        sys::confine::probe(),
-        "the command prints the library's probe"
-    );
+    assert_eq!(p, probe::probe(), "the command prints the library's probe");
 }
 
 #[test]
@@ -47,7 +43,7 @@ fn prove_sees_every_expected_denial() {
 
 #[test]
 fn probe_reports_a_lowered_landlock_abi() {
-    let kernel = sys::confine::probe().landlock_abi;
+    let kernel = probe::probe().landlock_abi;
     let probe_at = |abi: &str| -> Probe {
         let out = cargo_bin_cmd!("dot-sandbox")
             .args(["probe", "--landlock-abi", abi])

@@ -11,7 +11,7 @@ use proto::runner::SandboxReport;
 use proto::{ErrorObject, Kind};
 
 fn kernel_abi() -> u32 {
-    sys::confine::probe().landlock_abi
+    probe::probe().landlock_abi
 }
 
 fn suite_at(abi: u32) {

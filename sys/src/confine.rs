@@ -1,6 +1,6 @@
 //! The kernel calls `dot-sandbox` makes to confine itself before it executes a plugin: inherited
 //! descriptors, parent-death signal, capabilities and securebits, `no_new_privs`, the Landlock ABI
-//! and the rest of the kernel probe (`probe`, decided by `proto::probe`), seccomp installation,
+//! and seccomp's actions (what the `probe` crate asks the kernel), seccomp installation,
 //! default signal dispositions and an empty signal mask for the plugin, close-on-exec for every
 //! inherited descriptor, and the final `execveat` that carries the seccomp cookie. One syscall per
 //! function, each converted at once to `io::Result`.
@@ -227,88 +227,6 @@ pub fn seccomp_action_available(action: u32) -> io::Result<bool> {
         Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP) => Ok(false),
         Err(e) => Err(e),
     }
-}
-
-/// What this kernel and this process offer `process` containment, decided by `proto::probe`
-/// (`dot-sandbox probe` prints it; `dot-launch` refuses `process` with its `why_not`). Reads only:
-/// no side effect on this process.
-pub fn probe() -> proto::probe::Probe {
-    proto::probe::Probe::new(kernel_facts())
-}
-
-/// The queries behind [`probe`]: the Landlock ABI, seccomp's filter actions, `no_new_privs`, the
-/// identity a run gets (effective uid and `/proc/self/uid_map`), the user-namespace switches and
-/// whether this process holds `CAP_SYS_ADMIN`.
-pub fn kernel_facts() -> proto::probe::KernelFacts {
-    let mut facts = decision_facts();
-    facts.kernel_release = std::fs::read_to_string("/proc/sys/kernel/osrelease")
-        .map(|s| s.trim().to_owned())
-        .unwrap_or_default();
-    if facts.identity == proto::runner::IdentityKind::PerRunUid {
-        facts.user_namespaces = user_namespace_switches();
-    }
-    facts
-}
-
-/// [`probe`] as a launch decides with it (`proto::probe::why_not`): only the facts the decision
-/// reads. The kernel release is left empty, and the user-namespace switches are read only for the
-/// identity that needs a user namespace (a per-run uid does not: the switches are left unread,
-/// as on a kernel without them). `dot-sandbox probe` reports everything ([`probe`]).
-pub fn decision_probe() -> proto::probe::Probe {
-    proto::probe::Probe::new(decision_facts())
-}
-
-fn decision_facts() -> proto::probe::KernelFacts {
-    use proto::probe::{KernelFacts, UserNamespaceSwitches};
-    const CAP_SYS_ADMIN: u32 = 21;
-    let uid_map = std::fs::read_to_string("/proc/self/uid_map").unwrap_or_default();
-    let identity =
-        proto::runner::IdentityKind::for_runner(nix::unistd::geteuid().as_raw(), &uid_map);
-    KernelFacts {
-        kernel_release: String::new(),
-        landlock_abi: landlock_abi_version().unwrap_or(0),
-        seccomp: [libc::SECCOMP_RET_KILL_PROCESS, libc::SECCOMP_RET_ERRNO]
-            .into_iter()
-            .all(|a| seccomp_action_available(a).unwrap_or(false)),
-        no_new_privs: no_new_privs().is_ok(),
-        identity,
-        user_namespaces: match identity {
-            proto::runner::IdentityKind::UserNamespace => user_namespace_switches(),
-            proto::runner::IdentityKind::PerRunUid => UserNamespaceSwitches::default(),
-        },
-        cap_sys_admin: capability_sets().is_ok_and(|(eff, _, _)| eff & (1 << CAP_SYS_ADMIN) != 0),
-        namespaces_missing: namespaces_missing(),
-    }
-}
-
-/// The namespaces of `proto::probe::RUN_NAMESPACES` this kernel cannot make: built without (no
-/// `/proc/self/ns/NAME`), or `user.max_NAME_namespaces` set to 0.
-fn namespaces_missing() -> Vec<String> {
-    proto::probe::RUN_NAMESPACES
-        .iter()
-        .filter_map(|ns| {
-            if std::fs::symlink_metadata(format!("/proc/self/ns/{ns}")).is_err() {
-                return Some(format!("{ns} (not built into this kernel)"));
-            }
-            let max = format!("/proc/sys/user/max_{ns}_namespaces");
-            (sysctl(&max) == Some(0)).then(|| format!("{ns} (user.max_{ns}_namespaces = 0)"))
-        })
-        .collect()
-}
-
-fn user_namespace_switches() -> proto::probe::UserNamespaceSwitches {
-    proto::probe::UserNamespaceSwitches {
-        max_user_namespaces: sysctl("/proc/sys/user/max_user_namespaces"),
-        unprivileged_userns_clone: sysctl("/proc/sys/kernel/unprivileged_userns_clone"),
-        apparmor_restrict_unprivileged_userns: sysctl(
-            "/proc/sys/kernel/apparmor_restrict_unprivileged_userns",
-        ),
-    }
-}
-
-/// A numeric sysctl, `None` when this kernel has no such file (or it is not a number).
-fn sysctl(path: &str) -> Option<u64> {
-    std::fs::read_to_string(path).ok()?.trim().parse().ok()
 }
 
 /// One classic BPF instruction, laid out as the kernel's `struct sock_filter`.
