@@ -8,7 +8,13 @@
 //!
 //! The plugin's own segments follow the rule of the static case (no segment both writable and
 //! executable, `PT_GNU_STACK` without execute, no text relocations): the loader maps the program
-//! as the kernel would. Its libraries are the host's files, not pinned.
+//! as the kernel would. Its libraries are the host's files, not pinned — but nobody but root or
+//! the invoker may be able to change them: each runtime directory is named by a path of real
+//! directories (no symbolic link at any level), and it, every directory on its path and every
+//! directory and file from it down to the interpreter and each library is owned by root or the
+//! invoker and writable by no one else (a sticky directory on the way to a runtime, as `/tmp`,
+//! lets only the owner of an entry replace it, and is allowed there). What a program opens from
+//! its runtime at run time beyond those (a script's modules) is not checked: docs/security.md.
 
 use crate::{check_static_elf, ElfError, ElfFacts};
 use goblin::elf::dynamic::{DF_TEXTREL, DT_FLAGS, DT_TEXTREL};
@@ -90,6 +96,13 @@ pub enum RuntimeError {
     },
     #[error("runtime directory {dir} is not a directory: {reason}")]
     BadDir { dir: String, reason: String },
+    /// Someone but root and the invoker could change what the run executes from its runtime.
+    #[error("{what} {path} {reason}: anyone who can change it chooses what the plugin runs")]
+    Unsafe {
+        what: &'static str,
+        path: String,
+        reason: String,
+    },
     #[error("script interpreter line {line:?}: {reason}")]
     Shebang { line: String, reason: &'static str },
     #[error("{what} {path} could not be read: {source}")]
@@ -105,6 +118,7 @@ impl ToErrorObject for RuntimeError {
         match self {
             RuntimeError::Static(e) | RuntimeError::Elf(e) => e.kind(),
             RuntimeError::Io { .. } => Kind::Io,
+            RuntimeError::Unsafe { .. } => Kind::RuntimeUnsafe,
             _ => Kind::RuntimeUnresolved,
         }
     }
@@ -115,6 +129,7 @@ impl ToErrorObject for RuntimeError {
             RuntimeError::Outside { path, .. } => obj.field("runtime").value(path.clone()),
             RuntimeError::NotFound { name, .. } => obj.field("runtime").value(name.clone()),
             RuntimeError::BadDir { dir, .. } => obj.field("runtime").value(dir.clone()),
+            RuntimeError::Unsafe { path, .. } => obj.field("runtime").value(path.clone()),
             RuntimeError::Shebang { line, .. } => obj.field("interpreter").value(line.clone()),
             _ => obj,
         }
@@ -171,32 +186,119 @@ pub fn check_program(
     }
 }
 
-/// The runtime directories as the host resolves them (each must be a directory).
+/// The runtime directories, each named by a path of real directories that only root or the
+/// invoker can change ([`check_dir_path`]).
 fn runtime_dirs(runtime: &[RuntimeDir]) -> Result<Vec<PathBuf>, RuntimeError> {
     runtime
         .iter()
         .map(|d| {
-            let bad = |reason: String| RuntimeError::BadDir {
-                dir: d.to_string(),
-                reason,
-            };
-            let real = std::fs::canonicalize(d.as_str()).map_err(|e| bad(e.to_string()))?;
-            if !real.is_dir() {
-                return Err(bad("not a directory".into()));
-            }
-            Ok(real)
+            let path = PathBuf::from(d.as_str());
+            check_dir_path(&path)?;
+            Ok(path)
         })
         .collect()
 }
 
-/// `path` resolved (links followed), if it exists and lies inside one of `dirs`.
+/// Whether `uid` may own what a run executes: root, or the user checking it.
+fn trusted_owner(uid: u32) -> bool {
+    uid == 0 || uid == nix::unistd::geteuid().as_raw()
+}
+
+/// Why `meta` (of `path`) lets someone but root and the invoker change it, if it does.
+/// `sticky_ok`: a sticky directory writable by others is allowed (a directory on the way).
+fn unsafe_because(meta: &std::fs::Metadata, sticky_ok: bool) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    if !trusted_owner(meta.uid()) {
+        return Some(format!("is owned by uid {}", meta.uid()));
+    }
+    let mode = meta.mode() & 0o7777;
+    let sticky = mode & 0o1000 != 0 && meta.is_dir();
+    if mode & 0o022 != 0 && !(sticky_ok && sticky) {
+        return Some(format!(
+            "is writable by its group or others (mode {mode:o})"
+        ));
+    }
+    None
+}
+
+/// A declared runtime directory: every component of its (absolute) path, itself included, a real
+/// directory — no symbolic link — owned by root or the invoker and writable by no one else (a
+/// sticky directory on the way excepted).
+fn check_dir_path(dir: &Path) -> Result<(), RuntimeError> {
+    let bad = |reason: String| RuntimeError::BadDir {
+        dir: dir.display().to_string(),
+        reason,
+    };
+    let mut at = PathBuf::from("/");
+    let parts: Vec<_> = dir.components().skip(1).collect();
+    for i in 0..=parts.len() {
+        if i > 0 {
+            at.push(parts[i - 1]);
+        }
+        let meta =
+            std::fs::symlink_metadata(&at).map_err(|e| bad(format!("{}: {e}", at.display())))?;
+        if meta.file_type().is_symlink() {
+            return Err(bad(format!(
+                "{} is a symbolic link: name the directory it leads to",
+                at.display()
+            )));
+        }
+        if !meta.is_dir() {
+            return Err(bad(format!("{} is not a directory", at.display())));
+        }
+        if let Some(reason) = unsafe_because(&meta, i < parts.len()) {
+            return Err(RuntimeError::Unsafe {
+                what: if i < parts.len() {
+                    "the directory"
+                } else {
+                    "runtime directory"
+                },
+                path: at.display().to_string(),
+                reason,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// A file the run executes or maps from its runtime (`resolved`, inside `dir`): it and every
+/// directory from `dir` down to it owned by root or the invoker and writable by no one else.
+fn check_held(dir: &Path, what: &'static str, resolved: &Path) -> Result<(), RuntimeError> {
+    let mut at = resolved.to_path_buf();
+    loop {
+        let meta = std::fs::symlink_metadata(&at).map_err(|source| RuntimeError::Io {
+            what,
+            path: at.display().to_string(),
+            source,
+        })?;
+        if let Some(reason) = unsafe_because(&meta, false) {
+            return Err(RuntimeError::Unsafe {
+                what: if at == resolved {
+                    what
+                } else {
+                    "the directory"
+                },
+                path: at.display().to_string(),
+                reason,
+            });
+        }
+        if at == dir || !at.pop() || !at.starts_with(dir) {
+            return Ok(());
+        }
+    }
+}
+
+/// `path` resolved (links followed), if it exists and lies inside one of `dirs` (as the host
+/// resolves them), and only root or the invoker can change it ([`check_held`]).
 fn inside(dirs: &[PathBuf], what: &'static str, path: &Path) -> Result<PathBuf, RuntimeError> {
     let resolved = std::fs::canonicalize(path).map_err(|_| RuntimeError::NotFound {
         what,
         name: path.display().to_string(),
         searched: String::new(),
     })?;
-    if dirs.iter().any(|d| resolved.starts_with(d)) {
+    // The directories are real paths already (`check_dir_path`: no symbolic link, normalized).
+    if let Some(dir) = dirs.iter().find(|d| resolved.starts_with(d)) {
+        check_held(dir, what, &resolved)?;
         Ok(resolved)
     } else {
         Err(RuntimeError::Outside {

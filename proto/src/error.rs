@@ -276,6 +276,7 @@ kinds! {
         Identity = "identity" => Refused,
         Namespaces = "namespaces" => Refused,
         RuntimeUnresolved = "runtime-unresolved" => Refused,
+        RuntimeUnsafe = "runtime-unsafe" => Refused,
         SeccompPolicy = "seccomp-policy" => System,
         SeccompInstall = "seccomp-install" => System,
         Signals = "signals" => System,

@@ -372,6 +372,42 @@ fn a_launch_whose_runtime_no_longer_resolves_is_refused_before_spawning() {
     assert!(env.runs().is_empty(), "nothing was created");
 }
 
+/// A runtime someone but root could change (here uid 65534 owns its directory, then its `bin/`
+/// is writable by all) chooses what the plugin runs: refused at registration, and when it became
+/// so after, at launch before anything is created or spawned.
+#[test]
+fn a_runtime_another_user_can_change_is_refused_at_registration_and_at_launch() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::new();
+    let runtime = env.dir.path().join("rt");
+    std::fs::create_dir_all(runtime.join("bin")).unwrap();
+    let interpreter = runtime.join("bin/fixture");
+    std::fs::copy(common::bin_dir().join("fixture-plugin"), &interpreter).unwrap();
+    let script = testkit::write_exe(
+        env.dir.path(),
+        "s.sh",
+        format!("#!{}\n", interpreter.display()).as_bytes(),
+        0o755,
+    );
+    let rt = runtime.to_str().unwrap();
+    std::os::unix::fs::chown(&runtime, Some(65534), None).unwrap();
+    let e_msg = register_refused(&env, &script, &["--runtime", rt], 1, Kind::RuntimeUnsafe);
+    assert!(e_msg.contains("owned by uid 65534"), "{e_msg}");
+    std::os::unix::fs::chown(&runtime, Some(0), None).unwrap();
+    env.register_with("s", &script, "process", &["--runtime", rt]);
+    std::fs::set_permissions(runtime.join("bin"), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let out = env
+        .launch("s", &["--require-process-sandbox"])
+        .output()
+        .unwrap();
+    let e = testkit::assert_refused(&out, 1, Kind::RuntimeUnsafe);
+    assert_eq!(
+        e.value.as_deref(),
+        Some(runtime.join("bin").to_str().unwrap())
+    );
+    assert!(env.runs().is_empty(), "nothing was created");
+}
+
 #[test]
 fn adding_a_runtime_is_a_widening_that_needs_consent() {
     let env = Env::new();
