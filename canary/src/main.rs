@@ -470,6 +470,7 @@ fn run(probe: Probe, inputs: &BTreeMap<String, String>) -> String {
         Probe::OAsync => res(o_async(1)),
         Probe::Fioasync => res(fioasync(1)),
         Probe::Fsetlease => res(lease()),
+        Probe::Flock => res(flock_stage_file()),
         Probe::Fnotify => res(dnotify()),
         Probe::Fiosetown => res(socket_owner(FIOSETOWN)),
         Probe::Siocspgrp => res(socket_owner(SIOCSPGRP)),
@@ -1337,6 +1338,18 @@ fn lease() -> io::Result<()> {
     let f = File::open("f")?;
     fcntl_int(f.as_raw_fd(), libc::F_SETLEASE, libc::F_RDLCK)?;
     fcntl_int(f.as_raw_fd(), libc::F_SETLEASE, libc::F_UNLCK).map(drop)
+}
+
+/// A shared whole-file lock on a stage file, released again.
+fn flock_stage_file() -> io::Result<()> {
+    stage_file()?;
+    let f = File::open("f")?;
+    let locked = nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockSharedNonblock)
+        .map_err(|(_, e)| io::Error::from(e))?;
+    locked
+        .unlock()
+        .map(drop)
+        .map_err(|(_, e)| io::Error::from(e))
 }
 
 /// dnotify on the stage (an entry created there would signal the descriptor's owner), removed

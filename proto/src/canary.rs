@@ -26,7 +26,7 @@ pub enum Layer {
     Elf,
     /// What the runner's exec hands over: default signal dispositions, no blocked signal.
     Signals,
-    /// The run's private view of the host: its own mount, PID, IPC, network and UTS namespaces,
+    /// The run's private view of the host: its own mount, PID, IPC, network, UTS and cgroup namespaces,
     /// its stage as the root (no host path exists).
     Namespaces,
     /// A positive control: must succeed under containment.
@@ -173,6 +173,10 @@ probes! {
     UnassignedSyscall = "unassigned-syscall" => p(Layer::Seccomp, EPERM, Some(&["errno:ENOSYS"]));
     // Pipe buffers are kernel memory: the size stays the kernel's default.
     FsetpipeSz = "fsetpipe-sz" => seccomp();
+    // Whole-file locks: every lock on a file scans the file's list of locks, so a plugin holding
+    // tens of thousands (one open file each, kept by a mapping) made its own exit take longer
+    // than the launcher's wait for it.
+    Flock = "flock" => seccomp();
     // Metadata.
     Chmod = "chmod" => seccomp();
     Chown = "chown" => seccomp();

@@ -32,8 +32,9 @@ pub struct KernelFacts {
 }
 
 /// The namespaces every `process` run gets of its own, as `/proc/self/ns` names them (the user
-/// namespace too when the run is not launched by root: `IdentityKind::UserNamespace`).
-pub const RUN_NAMESPACES: [&str; 5] = ["mnt", "pid", "ipc", "net", "uts"];
+/// namespace too when the run is not launched by root: `IdentityKind::UserNamespace`). The cgroup
+/// namespace keeps the host's cgroup paths out of a script's `/proc/self/cgroup`.
+pub const RUN_NAMESPACES: [&str; 6] = ["mnt", "pid", "ipc", "net", "uts", "cgroup"];
 
 /// The sysctls that can forbid an unprivileged user namespace, each `None` when this kernel does
 /// not have it: `/proc/sys/user/max_user_namespaces`, Debian's
@@ -165,7 +166,7 @@ pub fn why_not(p: &Probe) -> Option<String> {
     }
     if !p.namespaces_missing.is_empty() {
         return Some(format!(
-            "a run gets mount, PID, IPC, network and UTS namespaces of its own, and this kernel \
+            "a run gets mount, PID, IPC, network, UTS and cgroup namespaces of its own, and this kernel \
              cannot make: {}",
             p.namespaces_missing.join(", ")
         ));

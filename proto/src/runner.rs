@@ -134,8 +134,8 @@ impl RunnerLimits {
             .map(|(given, _)| given)
     }
 
-    /// The resource limits these set, as the report states them (`RLIMIT_CORE` is always 0; the
-    /// CPU limit's hard value is one second above its soft one).
+    /// The resource limits these set, as the report states them (`RLIMIT_CORE` is always
+    /// [`CORE_LIMIT`]; the CPU limit's hard value is one second above its soft one).
     pub fn rlimits(&self) -> Rlimits {
         Rlimits {
             as_bytes: self.memory_bytes,
@@ -143,7 +143,7 @@ impl RunnerLimits {
             cpu_hard_seconds: self.cpu_seconds.saturating_add(1),
             fsize_bytes: self.file_bytes,
             nofile: self.descriptors,
-            core: 0,
+            core: CORE_LIMIT,
             nproc: self.tasks,
             memlock_bytes: 0,
             sigpending: SIGPENDING,
@@ -352,6 +352,12 @@ pub struct Denial {
     pub nr: i32,
     pub count: u64,
 }
+
+/// The plugin's `RLIMIT_CORE`: 1 byte, at which the kernel makes no core dump at all — a core file
+/// needs at least a page, and a `core_pattern` pipe handler (which ignores the limit otherwise,
+/// and runs as root on the host) is skipped at exactly 1, the kernel's own guard against a handler
+/// that dumps core. 0 would still start a pipe handler.
+pub const CORE_LIMIT: u64 = 1;
 
 /// The launcher's namespaces for a runner started with `--launcher-namespaces`: these bytes,
 /// carrying the descriptors of [`LAUNCHER_NAMESPACES`] in that order, or none (the runner makes

@@ -10,7 +10,7 @@
 //!    namespace. The inputs in the on-disk stage's `in/` are opened now
 //! 3. parent-death signal SIGKILL (after the user namespace, which clears it), and exit if the
 //!    parent is already gone
-//! 4. new mount, PID, IPC, network and UTS namespaces (with `--launcher-namespaces`, the network,
+//! 4. new mount, PID, IPC, network, UTS and cgroup namespaces (with `--launcher-namespaces`, the network,
 //!    IPC and UTS ones as the launcher made them, checked and entered), and a fork into the PID
 //!    namespace (`namespaces`): this process stays behind only to wait and end as the plugin ends;
 //!    the child is the run's init (pid 1)

@@ -1,4 +1,4 @@
-//! The run's private view of the host. Every run gets new mount, PID, IPC, network and UTS
+//! The run's private view of the host. Every run gets new mount, PID, IPC, network, UTS and cgroup
 //! namespaces (and, when not launched by root, the user namespace `identity` makes first), and
 //! its stage — a private tmpfs — becomes the root of its view after `pivot_root`: no host path, no
 //! host process, no host network interface, no host System V object exists for the plugin.
@@ -37,8 +37,8 @@ pub fn names(with_user: bool) -> Vec<String> {
     v
 }
 
-/// Makes the mount, PID, IPC, network and UTS namespaces (the caller is in its user namespace
-/// already, or is root). The PID namespace is the one of the next child.
+/// Makes the mount, PID, IPC, network, UTS and cgroup namespaces (the caller is in its user
+/// namespace already, or is root). The PID namespace is the one of the next child.
 fn unshare_all() -> Result<(), (&'static str, io::Error)> {
     use nix::sched::{unshare, CloneFlags};
     unshare(
@@ -46,19 +46,20 @@ fn unshare_all() -> Result<(), (&'static str, io::Error)> {
             | CloneFlags::CLONE_NEWPID
             | CloneFlags::CLONE_NEWIPC
             | CloneFlags::CLONE_NEWNET
-            | CloneFlags::CLONE_NEWUTS,
+            | CloneFlags::CLONE_NEWUTS
+            | CloneFlags::CLONE_NEWCGROUP,
     )
     .map_err(|e| {
         (
-            "unshare(CLONE_NEWNS|CLONE_NEWPID|CLONE_NEWIPC|CLONE_NEWNET|CLONE_NEWUTS)",
+            "unshare(CLONE_NEWNS|CLONE_NEWPID|CLONE_NEWIPC|CLONE_NEWNET|CLONE_NEWUTS|CLONE_NEWCGROUP)",
             e.into(),
         )
     })
 }
 
 /// The run's namespaces: with `from_launcher` (`--launcher-namespaces`), the network, IPC and UTS
-/// namespaces the launcher sends first on `report` are checked and entered, and the mount and PID
-/// namespaces made; without it, or when the launcher sent none, all five are made here
+/// namespaces the launcher sends first on `report` are checked and entered, and the mount, PID and
+/// cgroup namespaces made; without it, or when the launcher sent none, all six are made here
 /// ([`unshare_all`]).
 pub fn make(report: &File, from_launcher: bool) -> Result<(), (&'static str, io::Error)> {
     if from_launcher {
@@ -106,7 +107,8 @@ fn receive_launcher_namespaces(report: &File) -> Result<Vec<OwnedFd>, (&'static 
 }
 
 /// Enters the launcher's network, IPC and UTS namespaces (each checked to be a namespace of its
-/// type other than this process's own: made for this run), then makes the mount and PID ones.
+/// type other than this process's own: made for this run), then makes the mount, PID and cgroup
+/// ones.
 fn enter_launcher_namespaces(given: &[OwnedFd]) -> Result<(), (&'static str, io::Error)> {
     use nix::sched::{setns, unshare, CloneFlags};
     let types = [
@@ -131,8 +133,13 @@ fn enter_launcher_namespaces(given: &[OwnedFd]) -> Result<(), (&'static str, io:
         }
         setns(fd, flag).map_err(|e| ("entering a namespace from the launcher", e.into()))?;
     }
-    unshare(CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWPID)
-        .map_err(|e| ("unshare(CLONE_NEWNS|CLONE_NEWPID)", e.into()))
+    unshare(CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWPID | CloneFlags::CLONE_NEWCGROUP)
+        .map_err(|e| {
+            (
+                "unshare(CLONE_NEWNS|CLONE_NEWPID|CLONE_NEWCGROUP)",
+                e.into(),
+            )
+        })
 }
 
 /// The pipe on which init hands the plugin's wait status to the runner.
@@ -203,7 +210,8 @@ fn end_as(status: i32) -> ! {
     match WaitStatus::from_raw(pid, status) {
         Ok(WaitStatus::Exited(_, code)) => sys::namespace::exit_now(code),
         Ok(WaitStatus::Signaled(_, signal, _)) => {
-            let _ = sys::confine::set_rlimit(nix::sys::resource::Resource::RLIMIT_CORE, 0, 0);
+            // No core dump of the runner, not even to a host's `core_pattern` pipe handler.
+            let _ = nix::sys::prctl::set_dumpable(false);
             sys::signal::die_by(signal);
             sys::namespace::exit_now(128 + signal as i32)
         }

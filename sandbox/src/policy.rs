@@ -101,7 +101,6 @@ pub const ALLOWED: &[Allowed] = {
             "copy between files (Rust std::fs::copy)",
         ),
         allow(SYS_fadvise64, "fadvise64", "read-ahead advice"),
-        allow(SYS_flock, "flock", "whole-file locks"),
         allow(SYS_fsync, "fsync", "flush a file of its stage"),
         allow(SYS_fdatasync, "fdatasync", "flush a file's data"),
         allow(SYS_ftruncate, "ftruncate", "resize an open file"),
@@ -296,8 +295,9 @@ pub const TCGETS2: u32 = 0x802c_542a;
 /// the kernel signals for a descriptor, and with what), `F_SETLEASE` (a lease break signals the
 /// owner), `F_NOTIFY` (dnotify signals), `F_SETPIPE_SZ` (pipe buffers are kernel memory),
 /// `F_ADD_SEALS`, and record locks (`F_SETLK`, `F_OFD_SETLK`, …: every locked byte range is a
-/// kernel object that no limit bounds, and `F_GETLK` names the holder's pid; `flock`, one lock per
-/// open file, stays).
+/// kernel object that no limit bounds, and `F_GETLK` names the holder's pid; `flock` is not on the
+/// list either: each lock scans the file's lock list, and files kept open by mappings escape the
+/// descriptor limit).
 pub fn allowed_fcntl_commands() -> Vec<u32> {
     use libc::*;
     [

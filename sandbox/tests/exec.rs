@@ -73,7 +73,7 @@ fn reports_what_it_enforced_then_runs_the_plugin() {
             l.cpu_seconds,
             l.file_bytes,
             l.descriptors,
-            0
+            proto::runner::CORE_LIMIT
         )
     );
     assert_eq!(
@@ -223,7 +223,7 @@ fn a_gated_runner_runs_the_plugin_after_its_go() {
             String::from_utf8_lossy(&run.report)
         );
     };
-    assert_eq!(e.namespaces, ["mnt", "pid", "ipc", "net", "uts"]);
+    assert_eq!(e.namespaces, ["mnt", "pid", "ipc", "net", "uts", "cgroup"]);
     assert!(e.timings.is_some());
     let response = proto::protocol::Response::parse(&run.stdout, 4096).expect("one response");
     assert_eq!(response.outputs, ["result.json"]);
@@ -328,7 +328,7 @@ fn a_runner_enters_the_namespaces_its_launcher_made() {
             String::from_utf8_lossy(&run.report)
         );
     };
-    assert_eq!(e.namespaces, ["mnt", "pid", "ipc", "net", "uts"]);
+    assert_eq!(e.namespaces, ["mnt", "pid", "ipc", "net", "uts", "cgroup"]);
     assert_eq!(host_name_in(&ns[2]).trim_end(), "dot");
     assert_ne!(
         std::fs::read_to_string("/proc/sys/kernel/hostname")
@@ -353,7 +353,7 @@ fn a_runner_sent_no_namespaces_makes_its_own() {
             String::from_utf8_lossy(&run.report)
         );
     };
-    assert_eq!(e.namespaces, ["mnt", "pid", "ipc", "net", "uts"]);
+    assert_eq!(e.namespaces, ["mnt", "pid", "ipc", "net", "uts", "cgroup"]);
 }
 
 /// A namespace the runner is in already (the host's), or one of another type in a slot, is not

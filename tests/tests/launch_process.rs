@@ -40,7 +40,7 @@ fn hello_runs_under_process_and_reports_what_was_enforced() {
         .expect("process results carry the enforced details");
     assert!(e.landlock_abi >= 3, "{e:?}");
     assert!(e.no_new_privs);
-    assert_eq!(e.rlimits.core, 0);
+    assert_eq!(e.rlimits.core, proto::runner::CORE_LIMIT);
     assert!(e.rlimits.nofile > 0 && e.rlimits.as_bytes > 0);
 }
 
@@ -236,7 +236,7 @@ fn two_runs_share_no_namespace_with_the_host_or_each_other() {
     let ns = |pid: &str, kind: &str| {
         std::fs::read_link(format!("/proc/{pid}/ns/{kind}")).expect("ns link")
     };
-    for kind in ["net", "pid", "mnt", "ipc", "uts"] {
+    for kind in ["net", "pid", "mnt", "ipc", "uts", "cgroup"] {
         let (host, x, y) = (
             ns("self", kind),
             ns(&pa.to_string(), kind),

@@ -60,7 +60,7 @@ fn rlimits(l: &Limits) -> Rlimits {
         cpu_hard_seconds: l.cpu_budget() + 1,
         fsize_bytes: l.output_bytes,
         nofile: l.descriptors,
-        core: 0,
+        core: proto::runner::CORE_LIMIT,
         nproc: l.tasks,
         memlock_bytes: 0,
         sigpending: proto::runner::SIGPENDING,

@@ -218,6 +218,10 @@ fn main() -> ExitCode {
             let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGKILL);
             ExitCode::SUCCESS
         }
+        "abort" => {
+            // SIGABRT, a signal whose default action dumps core.
+            std::process::abort()
+        }
         "sleep" => {
             std::thread::sleep(Duration::from_secs(3600));
             respond_ok("late")
