@@ -96,6 +96,10 @@ pub enum RuntimeError {
     },
     #[error("runtime directory {dir} is not a directory: {reason}")]
     BadDir { dir: String, reason: String },
+    /// Not a place a runtime may be: a filesystem of the kernel's (`/proc`, `/sys`, …), outside the
+    /// host trees the root's policy allows, or holding the platform root.
+    #[error("runtime directory {dir} {reason}")]
+    NotAllowed { dir: String, reason: String },
     /// Someone but root and the invoker could change what the run executes from its runtime.
     #[error("{what} {path} {reason}: anyone who can change it chooses what the plugin runs")]
     Unsafe {
@@ -119,6 +123,7 @@ impl ToErrorObject for RuntimeError {
             RuntimeError::Static(e) | RuntimeError::Elf(e) => e.kind(),
             RuntimeError::Io { .. } => Kind::Io,
             RuntimeError::Unsafe { .. } => Kind::RuntimeUnsafe,
+            RuntimeError::NotAllowed { .. } => Kind::RuntimeNotAllowed,
             _ => Kind::RuntimeUnresolved,
         }
     }
@@ -130,6 +135,7 @@ impl ToErrorObject for RuntimeError {
             RuntimeError::NotFound { name, .. } => obj.field("runtime").value(name.clone()),
             RuntimeError::BadDir { dir, .. } => obj.field("runtime").value(dir.clone()),
             RuntimeError::Unsafe { path, .. } => obj.field("runtime").value(path.clone()),
+            RuntimeError::NotAllowed { dir, .. } => obj.field("runtime").value(dir.clone()),
             RuntimeError::Shebang { line, .. } => obj.field("interpreter").value(line.clone()),
             _ => obj,
         }
@@ -258,7 +264,48 @@ fn check_dir_path(dir: &Path) -> Result<(), RuntimeError> {
             });
         }
     }
+    if let Some(kind) = kernel_filesystem(dir)? {
+        return Err(RuntimeError::NotAllowed {
+            dir: dir.display().to_string(),
+            reason: format!("is a {kind} filesystem: the kernel's view of the host, not a runtime"),
+        });
+    }
     Ok(())
+}
+
+/// The filesystems that are the kernel's view of the host (processes, devices, the kernel's own
+/// state), by `statfs` magic number (linux/magic.h): never a runtime.
+const KERNEL_FILESYSTEMS: &[(i64, &str)] = &[
+    (0x9fa0, "proc"),
+    (0x6265_6572, "sysfs"),
+    (0x1cd1, "devpts"),
+    (0x0027_e0eb, "cgroup"),
+    (0x6367_7270, "cgroup2"),
+    (0x6462_6720, "debugfs"),
+    (0x7472_6163, "tracefs"),
+    (0x7363_6673, "securityfs"),
+    (0xcafe_4a11, "bpf"),
+    (0x6265_6570, "configfs"),
+    (0x1980_0202, "mqueue"),
+    (0x6165_676c, "pstore"),
+    (0xde5e_81e4, "efivarfs"),
+    (0x6573_5543, "fusectl"),
+    (0x4249_4e4d, "binfmt_misc"),
+    (0x6e73_6673, "nsfs"),
+    (0x0187, "autofs"),
+];
+
+/// The kernel filesystem `dir` is on, if it is one of [`KERNEL_FILESYSTEMS`].
+fn kernel_filesystem(dir: &Path) -> Result<Option<&'static str>, RuntimeError> {
+    let fs = nix::sys::statfs::statfs(dir).map_err(|e| RuntimeError::BadDir {
+        dir: dir.display().to_string(),
+        reason: format!("statfs: {e}"),
+    })?;
+    let magic = fs.filesystem_type().0 as i64;
+    Ok(KERNEL_FILESYSTEMS
+        .iter()
+        .find(|(m, _)| *m == magic)
+        .map(|(_, name)| *name))
 }
 
 /// A file the run executes or maps from its runtime (`resolved`, inside `dir`): it and every

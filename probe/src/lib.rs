@@ -52,6 +52,7 @@ fn decision_facts() -> proto::probe::KernelFacts {
             proto::runner::IdentityKind::PerRunUid => UserNamespaceSwitches::default(),
         },
         cap_sys_admin: capability_sets().is_ok_and(|(eff, _, _)| eff & (1 << CAP_SYS_ADMIN) != 0),
+        host_pid_namespace: host_pid_namespace(),
         namespaces_missing: namespaces_missing(),
     }
 }
@@ -79,6 +80,12 @@ fn user_namespace_switches() -> proto::probe::UserNamespaceSwitches {
             "/proc/sys/kernel/apparmor_restrict_unprivileged_userns",
         ),
     }
+}
+
+/// Whether this process is in the host's PID namespace (`/proc/self/ns/pid` is the initial one).
+pub fn host_pid_namespace() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self/ns/pid").is_ok_and(|m| m.ino() == proto::probe::PROC_PID_INIT_INO)
 }
 
 /// A numeric sysctl, `None` when this kernel has no such file (or it is not a number).

@@ -277,6 +277,7 @@ kinds! {
         Namespaces = "namespaces" => Refused,
         RuntimeUnresolved = "runtime-unresolved" => Refused,
         RuntimeUnsafe = "runtime-unsafe" => Refused,
+        RuntimeNotAllowed = "runtime-not-allowed" => Refused,
         SeccompPolicy = "seccomp-policy" => System,
         SeccompInstall = "seccomp-install" => System,
         Signals = "signals" => System,

@@ -9,6 +9,10 @@ use serde::{Deserialize, Serialize};
 /// The lowest Landlock ABI `process` accepts.
 pub const REQUIRED_LANDLOCK_ABI: u32 = 3;
 
+/// The inode number of the initial PID namespace (`/proc/self/ns/pid` there), fixed by the kernel
+/// (`PROC_PID_INIT_INO`, include/linux/proc_ns.h).
+pub const PROC_PID_INIT_INO: u64 = 0xEFFF_FFFC;
+
 /// What the kernel and this process's credentials say, as queried.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KernelFacts {
@@ -26,6 +30,9 @@ pub struct KernelFacts {
     pub user_namespaces: UserNamespaceSwitches,
     /// This process holds `CAP_SYS_ADMIN` (in its own user namespace).
     pub cap_sys_admin: bool,
+    /// This process is in the host's (the initial) PID namespace, where a pid is unique on the
+    /// host: the per-run uid is the runner's pid ([`PROC_PID_INIT_INO`]).
+    pub host_pid_namespace: bool,
     /// The namespaces a run needs that this kernel cannot give: a kind it was built without
     /// (no `/proc/self/ns/NAME`), or one whose `user.max_NAME_namespaces` is 0.
     pub namespaces_missing: Vec<String>,
@@ -71,6 +78,10 @@ impl UserNamespaceSwitches {
     }
 }
 
+fn yes() -> bool {
+    true
+}
+
 /// What this kernel offers, and whether `process` containment can be enforced here.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -88,6 +99,9 @@ pub struct Probe {
     /// The identity a run gets here: `per-run-uid` (launched by root of the initial user
     /// namespace) or `user-namespace` (anyone else).
     pub identity: IdentityKind,
+    /// This launcher is in the host's PID namespace (where the per-run uid is unique).
+    #[serde(default = "yes")]
+    pub host_pid_namespace: bool,
     /// This user can create a user namespace.
     pub user_namespaces: bool,
     /// The switch that forbids it, when `user_namespaces` is false.
@@ -117,6 +131,7 @@ impl Probe {
             seccomp: facts.seccomp,
             no_new_privs: facts.no_new_privs,
             identity: facts.identity,
+            host_pid_namespace: facts.host_pid_namespace,
             user_namespaces: off.is_none(),
             user_namespaces_off: off,
             namespaces: facts.namespaces_missing.is_empty(),
@@ -171,6 +186,15 @@ pub fn why_not(p: &Probe) -> Option<String> {
             p.namespaces_missing.join(", ")
         ));
     }
+    if p.identity == IdentityKind::PerRunUid && !p.host_pid_namespace {
+        return Some(
+            "root's run takes the per-run uid 0x7F000000 + the runner's pid, unique on the host only \
+             in the host's PID namespace, and this launcher runs in another one (a container): \
+             two runs could share a uid and its task limit. Run dot-launch in the host's PID \
+             namespace, or as a user other than root (a run then gets a user namespace of its own)"
+                .into(),
+        );
+    }
     if p.identity == IdentityKind::UserNamespace && !p.user_namespaces {
         return Some(format!(
             "a run launched by anyone but root needs a user namespace of its own, and {} forbids \
@@ -198,8 +222,25 @@ mod tests {
                 apparmor_restrict_unprivileged_userns: None,
             },
             cap_sys_admin: true,
+            host_pid_namespace: true,
             namespaces_missing: vec![],
         }
+    }
+
+    #[test]
+    fn root_outside_the_hosts_pid_namespace_refuses_and_anyone_else_does_not() {
+        let contained = Probe::new(KernelFacts {
+            host_pid_namespace: false,
+            ..facts()
+        });
+        assert!(!contained.process_enforceable);
+        let why = contained.why_not.expect("refused");
+        assert!(why.contains("host's PID namespace"), "{why}");
+        let user = Probe::new(KernelFacts {
+            host_pid_namespace: false,
+            ..user()
+        });
+        assert!(user.process_enforceable, "{:?}", user.why_not);
     }
 
     #[test]
@@ -322,7 +363,9 @@ mod tests {
     fn probe_round_trips_strictly() {
         let p = Probe::new(user());
         let text = serde_json::to_string(&p).expect("serialize");
-        assert!(text.contains(r#""identity":"user-namespace","user_namespaces":true"#));
+        assert!(text.contains(
+            r#""identity":"user-namespace","host_pid_namespace":true,"user_namespaces":true"#
+        ));
         assert_eq!(serde_json::from_str::<Probe>(&text).ok(), Some(p));
         assert!(
             serde_json::from_str::<Probe>(&text.replace("\"arch\"", "\"extra\":1,\"arch\""))

@@ -477,6 +477,14 @@ pub struct PolicySetArgs {
     /// empty the policy's own list of sensitive input paths first (the built-in list stays)
     #[argh(switch)]
     pub clear_sensitive_inputs: bool,
+    /// a host directory an entry's runtime may be or lie beneath (default /usr only); repeatable,
+    /// added to the policy's list
+    #[argh(option)]
+    pub runtime_root: Vec<proto::RuntimeDir>,
+    /// empty the policy's list of runtime roots first (then no runtime is allowed until one is
+    /// added)
+    #[argh(switch)]
+    pub clear_runtime_roots: bool,
 }
 
 /// Print the effective policy (JSON; defaults when trust/policy.json is absent).

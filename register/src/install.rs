@@ -62,6 +62,7 @@ pub fn add(a: &AddArgs) -> Result<AddReport, RegisterError> {
         }
     })?;
     ctx.check_expiry(&entry, &a.entry)?;
+    verify::entry::check_runtime_allowed(&root, &ctx.policy, &entry, &a.entry)?;
     ctx.check_size(&root, &a.exe, Limit::Exe, entry.size)?;
     let base = add_command(a);
     let hint = |add: Vec<Opt>| Next::again(add, vec![], base.clone());
@@ -195,6 +196,8 @@ pub fn dev(a: &DevArgs) -> Result<AddReport, RegisterError> {
             path: PathBuf::new(),
             source,
         })?;
+    let policy = TrustContext::load(&root)?.policy;
+    verify::entry::check_runtime_allowed(&root, &policy, &entry, &root.policy())?;
     check_exe_file(
         &file,
         &meta,

@@ -42,6 +42,14 @@ pub fn set(root: &Root, a: &PolicySetArgs) -> Result<Policy, RegisterError> {
             p.sensitive_inputs.push(g.clone());
         }
     }
+    if a.clear_runtime_roots {
+        p.runtime_roots.clear();
+    }
+    for d in &a.runtime_root {
+        if !p.runtime_roots.contains(d) {
+            p.runtime_roots.push(d.clone());
+        }
+    }
     p.validate()
         .map_err(|e| RegisterError::Usage(format!("policy: {e}")))?;
     write_private(&root.policy(), &p.to_bytes())?;

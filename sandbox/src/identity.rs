@@ -3,9 +3,10 @@
 //! is that run's alone:
 //!
 //! * launched by root (uid 0 of the initial user namespace): the plugin runs as the per-run uid
-//!   [`RUN_UID_BASE`] + the runner's pid, gid the same, no supplementary groups. Live pids are
-//!   unique and a pid is reused only once every task that carried it is reaped, so no two live
-//!   runs share a uid; no account or file uses that range. Uid 0 without capabilities still owns
+//!   [`RUN_UID_BASE`] + the runner's pid, gid the same, no supplementary groups. Live pids of the
+//!   host's PID namespace are unique and a pid is reused only once every task that carried it is
+//!   reaped, so no two live runs share a uid (a runner in another PID namespace, as in a
+//!   container, refuses: its pids are not the host's); no account or file uses that range. Uid 0 without capabilities still owns
 //!   most of the system's files; this uid owns none.
 //! * launched by anyone else (or by root inside another user namespace): the runner enters a new
 //!   user namespace, mapping its uid and gid to themselves (the run's other namespaces are made
@@ -62,6 +63,13 @@ pub fn plan() -> io::Result<Plan> {
     let euid = nix::unistd::geteuid().as_raw();
     let uid_map = std::fs::read_to_string("/proc/self/uid_map")?;
     if IdentityKind::for_runner(euid, &uid_map) == IdentityKind::PerRunUid {
+        // The pid is unique on the host only in the host's PID namespace.
+        if !probe::host_pid_namespace() {
+            return Err(io::Error::other(
+                "the per-run uid is the runner's pid, and this runner is not in the host's PID \
+                 namespace: two runs could share a uid",
+            ));
+        }
         let pid = std::process::id();
         let id = run_uid(pid).ok_or_else(|| {
             io::Error::other(format!("pid {pid} is above the kernel's pid limit"))

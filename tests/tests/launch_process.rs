@@ -72,6 +72,46 @@ fn a_kernel_that_cannot_enforce_process_refuses_before_anything_is_created() {
     assert_eq!(env.target_files(), Vec::<String>::new());
 }
 
+/// Root's per-run uid is the runner's pid, unique on the host only in the host's PID namespace: a
+/// root launcher in another one (as in a container) refuses `process` before anything is created,
+/// and `dot-sandbox probe` says why. The same launch in the host's PID namespace runs.
+#[test]
+fn a_root_launcher_outside_the_hosts_pid_namespace_refuses_process() {
+    common::require_program("unshare", "util-linux");
+    let env = process_env();
+    let in_pid_namespace = |program: &Path| {
+        let mut c = std::process::Command::new("unshare");
+        c.args(["--pid", "--fork", "--"]).arg(program);
+        c
+    };
+    let mut c = in_pid_namespace(&workspace_bin("dot-launch"));
+    c.arg("--root")
+        .arg(&env.root)
+        .arg("hello-p")
+        .arg("--target")
+        .arg(&env.target)
+        .arg("--require-process-sandbox");
+    let err = failure(&c.output().unwrap(), 1);
+    testkit::assert_kind!(err, Kind::ProcessUnsupported);
+    assert!(
+        err.message.contains("host's PID namespace"),
+        "{}",
+        err.message
+    );
+    assert_eq!(env.runs(), Vec::<String>::new());
+    let probe = in_pid_namespace(&workspace_bin("dot-sandbox"))
+        .arg("probe")
+        .output()
+        .unwrap();
+    let p: proto::probe::Probe = serde_json::from_slice(&probe.stdout).unwrap();
+    assert!(!p.host_pid_namespace && !p.process_enforceable, "{p:?}");
+    let out = env
+        .launch("hello-p", &["--require-process-sandbox"])
+        .output()
+        .unwrap();
+    assert_eq!(result(&out).status, RunStatus::Committed);
+}
+
 /// A private copy of dot-launch whose sibling dot-sandbox the test controls.
 fn launcher_dir(sandbox: impl FnOnce(&Path)) -> (TempDir, PathBuf) {
     let dir = TempDir::new();

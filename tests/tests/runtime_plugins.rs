@@ -258,6 +258,22 @@ fn a_dynamic_c_plugin_under_process_with_a_runtime_commits_and_is_contained() {
     }
 }
 
+/// `dot-register policy set --root R` with `args`.
+fn policy_set(env: &Env, args: &[&str]) {
+    let out = common::tool("dot-register")
+        .args(["policy", "set", "--root"])
+        .arg(&env.root)
+        .args(args)
+        .output()
+        .unwrap();
+    common::ok(out, "dot-register policy set");
+}
+
+/// The root's policy lets runtimes lie beneath `dir` too (besides /usr).
+fn allow_runtimes_beneath(env: &Env, dir: &Path) {
+    policy_set(env, &["--runtime-root", dir.to_str().unwrap()]);
+}
+
 fn register_refused(env: &Env, exe: &Path, extra: &[&str], code: i32, kind: Kind) -> String {
     let out = common::tool("dot-register")
         .args(["dev", "--root"])
@@ -288,6 +304,8 @@ fn a_runtime_the_interpreter_or_libraries_are_not_in_is_refused() {
     let exe = c_plugin(env.dir.path());
     let elsewhere = env.dir.path().join("elsewhere");
     std::fs::create_dir_all(&elsewhere).unwrap();
+    allow_runtimes_beneath(&env, &elsewhere);
+    allow_runtimes_beneath(&env, Path::new("/nonexistent-dot-runtime"));
     let elsewhere = elsewhere.to_str().unwrap().to_owned();
     for plugin in [&script, &exe] {
         let message = register_refused(
@@ -351,6 +369,7 @@ fn a_launch_whose_runtime_no_longer_resolves_is_refused_before_spawning() {
     let env = Env::new();
     let runtime = env.dir.path().join("rt");
     std::fs::create_dir_all(runtime.join("bin")).unwrap();
+    allow_runtimes_beneath(&env, &runtime);
     // A runtime holding a copy of the C probe's loader and libraries would be large; a script
     // whose interpreter is a static binary in the runtime is enough.
     let interpreter = runtime.join("bin/fixture");
@@ -381,6 +400,7 @@ fn a_runtime_another_user_can_change_is_refused_at_registration_and_at_launch() 
     let env = Env::new();
     let runtime = env.dir.path().join("rt");
     std::fs::create_dir_all(runtime.join("bin")).unwrap();
+    allow_runtimes_beneath(&env, &runtime);
     let interpreter = runtime.join("bin/fixture");
     std::fs::copy(common::bin_dir().join("fixture-plugin"), &interpreter).unwrap();
     let script = testkit::write_exe(
@@ -405,6 +425,60 @@ fn a_runtime_another_user_can_change_is_refused_at_registration_and_at_launch() 
         e.value.as_deref(),
         Some(runtime.join("bin").to_str().unwrap())
     );
+    assert!(env.runs().is_empty(), "nothing was created");
+}
+
+/// Which host trees a plugin may see is the root owner's decision: a runtime outside the policy's
+/// runtime roots (only /usr unless the owner adds one), one on a filesystem of the kernel's
+/// (`/proc`), or one holding the platform root is refused at registration; a runtime the policy no
+/// longer allows refuses the launch before anything is created.
+#[test]
+fn a_runtime_the_roots_policy_does_not_allow_is_refused() {
+    let env = Env::new();
+    let script = python_plugin(&env);
+    for (runtime, says) in [
+        ("/etc", "is not beneath a runtime root"),
+        ("/home", "(/usr)"),
+    ] {
+        let message = register_refused(
+            &env,
+            &script,
+            &["--runtime", runtime],
+            1,
+            Kind::RuntimeNotAllowed,
+        );
+        assert!(message.contains(says), "{message}");
+    }
+    allow_runtimes_beneath(&env, Path::new("/proc"));
+    let message = register_refused(
+        &env,
+        &script,
+        &["--runtime", "/proc"],
+        1,
+        Kind::RuntimeNotAllowed,
+    );
+    assert!(message.contains("proc filesystem"), "{message}");
+    let dir = env.dir.path().to_str().unwrap();
+    allow_runtimes_beneath(&env, env.dir.path());
+    let message = register_refused(
+        &env,
+        &script,
+        &["--runtime", dir],
+        1,
+        Kind::RuntimeNotAllowed,
+    );
+    assert!(message.contains("holds the platform root"), "{message}");
+    // Allowed when registered, no longer when launched.
+    env.register_with(
+        "py",
+        &script,
+        "process",
+        &["--runtime", "/usr", "--input", "name:string:optional"],
+    );
+    policy_set(&env, &["--clear-runtime-roots", "--runtime-root", "/opt"]);
+    let out = launch_process(&env, "py");
+    let e = testkit::assert_refused(&out, 1, Kind::RuntimeNotAllowed);
+    assert_eq!(e.value.as_deref(), Some("/usr"));
     assert!(env.runs().is_empty(), "nothing was created");
 }
 

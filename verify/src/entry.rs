@@ -228,6 +228,46 @@ impl PendingDigest {
     }
 }
 
+/// The entry's runtime directories are where the root's policy lets a runtime be
+/// (`Policy::runtime_roots`: the root's owner decides which host trees a plugin may see, not the
+/// publisher), and none holds the registry or its state (the plugin would see the store, the trust
+/// store and other runs' stages).
+pub fn check_runtime_allowed(
+    root: &Root,
+    policy: &proto::trust::Policy,
+    entry: &Entry,
+    entry_path: &Path,
+) -> Result<(), VerifyError> {
+    let absolute = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let held = [absolute(root.path()), absolute(root.state())];
+    for dir in &entry.runtime {
+        let reason = if policy.runtime_root_of(dir).is_none() {
+            let allowed: Vec<String> = policy.runtime_roots.iter().map(|r| r.to_string()).collect();
+            Some(format!(
+                "is not beneath a runtime root this root's policy allows ({}); which host trees a plugin may see is the root owner's decision (dot-register policy set --runtime-root DIR)",
+                if allowed.is_empty() { "none".to_owned() } else { allowed.join(", ") }
+            ))
+        } else {
+            held.iter().find(|p| p.starts_with(dir.as_str())).map(|p| {
+                format!(
+                    "holds the platform root {}: the plugin would see its store, trust and runs",
+                    p.display()
+                )
+            })
+        };
+        if let Some(reason) = reason {
+            return Err(VerifyError::Runtime {
+                path: entry_path.to_path_buf(),
+                source: Box::new(crate::elf::RuntimeError::NotAllowed {
+                    dir: dir.to_string(),
+                    reason,
+                }),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// `Err(store-tampered)` when `exe` does not have the `(size, sha256)` of its entry (read now).
 fn tampered_by_digest(
     exe: &File,
@@ -342,6 +382,7 @@ pub(crate) fn verify_checked_with(
         }
     };
     ctx.check_expiry(&entry, &entry_path)?;
+    check_runtime_allowed(root, &ctx.policy, &entry, &entry_path)?;
     let exe_path = root.store_file(&entry.sha256);
     ctx.check_size(root, &exe_path, Limit::Exe, entry.size)?;
     let tampered = |what: String| VerifyError::StoreTampered {

@@ -12,6 +12,8 @@ pub const DEFAULT_MAX_SIGNATURE_BYTES: u64 = 4 << 10;
 pub const DEFAULT_MAX_KEY_BYTES: u64 = 4 << 10;
 /// Default warning window before an entry expires.
 pub const DEFAULT_EXPIRY_WARNING_DAYS: u64 = 14;
+/// The host trees a runtime may be, or lie beneath, unless the policy names others.
+pub const DEFAULT_RUNTIME_ROOTS: &[&str] = &["/usr"];
 
 /// `ROOT/trust/policy.json`: root-wide trust settings. Absent file = every default; an absent
 /// field = its default.
@@ -39,6 +41,18 @@ pub struct Policy {
     /// with `--allow-sensitive-input`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sensitive_inputs: Vec<String>,
+    /// The host directories an entry's runtime may be, or lie beneath (`runtime-not-allowed`
+    /// otherwise): the root's owner decides which host trees a plugin may see, not the publisher
+    /// who signs the entry. Default [`DEFAULT_RUNTIME_ROOTS`].
+    #[serde(default = "default_runtime_roots")]
+    pub runtime_roots: Vec<crate::entry::RuntimeDir>,
+}
+
+fn default_runtime_roots() -> Vec<crate::entry::RuntimeDir> {
+    DEFAULT_RUNTIME_ROOTS
+        .iter()
+        .filter_map(|d| d.parse().ok())
+        .collect()
 }
 
 fn default_warning_days() -> u64 {
@@ -68,6 +82,7 @@ impl Default for Policy {
             max_key_bytes: DEFAULT_MAX_KEY_BYTES,
             max_exe_bytes: DEFAULT_MAX_EXE_BYTES,
             sensitive_inputs: Vec::new(),
+            runtime_roots: default_runtime_roots(),
         }
     }
 }
@@ -94,6 +109,16 @@ impl Limit {
 }
 
 impl Policy {
+    /// The policy's runtime root that `dir` is, or lies beneath, if any.
+    pub fn runtime_root_of(
+        &self,
+        dir: &crate::entry::RuntimeDir,
+    ) -> Option<&crate::entry::RuntimeDir> {
+        self.runtime_roots
+            .iter()
+            .find(|r| std::path::Path::new(dir.as_str()).starts_with(r.as_str()))
+    }
+
     /// The value of one size limit.
     pub fn limit(&self, l: Limit) -> u64 {
         match l {
