@@ -42,17 +42,7 @@ fn refused(plugin: &File, plugin_arg: &str, kind: Kind) {
 fn reports_what_it_enforced_then_runs_the_plugin() {
     let canary = common::canary();
     let (run, scratch) = common::launch(&canary, &request("write-in-stage"), common::limits());
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let Some(SandboxReport::Enforced(e)) = run.sandbox_report() else {
-        panic!(
-            "no enforced report: {:?}",
-            String::from_utf8_lossy(&run.report)
-        );
-    };
+    let e = enforced(&run);
     assert!(e.landlock_abi >= 3);
     assert_eq!(e.landlock_status, "fully-enforced");
     assert!(e.no_new_privs);
@@ -212,17 +202,7 @@ fn at_gate(go: bool) -> (sandbox::RunOutput, sandbox::Scratch) {
 #[test]
 fn a_gated_runner_runs_the_plugin_after_its_go() {
     let (run, _scratch) = at_gate(true);
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let Some(SandboxReport::Enforced(e)) = run.sandbox_report() else {
-        panic!(
-            "no enforced report: {:?}",
-            String::from_utf8_lossy(&run.report)
-        );
-    };
+    let e = enforced(&run);
     assert_eq!(e.namespaces, ["mnt", "pid", "ipc", "net", "uts", "cgroup"]);
     assert!(e.timings.is_some());
     let response = proto::protocol::Response::parse(&run.stdout, 4096).expect("one response");
@@ -253,6 +233,22 @@ fn a_gated_runner_without_its_go_runs_nothing() {
         common::read_stage_file(&run, &scratch.stage, "out/written.txt").is_err(),
         "the plugin ran"
     );
+}
+
+/// What a run that succeeded reported it enforced.
+fn enforced(run: &sandbox::RunOutput) -> proto::runner::Enforced {
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    match run.sandbox_report() {
+        Some(SandboxReport::Enforced(e)) => e,
+        _ => panic!(
+            "no enforced report: {:?}",
+            String::from_utf8_lossy(&run.report)
+        ),
+    }
 }
 
 /// New network, IPC and UTS namespaces, made on a thread of their own (as `dot-launch` makes
@@ -317,17 +313,7 @@ fn a_runner_enters_the_namespaces_its_launcher_made() {
     let ns = new_namespaces();
     let fds: Vec<_> = ns.iter().map(std::os::fd::AsFd::as_fd).collect();
     let (run, _scratch) = with_launcher_namespaces(&fds);
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let Some(SandboxReport::Enforced(e)) = run.sandbox_report() else {
-        panic!(
-            "no enforced report: {:?}",
-            String::from_utf8_lossy(&run.report)
-        );
-    };
+    let e = enforced(&run);
     assert_eq!(e.namespaces, ["mnt", "pid", "ipc", "net", "uts", "cgroup"]);
     assert_eq!(host_name_in(&ns[2]).trim_end(), "dot");
     assert_ne!(
@@ -342,17 +328,7 @@ fn a_runner_enters_the_namespaces_its_launcher_made() {
 #[test]
 fn a_runner_sent_no_namespaces_makes_its_own() {
     let (run, _scratch) = with_launcher_namespaces(&[]);
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let Some(SandboxReport::Enforced(e)) = run.sandbox_report() else {
-        panic!(
-            "no enforced report: {:?}",
-            String::from_utf8_lossy(&run.report)
-        );
-    };
+    let e = enforced(&run);
     assert_eq!(e.namespaces, ["mnt", "pid", "ipc", "net", "uts", "cgroup"]);
 }
 

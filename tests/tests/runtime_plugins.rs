@@ -274,6 +274,34 @@ fn allow_runtimes_beneath(env: &Env, dir: &Path) {
     policy_set(env, &["--runtime-root", dir.to_str().unwrap()]);
 }
 
+/// A runtime `rt/` (allowed by the root's policy) holding `bin/fixture`, and a script `s.sh` whose
+/// interpreter it is. A runtime holding a copy of the C probe's loader and libraries would be
+/// large; a script whose interpreter is a static binary in the runtime is enough.
+struct ScriptRuntime {
+    runtime: PathBuf,
+    interpreter: PathBuf,
+    script: PathBuf,
+}
+
+fn script_runtime(env: &Env) -> ScriptRuntime {
+    let runtime = env.dir.path().join("rt");
+    std::fs::create_dir_all(runtime.join("bin")).unwrap();
+    allow_runtimes_beneath(env, &runtime);
+    let interpreter = runtime.join("bin/fixture");
+    std::fs::copy(common::bin_dir().join("fixture-plugin"), &interpreter).unwrap();
+    let script = testkit::write_exe(
+        env.dir.path(),
+        "s.sh",
+        format!("#!{}\n", interpreter.display()).as_bytes(),
+        0o755,
+    );
+    ScriptRuntime {
+        runtime,
+        interpreter,
+        script,
+    }
+}
+
 fn register_refused(env: &Env, exe: &Path, extra: &[&str], code: i32, kind: Kind) -> String {
     let out = common::tool("dot-register")
         .args(["dev", "--root"])
@@ -367,19 +395,11 @@ fn a_runtime_the_interpreter_or_libraries_are_not_in_is_refused() {
 #[test]
 fn a_launch_whose_runtime_no_longer_resolves_is_refused_before_spawning() {
     let env = Env::new();
-    let runtime = env.dir.path().join("rt");
-    std::fs::create_dir_all(runtime.join("bin")).unwrap();
-    allow_runtimes_beneath(&env, &runtime);
-    // A runtime holding a copy of the C probe's loader and libraries would be large; a script
-    // whose interpreter is a static binary in the runtime is enough.
-    let interpreter = runtime.join("bin/fixture");
-    std::fs::copy(common::bin_dir().join("fixture-plugin"), &interpreter).unwrap();
-    let script = testkit::write_exe(
-        env.dir.path(),
-        "s.sh",
-        format!("#!{}\n", interpreter.display()).as_bytes(),
-        0o755,
-    );
+    let ScriptRuntime {
+        runtime,
+        interpreter,
+        script,
+    } = script_runtime(&env);
     let rt = runtime.to_str().unwrap();
     env.register_with("s", &script, "process", &["--runtime", rt]);
     std::fs::remove_file(&interpreter).unwrap();
@@ -398,17 +418,11 @@ fn a_launch_whose_runtime_no_longer_resolves_is_refused_before_spawning() {
 fn a_runtime_another_user_can_change_is_refused_at_registration_and_at_launch() {
     use std::os::unix::fs::PermissionsExt;
     let env = Env::new();
-    let runtime = env.dir.path().join("rt");
-    std::fs::create_dir_all(runtime.join("bin")).unwrap();
-    allow_runtimes_beneath(&env, &runtime);
-    let interpreter = runtime.join("bin/fixture");
-    std::fs::copy(common::bin_dir().join("fixture-plugin"), &interpreter).unwrap();
-    let script = testkit::write_exe(
-        env.dir.path(),
-        "s.sh",
-        format!("#!{}\n", interpreter.display()).as_bytes(),
-        0o755,
-    );
+    let ScriptRuntime {
+        runtime,
+        interpreter: _,
+        script,
+    } = script_runtime(&env);
     let rt = runtime.to_str().unwrap();
     std::os::unix::fs::chown(&runtime, Some(65534), None).unwrap();
     let e_msg = register_refused(&env, &script, &["--runtime", rt], 1, Kind::RuntimeUnsafe);
