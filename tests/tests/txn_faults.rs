@@ -202,6 +202,12 @@ fn a_run_the_commits_pending_check_cannot_read_fails_the_launch_as_io() {
     assert_eq!(recover(&env.root).status.code(), Some(0));
     common::result(&two_outputs(&env, &env.target).output().unwrap());
     assert!(env.runs().is_empty());
+    // What is not a run directory at all (a file, a symbolic link under a run's name) is no
+    // pending run: recover never rolls it forward, and launches go on.
+    let txn = env.root.join("txn");
+    std::fs::write(txn.join(format!("{:032x}", 1)), b"not a run").unwrap();
+    std::os::unix::fs::symlink(env.dir.path(), txn.join(format!("{:032x}", 2))).unwrap();
+    common::result(&two_outputs(&env, &env.target).output().unwrap());
 }
 
 /// The reason and next of the only entry of a `dot-discard` report that retained `txid`.

@@ -111,8 +111,8 @@ fn scan(
 
 /// The target (and its recorded identity) of the run directory `dir` when its journal says
 /// PREPARED (and, unless `locked`, no one holds its lock). A run directory or journal that is not
-/// there (a run that just finished, one that never wrote a journal) is no pending run; one that
-/// could not be opened or read is [`Unreadable`].
+/// there, or is not a directory or a file (a symbolic link), is no pending run; one that could not
+/// be opened or read (EIO, EACCES) is [`Unreadable`].
 fn prepared_target(
     dir: &Path,
     txid: &str,
@@ -124,15 +124,18 @@ fn prepared_target(
             source: e.into(),
         }
     };
+    // Not there (a run that just finished, one that never wrote a journal), or not a directory
+    // or journal of a run at all (a file, a symbolic link: recover retains those, it never rolls
+    // them forward), is no pending run.
     let fd = match sys::fs::open_dir(dir) {
         Ok(fd) => std::fs::File::from(fd),
-        Err(Errno::ENOENT) => return Ok(None),
+        Err(Errno::ENOENT | Errno::ENOTDIR | Errno::ELOOP) => return Ok(None),
         Err(e) => return Err(unreadable(dir.to_path_buf())(e)),
     };
     let journal_path = dir.join(JOURNAL_FILE);
     let journal = match sys::fs::open_read_at(&fd, JOURNAL_FILE) {
         Ok(j) => std::fs::File::from(j),
-        Err(Errno::ENOENT) => return Ok(None),
+        Err(Errno::ENOENT | Errno::ELOOP) => return Ok(None),
         Err(e) => return Err(unreadable(journal_path)(e)),
     };
     let read = |source| Unreadable {
