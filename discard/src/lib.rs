@@ -11,7 +11,10 @@
 //!    comes with nothing but the layout a launcher makes before BEGIN;
 //! 2. the journal says ABANDONED (PREPARED and COMMITTED are `dot-launch recover`'s); a run
 //!    directory with nothing in it at all is ABANDONED too;
-//! 3. every `.dot-TXID-N.tmp` in the target BEGIN names is our regular file with one link;
+//! 3. the target BEGIN names is still the directory the run began in (`target_id`, when the
+//!    journal recorded it: a target renamed away, replaced or reached through a bind mount that is
+//!    gone may hold the run's temp files, so the run is retained without `next`), and every
+//!    `.dot-TXID-N.tmp` in it is our regular file with one link;
 //! 4. [`run::RunFiles::check`]: the directory holds only `journal` and, optionally, `stage/`;
 //!    `stage/` (walked through descriptors, at any depth and width, with a bounded number of
 //!    them, never following a symbolic link or entering another filesystem) holds only our own
@@ -24,7 +27,7 @@
 #![forbid(unsafe_code)]
 
 use cli::Output;
-use proto::journal::{Record, RunState};
+use proto::journal::RunState;
 use proto::layout::Root;
 pub use proto::retained::{Retained, State};
 use proto::{ExitCode, ToErrorObject};
@@ -166,38 +169,45 @@ impl Ctx<'_> {
                 )
             }
             RunState::Committed => {
-                return self.retain(
-                    txid,
-                    State::Committed,
-                    "COMMITTED: the run committed but its cleanup did not finish; recover finishes it",
-                )
+                // recover finishes it only if its directory can be removed: a stage holding what
+                // removal never deletes (a fifo an audit plugin left) is the operator's first, and
+                // pointing at recover then would be a command that changes nothing.
+                return match run.files(txn, self.uid).check() {
+                    Ok(_) | Err(Stop::Changed(_)) => self.retain(
+                        txid,
+                        State::Committed,
+                        "COMMITTED: the run committed but its cleanup did not finish; recover finishes it",
+                    ),
+                    Err(Stop::Rule(why)) => Verdict::Retain(cli::next::retained(
+                        txid,
+                        State::Committed,
+                        format!(
+                            "COMMITTED, but its directory cannot be removed: {why}; remove or \
+                             move that yourself, then `dot-launch recover` finishes the cleanup"
+                        ),
+                        None,
+                    )),
+                };
             }
             RunState::Unrecognized => {
                 return self.retain(txid, State::Unrecognized, "the journal is not recognized")
             }
         }
         // The temp files the run may have written in its target before PREPARED.
-        let temps = match run.journal.as_ref().and_then(|(_, j)| j.begin()) {
-            Some(Record::Begin { target, .. }) => {
-                match TargetTemps::find(Path::new(target), txid, self.uid) {
-                    Ok(temps) => temps,
-                    Err(Stop::Rule(why)) => {
-                        return Verdict::Retain(cli::next::retained(
-                            txid,
-                            State::Abandoned,
-                            why,
-                            None,
-                        ))
-                    }
-                    Err(Stop::Changed(why)) => {
-                        return self.retain(
-                            txid,
-                            State::Abandoned,
-                            format!("{why} (it may pass: run dot-discard again)"),
-                        )
-                    }
+        let temps = match run.journal.as_ref().and_then(|(_, j)| j.target()) {
+            Some((target, id)) => match TargetTemps::find(Path::new(target), id, txid, self.uid) {
+                Ok(temps) => temps,
+                Err(Stop::Rule(why)) => {
+                    return Verdict::Retain(cli::next::retained(txid, State::Abandoned, why, None))
                 }
-            }
+                Err(Stop::Changed(why)) => {
+                    return self.retain(
+                        txid,
+                        State::Abandoned,
+                        format!("{why} (it may pass: run dot-discard again)"),
+                    )
+                }
+            },
             _ => None,
         };
         let files = run.files(txn, self.uid);
@@ -219,8 +229,9 @@ impl Ctx<'_> {
     }
 
     /// A run whose check or removal stopped: one that breaks a rule is the operator's
-    /// (UNRECOGNIZED); one that changed during the removal or met an error is still what its
-    /// journal says, and another `dot-discard` may finish it.
+    /// (UNRECOGNIZED); one that changed during the removal or met an error of the host (EIO, a
+    /// read-only filesystem, a permission) is still what its journal says, ABANDONED, and
+    /// another `dot-discard` finishes it once the host allows.
     fn stopped(&self, txid: &str, stop: Stop) -> Verdict {
         match stop {
             Stop::Rule(why) => self.retain(txid, State::Unrecognized, why),

@@ -77,15 +77,23 @@ pub struct BadLine {
 /// One journal read from stdin (`-`): at most the classifier's limit and one byte more, so an
 /// oversized one is classified as such.
 fn read_stdin() -> Result<Formatted, FmtError> {
+    let failed = |source| FmtError::Read {
+        path: PathBuf::from("-"),
+        source,
+    };
+    let mut stdin = io::stdin().lock();
     let mut bytes = Vec::new();
-    io::stdin()
+    (&mut stdin)
         .take(MAX_JOURNAL as u64 + 1)
         .read_to_end(&mut bytes)
-        .map_err(|source| FmtError::Read {
-            path: PathBuf::from("-"),
-            source,
-        })?;
-    let journal = classify(&bytes);
+        .map_err(failed)?;
+    // An oversized journal is reported with its real size: the rest is counted, not kept.
+    let rest = if bytes.len() > MAX_JOURNAL {
+        io::copy(&mut stdin, &mut io::sink()).map_err(failed)?
+    } else {
+        0
+    };
+    let journal = classify_sized(&bytes, bytes.len() as u64 + rest);
     let txid = match journal.begin() {
         Some(Record::Begin { txid, .. }) => Some(txid.clone()),
         _ => None,
@@ -95,6 +103,16 @@ fn read_stdin() -> Result<Formatted, FmtError> {
         txid,
         journal,
     })
+}
+
+/// [`classify`] of a journal's first bytes, `bytes`, when the whole journal is `size` bytes: one
+/// over the classifier's limit is UNRECOGNIZED with its real size (only one byte more than the
+/// limit is ever read).
+fn classify_sized(bytes: &[u8], size: u64) -> Journal {
+    if size > MAX_JOURNAL as u64 {
+        return unrecognized(format!("journal is {size} bytes, over {MAX_JOURNAL}"));
+    }
+    classify(bytes)
 }
 
 /// Why journals could not be read.
@@ -186,14 +204,17 @@ impl Formatted {
         }
     }
 
-    /// The text for people: a heading, one line per journal line, the state.
+    /// The text for people: a heading, one line per journal line, the state. Every line is
+    /// shown with what a terminal would act on escaped (`cli::visible`): a journal's strings (a
+    /// target's path, a version, a problem quoting the bytes) are any text its writer chose, and
+    /// a line break or an escape sequence in one must not forge a line of its own.
     pub fn text(&self) -> String {
-        let mut s = String::new();
-        let _ = write!(s, "journal {}", self.path.display());
+        let mut lines = Vec::with_capacity(self.journal.lines.len() + 3);
+        let mut heading = format!("journal {}", self.path.display());
         if let Some(txid) = &self.txid {
-            let _ = write!(s, " (run {txid})");
+            let _ = write!(heading, " (run {txid})");
         }
-        s.push('\n');
+        lines.push(heading);
         for line in &self.journal.lines {
             match line {
                 Line::Record(r) => {
@@ -204,26 +225,32 @@ impl Formatted {
                         kind_word(r),
                         key_fields(r)
                     );
-                    s.push_str(line.trim_end());
-                    s.push('\n');
+                    lines.push(line.trim_end().to_owned());
                 }
                 Line::Bad {
                     line_no,
                     error,
                     bytes,
-                } => {
-                    let _ = writeln!(s, "  line {line_no}: BAD LINE ({bytes} bytes): {error}");
-                }
+                } => lines.push(format!(
+                    "  line {line_no}: BAD LINE ({bytes} bytes): {error}"
+                )),
             }
         }
         if let Some(n) = self.journal.torn_tail {
-            let _ = writeln!(s, "  torn tail: {n} bytes without a newline (not a record)");
+            lines.push(format!(
+                "  torn tail: {n} bytes without a newline (not a record)"
+            ));
         }
-        let _ = write!(s, "  state: {}", self.journal.state);
+        let mut state = format!("  state: {}", self.journal.state);
         if let Some(p) = &self.journal.problem {
-            let _ = write!(s, " ({p})");
+            let _ = write!(state, " ({p})");
         }
-        s.push('\n');
+        lines.push(state);
+        let mut s = String::new();
+        for line in &lines {
+            s.push_str(&cli::visible(line));
+            s.push('\n');
+        }
         s
     }
 }
@@ -369,8 +396,8 @@ pub fn read_file(path: &Path) -> Result<Formatted, FmtError> {
     if path == Path::new("-") {
         return read_stdin();
     }
-    let bytes = match read_journal(path, false)? {
-        Ok(bytes) => bytes,
+    let (bytes, size) = match read_journal(path, false)? {
+        Ok(read) => read,
         Err(what) => {
             return Err(FmtError::NotAJournal {
                 path: path.into(),
@@ -378,7 +405,7 @@ pub fn read_file(path: &Path) -> Result<Formatted, FmtError> {
             })
         }
     };
-    let journal = classify(&bytes);
+    let journal = classify_sized(&bytes, size);
     let dir_txid = path
         .parent()
         .and_then(Path::file_name)
@@ -396,10 +423,12 @@ pub fn read_file(path: &Path) -> Result<Formatted, FmtError> {
     })
 }
 
-/// Reads every run's journal under `root`'s `txn/`, in name order. Every entry of `txn/` is
-/// listed: one that is not a run (a stray name, a file, a link, a directory without a readable
-/// journal file) is shown as UNRECOGNIZED with the reason, and the listing carries on, as
-/// `dot-discard` and `dot-launch recover` do. An entry that vanishes while it is read is left out.
+/// Reads every run's journal under `root`'s `txn/`, in name order, classified by the rules
+/// `dot-discard` and `dot-launch recover` examine a run with (`txn::run::peek`: the name, the run
+/// directory's owner and mode, the journal's type, owner, links, mode and size), so a run they
+/// would call UNRECOGNIZED is shown so, with their reason. Every entry of `txn/` is listed: one
+/// that is not a run is shown as UNRECOGNIZED with the reason, and the listing carries on. An
+/// entry that vanishes while it is read is left out.
 pub fn read_root(root: &Root) -> Result<Vec<Formatted>, FmtError> {
     let txn = root.txn();
     let dir = match sys::fs::open_dir(&txn) {
@@ -416,6 +445,7 @@ pub fn read_root(root: &Root) -> Result<Vec<Formatted>, FmtError> {
         path: txn.clone(),
         source: e.into(),
     })?;
+    let uid = nix::unistd::geteuid().as_raw();
     let mut out = Vec::with_capacity(names.len());
     for name in names {
         let shown = name.to_string_lossy().into_owned();
@@ -423,9 +453,9 @@ pub fn read_root(root: &Root) -> Result<Vec<Formatted>, FmtError> {
         let path = txn
             .join(std::ffi::OsStr::from_bytes(name.as_bytes()))
             .join(JOURNAL_FILE);
-        let journal = match txn::run::peek(&dir, &name) {
+        let journal = match txn::run::peek(&dir, &name, uid) {
             txn::run::Peek::Gone => continue,
-            txn::run::Peek::NotARun(problem) => unrecognized(problem),
+            txn::run::Peek::Retain(_, problem) => unrecognized(problem),
             txn::run::Peek::Journal(j) => j,
         };
         out.push(Formatted {
@@ -461,10 +491,11 @@ fn unrecognized(problem: String) -> Journal {
     }
 }
 
-/// Reads a journal's bytes (at most one byte more than the classifier accepts, so an oversized
-/// journal is classified as such). `Ok(Err(what))`: not a regular file. With `no_follow`, a symbolic
-/// link is not followed.
-fn read_journal(path: &Path, no_follow: bool) -> Result<Result<Vec<u8>, &'static str>, FmtError> {
+/// Reads a journal's bytes (at most one byte more than the classifier accepts) and its size.
+/// `Ok(Err(what))`: not a regular file. With `no_follow`, a symbolic link is not followed.
+type JournalRead = Result<(Vec<u8>, u64), &'static str>;
+
+fn read_journal(path: &Path, no_follow: bool) -> Result<JournalRead, FmtError> {
     let file = match sys::fs::open_read(path, !no_follow) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
@@ -492,7 +523,8 @@ fn read_journal(path: &Path, no_follow: bool) -> Result<Result<Vec<u8>, &'static
             path: path.into(),
             source,
         })?;
-    Ok(Ok(bytes))
+    let size = meta.len().max(bytes.len() as u64);
+    Ok(Ok((bytes, size)))
 }
 
 fn kind_of(meta: &std::fs::Metadata) -> &'static str {

@@ -13,11 +13,15 @@ fn records() -> [Record; 3] {
     testkit::journal::records(TXID)
 }
 
-/// `DIR/txn/TXID/journal` holding `bytes`.
+/// `DIR/txn/TXID/journal` holding `bytes`, made as a launcher makes them (the run directory mode
+/// 700, the journal 600), so `--root` reads them as `dot-discard` does.
 fn write_run(root: &Path, txid: &str, bytes: &[u8]) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
     let dir = root.join("txn").join(txid);
     fs::create_dir_all(&dir).expect("run dir");
+    fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)).expect("chmod");
     fs::write(dir.join("journal"), bytes).expect("journal");
+    fs::set_permissions(dir.join("journal"), fs::Permissions::from_mode(0o600)).expect("chmod");
     dir.join("journal")
 }
 
@@ -208,7 +212,10 @@ fn root_formats_every_run_in_txid_order() {
         first,
         &encode(&testkit::journal::records(first)[..1]),
     );
-    fs::create_dir(root.run_dir("00000000000000000000000000000003")).expect("no journal");
+    let third = root.run_dir("00000000000000000000000000000003");
+    write_run(root.path(), "00000000000000000000000000000003", b"");
+    fs::remove_file(third.join("journal")).expect("no journal");
+    fs::create_dir(third.join("stage")).expect("a stage without a journal");
     fs::create_dir(root.txn().join("stray")).expect("stray");
     let reports = json(&[std::ffi::OsStr::new("--root"), root.path().as_os_str()]);
     let seen: Vec<(Option<&str>, RunState)> = reports
@@ -228,10 +235,7 @@ fn root_formats_every_run_in_txid_order() {
         ]
     );
     assert_eq!(reports[2].problem.as_deref(), Some("no journal"));
-    assert_eq!(
-        reports[3].problem.as_deref(),
-        Some("txn/stray is not a transaction id")
-    );
+    assert_eq!(reports[3].problem.as_deref(), Some("not a transaction id"));
     let out = text(&[std::ffi::OsStr::new("--root"), root.path().as_os_str()]);
     let headings = out.lines().filter(|l| l.starts_with("journal ")).count();
     assert_eq!(headings, 4, "{out}");
@@ -287,6 +291,35 @@ fn a_journal_on_stdin_is_formatted_like_a_file() {
         (from_file[0].state, &from_file[0].records),
         (reports[0].state, &reports[0].records)
     );
+}
+
+#[test]
+fn an_oversized_journal_is_reported_with_its_real_size() {
+    // Only one byte over the limit is read; the size shown is the journal's, named or on stdin.
+    let bytes = vec![b'x'; 5_000_000];
+    let dir = TempDir::new();
+    let file = write_run(dir.path(), TXID, &bytes);
+    let out = cargo_bin_cmd!("dot-journal-fmt")
+        .args(["--json", "-"])
+        .write_stdin(bytes)
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let mut reports: Vec<JournalReport> = testkit::decode_json_lines(&out.stdout);
+    reports.extend(json(&[file.as_os_str()]));
+    reports.extend(json(&[
+        std::ffi::OsStr::new("--root"),
+        dir.path().as_os_str(),
+    ]));
+    assert_eq!(reports.len(), 3);
+    for r in reports {
+        assert_eq!(r.state, RunState::Unrecognized, "{r:?}");
+        assert_eq!(
+            r.problem.as_deref(),
+            Some("journal is 5000000 bytes, over 4194304"),
+            "{r:?}"
+        );
+    }
 }
 
 #[test]

@@ -35,6 +35,11 @@ fn every_entry_of_txn_is_listed_and_an_odd_one_does_not_stop_the_listing() {
         .unwrap();
     assert!(made.success());
     fs::create_dir_all(txn.join(txid(5)).join("journal")).unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let private = fs::Permissions::from_mode(0o700);
+        fs::set_permissions(txn.join(txid(5)), private).unwrap();
+    }
     fs::create_dir(txn.join(OsStr::from_bytes(b"stray\xff"))).unwrap();
     testkit::journal::write_run(&root, &txid(6), &begin);
 
@@ -58,21 +63,16 @@ fn every_entry_of_txn_is_listed_and_an_odd_one_does_not_stop_the_listing() {
         .into_iter()
         .map(|r| (r.txid, r.state, r.problem))
         .collect();
+    // The reasons are dot-discard's and recover's: the same examination (`txn::run::peek`).
     let odd = |n: u8, problem: String| (Some(txid(n)), RunState::Unrecognized, Some(problem));
     assert_eq!(
         seen,
         [
             (Some(txid(1)), RunState::Abandoned, None),
-            odd(
-                2,
-                format!("txn/{} is a regular file, not a run directory", txid(2))
-            ),
-            odd(
-                3,
-                format!("txn/{} is a symbolic link, not a run directory", txid(3))
-            ),
-            odd(4, format!("txn/{} is a fifo, not a run directory", txid(4))),
-            odd(5, "the journal is a directory".to_owned()),
+            odd(2, "is a regular file, not a directory".to_owned()),
+            odd(3, "is a symbolic link, not a directory".to_owned()),
+            odd(4, "is a fifo, not a directory".to_owned()),
+            odd(5, "journal is a directory".to_owned()),
             // BEGIN names run 1: UNRECOGNIZED, as recover and dot-discard read it.
             odd(
                 6,
@@ -85,7 +85,7 @@ fn every_entry_of_txn_is_listed_and_an_odd_one_does_not_stop_the_listing() {
             (
                 None,
                 RunState::Unrecognized,
-                Some("txn/stray\u{FFFD} is not a transaction id".to_owned())
+                Some("not a transaction id".to_owned())
             ),
         ]
     );

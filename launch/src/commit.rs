@@ -303,7 +303,7 @@ pub fn lock_target(dir: &File, target: &Path, during: During) -> Result<bool, La
 /// Commits the outputs named by the plugin's response, read from the open directory `out_dir` (the
 /// stage's `out/`), into the held `target`: under its commit lock ([`lock_target`], `waited` says
 /// whether the launch waited for it), refused while a PREPARED run of this state is pending there
-/// ([`txn::pending::find`]).
+/// ([`txn::pending::find_locked`]; a run it cannot read fails the commit as `io`).
 pub fn commit(
     run: &mut RunDir,
     out_dir: &File,
@@ -330,10 +330,18 @@ fn commit_locked(
 ) -> Result<Vec<OutputFile>, CommitError> {
     let target_dir = &target.dir;
     let target_path = target.path.as_path();
-    if let Some(txid) =
-        txn::pending::find(&run.txn(), Some(&run.txid), &target.path, &target.dir, true)
-    {
-        return Err(CommitError::Pending(txid));
+    // Authoritative, under the target's lock: a run that cannot be read fails the commit (it
+    // may be a pending run), never counts as none.
+    match txn::pending::find_locked(&run.txn(), Some(&run.txid), &target.path, &target.dir) {
+        Ok(None) => {}
+        Ok(Some(txid)) => return Err(CommitError::Pending(txid)),
+        Err(e) => {
+            return Err(CommitError::Before(LaunchError::io(
+                "reading the runs that may be pending in the target",
+                e.path,
+                e.source,
+            )))
+        }
     }
     // BEGIN names the target: durable before the first temp file is created there.
     run.sync_intent()
@@ -366,6 +374,7 @@ fn commit_locked(
             seq: run.seq(),
             at_ms: now_ms(),
             target: target_path.display().to_string(),
+            target_id: Some(target.id),
             files: prepared.clone(),
             sum: None,
         };

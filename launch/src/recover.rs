@@ -19,6 +19,7 @@ use std::ffi::{CStr, CString};
 use std::fs::File;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
+use txn::rollforward::Blocked;
 use txn::run::{inspect, open_txn, Inspected, Inspection};
 use txn::tree::{list, stat_at, Stop};
 use txn::TxnError;
@@ -135,8 +136,13 @@ fn abandon_command(root: &Root, txid: &str) -> cli::Next {
 /// `recover --abandon TXID`: gives up the PREPARED run `txid` (what the operator chooses for a
 /// run recover cannot roll forward): under the target's commit lock, its temp files still in the
 /// target (`.dot-TXID-N.tmp`, each our own regular file with one link) are removed, then the run
-/// directory, by the rules `dot-discard` keeps. The target keeps what it holds now. A run in any
-/// other state is recovered as `recover TXID` would.
+/// directory, by the rules `dot-discard` keeps. The target keeps what it holds now, so it refuses
+/// while any of the run's files is already in place with its new bytes (giving the run up then
+/// would leave the target mixed, some files new and others old): that run stays a conflict
+/// without `next`, and the reason says what makes it whole. It also refuses a target whose path
+/// no longer names the run's directory (its temp files may be there), and retains the run with
+/// `next` this command again when the host failed. A run in any other state is recovered as
+/// `recover TXID` would.
 pub fn abandon(root: &Root, txid: &str) -> Result<RecoverReport, LaunchError> {
     let uid = nix::unistd::geteuid().as_raw();
     let path = root.txn();
@@ -159,10 +165,20 @@ pub fn abandon(root: &Root, txid: &str) -> Result<RecoverReport, LaunchError> {
         Inspection::Retain(..) => return recover(root, Some(txid)),
     };
     let mut report = RecoverReport::default();
-    let target = match run.journal.as_ref().and_then(|(_, j)| j.prepared()) {
-        Some(Record::Prepared { target, .. }) => target.clone(),
-        _ => return Err(missing()),
+    let Some(Record::Prepared {
+        target,
+        target_id,
+        files,
+        ..
+    }) = run
+        .journal
+        .as_ref()
+        .and_then(|(_, j)| j.prepared())
+        .cloned()
+    else {
+        return Err(missing());
     };
+    let target = PathBuf::from(target);
     let stuck = |report: &mut RecoverReport, reason: String| {
         report.conflicts.push(Conflict {
             txid: txid.to_owned(),
@@ -172,21 +188,48 @@ pub fn abandon(root: &Root, txid: &str) -> Result<RecoverReport, LaunchError> {
             next_argv: None,
         })
     };
-    let temps = match txn::TargetTemps::find(Path::new(&target), txid, uid) {
+    let again = |report: &mut RecoverReport, why: String| {
+        report.skipped.push(cli::next::retained(
+            txid,
+            State::Prepared,
+            format!("{why} (an error of the host: nothing was removed; the same command again may get past it)"),
+            Some(abandon_command(root, txid)),
+        ))
+    };
+    let temps = match txn::TargetTemps::find(&target, target_id, txid, uid) {
         Ok(t) => t,
-        Err(why) => {
-            stuck(&mut report, why.to_string());
+        Err(Stop::Rule(why)) => {
+            stuck(&mut report, why);
+            return Ok(report);
+        }
+        Err(Stop::Changed(why)) => {
+            again(&mut report, why);
             return Ok(report);
         }
     };
     let lock = match temps.as_ref().map(|t| t.dir().try_clone().map(File::from)) {
         Some(Ok(dir)) => {
-            crate::commit::lock_target(&dir, Path::new(&target), crate::cancel::During::Recover)?;
+            crate::commit::lock_target(&dir, &target, crate::cancel::During::Recover)?;
             Some(dir)
         }
         Some(Err(e)) => return Err(LaunchError::io("holding the target", &target, e)),
         None => None,
     };
+    // Under the lock, so no recover renames meanwhile: which of the run's files are in place.
+    if let Some(dir) = &lock {
+        let applied = match txn::rollforward::survey(dir, &target, &files, uid) {
+            Ok(found) => txn::rollforward::applied(&files, &found),
+            Err(Blocked::Conflict { applied, .. }) => applied,
+            Err(Blocked::Host(why) | Blocked::Moved(why) | Blocked::Cancelled(why)) => {
+                again(&mut report, why);
+                return Ok(report);
+            }
+        };
+        if !applied.is_empty() {
+            stuck(&mut report, mixed(root, txid, &applied));
+            return Ok(report);
+        }
+    }
     let removal = run.files(&txn, uid).remove(|| match &temps {
         Some(t) => t.remove(),
         None => Ok(()),
@@ -197,14 +240,34 @@ pub fn abandon(root: &Root, txid: &str) -> Result<RecoverReport, LaunchError> {
             report.abandoned.push(txid.to_owned());
             nix::unistd::fsync(&txn).map_err(|source| TxnError::SyncTxn { path, source })?;
         }
-        Err(stop) => report.skipped.push(cli::next::retained(
+        Err(Stop::Rule(why)) => stuck(
+            &mut report,
+            format!("its removal stopped, the target as it was: {why}"),
+        ),
+        Err(Stop::Changed(why)) => report.skipped.push(cli::next::retained(
             txid,
             State::Prepared,
-            format!("its removal stopped, the target as it was: {stop}"),
+            format!("its removal stopped, the target as it was: {why}"),
             Some(abandon_command(root, txid)),
         )),
     }
     Ok(report)
+}
+
+/// Why giving up a run whose files `applied` are in place is refused, and what makes the target
+/// whole again.
+fn mixed(root: &Root, txid: &str, applied: &[String]) -> String {
+    format!(
+        "{} already hold{} this run's new bytes: giving the run up would leave the target mixed, \
+         some files new and others old, so `recover --abandon` refuses. Make the target whole \
+         yourself: restore the old contents of those files (remove the ones that did not exist \
+         before), then run `{}`; or give every other file of the run its prepared bytes, then run \
+         `{}`",
+        applied.join(", "),
+        if applied.len() == 1 { "s" } else { "" },
+        abandon_command(root, txid).text(),
+        cli::next::recover_run(root, txid).text(),
+    )
 }
 
 struct Pass<'a> {
@@ -223,6 +286,21 @@ impl Pass<'_> {
         report
             .skipped
             .push(cli::next::retained(txid, state, reason, next));
+    }
+
+    /// A PREPARED run the host kept recover from finishing (an I/O error, a read-only
+    /// filesystem, a lock, a cancelling signal): it is still PREPARED, nothing of it was undone,
+    /// and the same `recover` again finishes it once the host allows.
+    fn host_error(&self, report: &mut RecoverReport, txid: &str, why: String) {
+        report.skipped.push(cli::next::retained(
+            txid,
+            State::Prepared,
+            format!(
+                "PREPARED, not finished: {why} (an error of the host, not a conflict: the same \
+                 recover again may get past it)"
+            ),
+            Some(cli::next::recover_run(self.root, txid)),
+        ));
     }
 
     /// A run whose removal stopped after its outcome was settled (COMMITTED): a broken rule is
@@ -291,7 +369,13 @@ impl Pass<'_> {
             .journal
             .as_ref()
             .and_then(|(_, j)| j.prepared().cloned());
-        let Some(Record::Prepared { target, files, .. }) = prepared else {
+        let Some(Record::Prepared {
+            target,
+            target_id,
+            files,
+            ..
+        }) = prepared
+        else {
             self.skip(
                 report,
                 &txid,
@@ -301,36 +385,59 @@ impl Pass<'_> {
             return false;
         };
         let way_out = abandon_command(self.root, &txid);
-        let conflict = |report: &mut RecoverReport, file: String, reason: String| {
-            report.conflicts.push(Conflict {
-                txid: txid.clone(),
-                file,
-                reason,
-                next: Some(way_out.text()),
-                next_argv: way_out.argv(),
-            })
-        };
         // The target's commit lock is held from the checks until COMMITTED is appended, so a
         // launch into the target waits and then sees the run finished.
         let cancelled =
             || crate::cancel::check(crate::cancel::During::Recover).map_err(|e| e.to_string());
+        let target = Path::new(&target);
         let plan =
-            match txn::rollforward::roll_forward(Path::new(&target), &files, self.uid, cancelled) {
+            match txn::rollforward::roll_forward(target, target_id, &files, self.uid, cancelled) {
                 Ok(plan) => plan,
-                Err((file, reason)) => {
-                    conflict(report, file, reason);
+                Err(Blocked::Conflict {
+                    file,
+                    reason,
+                    applied,
+                }) => {
+                    // `--abandon` is the way out only where it leaves the target as it was before
+                    // the run: no file of the run in place.
+                    let (reason, next) = if applied.is_empty() {
+                        (reason, Some(&way_out))
+                    } else {
+                        (
+                            format!("{reason}; {}", mixed(self.root, &txid, &applied)),
+                            None,
+                        )
+                    };
+                    report.conflicts.push(Conflict {
+                        txid: txid.clone(),
+                        file,
+                        reason,
+                        next: next.map(cli::Next::text),
+                        next_argv: next.and_then(cli::Next::argv),
+                    });
+                    return false;
+                }
+                Err(Blocked::Moved(why)) => {
+                    let reason = txn::moved_advice(&why, target, &txid);
+                    report
+                        .skipped
+                        .push(cli::next::retained(&txid, State::Prepared, reason, None));
+                    return false;
+                }
+                Err(Blocked::Host(why) | Blocked::Cancelled(why)) => {
+                    self.host_error(report, &txid, why);
                     return false;
                 }
             };
-        if let Err(e) = crate::commit::rename_all(&plan.dir, Path::new(&target), &plan.to_rename) {
-            conflict(report, String::new(), e.to_string());
+        if let Err(e) = crate::commit::rename_all(&plan.dir, target, &plan.to_rename) {
+            self.host_error(report, &txid, e.to_string());
             return false;
         }
         let _locked = plan.dir;
         let mut dir = match RunDir::adopt(self.root, run) {
             Ok(d) => d,
             Err(e) => {
-                conflict(report, String::new(), e.to_string());
+                self.host_error(report, &txid, e.to_string());
                 return false;
             }
         };
@@ -341,7 +448,7 @@ impl Pass<'_> {
             sum: None,
         };
         if let Err(e) = dir.append(&rec, true) {
-            conflict(report, String::new(), e.to_string());
+            self.host_error(report, &txid, e.to_string());
             return false;
         }
         report.recovered.push(txid.clone());

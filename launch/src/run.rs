@@ -188,6 +188,7 @@ fn proceed(
         containment: entry.containment,
         pid: std::process::id(),
         target: target.path.display().to_string(),
+        target_id: Some(target.id),
         sum: None,
     };
     run.append(&begin, false).map_err(LaunchError::from)?;

@@ -6,6 +6,7 @@
 use crate::error::LaunchError;
 use nix::fcntl::{openat, OFlag};
 use nix::sys::stat::{fstat, Mode};
+use proto::journal::TargetId;
 use proto::layout::{Root, REGISTRY_DIRS, STATE_DIRS};
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
@@ -65,11 +66,14 @@ fn root_dirs(root: &Root) -> Vec<Ident> {
 /// The target directory, checked and held open: every later step (the old files' digests, the
 /// temp files, the renames, the fsyncs, the per-target lock) is relative to `dir`, so a parent
 /// swapped for a symbolic link after the check changes nothing. `path` is what the journal records
-/// (the directory as `dir` was opened: absolute, canonical, no symbolic link at any level).
+/// (the directory as `dir` was opened: absolute, canonical, no symbolic link at any level), and
+/// `id` its identity (device and inode), which BEGIN and PREPARED record with it, so a tool acting
+/// on the run later can tell whether `path` still names this directory.
 #[derive(Debug)]
 pub struct Target {
     pub path: PathBuf,
     pub dir: std::fs::File,
+    pub id: TargetId,
 }
 
 impl Target {
@@ -78,9 +82,19 @@ impl Target {
     pub fn open(path: &Path) -> Result<Target, LaunchError> {
         let dir = sys::fs::open_dir_nofollow(path)
             .map_err(|e| LaunchError::io("opening the target", path, e.into()))?;
+        Target::held(path.to_path_buf(), dir.into())
+    }
+
+    /// The held directory `dir` at `path`, with its identity.
+    fn held(path: PathBuf, dir: std::fs::File) -> Result<Target, LaunchError> {
+        let st = fstat(&dir).map_err(|e| LaunchError::io("reading the target", &path, e.into()))?;
         Ok(Target {
-            path: path.to_path_buf(),
-            dir: dir.into(),
+            path,
+            dir,
+            id: TargetId {
+                dev: st.st_dev,
+                ino: st.st_ino,
+            },
         })
     }
 }
@@ -120,10 +134,23 @@ pub fn check(target: &Path, root: &Root) -> Result<Target, LaunchError> {
         std::fs::canonicalize(target).map_err(|e| failed(target, "resolving the target", e))?;
     // The PREPARED record names the target as text: a path that is not UTF-8 could not be
     // recovered after an interruption.
-    if abs.to_str().is_none() {
+    let Some(text) = abs.to_str() else {
         return Err(invalid(
             &abs,
             "is not valid UTF-8, and the journal must name the target exactly".into(),
+        ));
+    };
+    // The journal's target is shown to people (dot-journal-fmt, the reports): a character that
+    // rewrites what they read (a newline forging a line, an escape sequence) is refused, as it is
+    // in output names.
+    if let Some(c) = crate::names::unsafe_char(text) {
+        return Err(invalid(
+            &abs,
+            format!(
+                "holds the control or formatting character U+{:04X}: the journal names the \
+                 target to people, who must read it as it is",
+                u32::from(c)
+            ),
         ));
     }
     let dir = match sys::fs::open_dir_nofollow(&abs) {
@@ -164,7 +191,7 @@ pub fn check(target: &Path, root: &Root) -> Result<Target, LaunchError> {
             }
         }
     }
-    Ok(Target { path: abs, dir })
+    Target::held(abs, dir)
 }
 
 #[cfg(test)]

@@ -42,6 +42,10 @@ pub enum Record {
         pid: u32,
         /// Absolute path of the target directory; its temp files are `.dot-TXID-N.tmp`.
         target: String,
+        /// The target directory's identity when the run began (absent in journals written before
+        /// it was recorded).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        target_id: Option<TargetId>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         sum: Option<String>,
     },
@@ -52,6 +56,9 @@ pub enum Record {
         at_ms: u64,
         /// Absolute path of the target directory.
         target: String,
+        /// BEGIN's `target_id`, when BEGIN has one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        target_id: Option<TargetId>,
         files: Vec<PreparedFile>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         sum: Option<String>,
@@ -64,6 +71,23 @@ pub enum Record {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         sum: Option<String>,
     },
+}
+
+/// A directory's identity: its device and inode numbers (`st_dev`, `st_ino`). BEGIN and PREPARED
+/// record the target directory's, so a tool acting on the run later can tell whether the target's
+/// path still names the directory the run wrote its temp files in (not one renamed away, replaced,
+/// or reached through a bind mount that is gone).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TargetId {
+    pub dev: u64,
+    pub ino: u64,
+}
+
+impl std::fmt::Display for TargetId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "device {} inode {}", self.dev, self.ino)
+    }
 }
 
 /// One output file of a PREPARED record.
@@ -282,6 +306,16 @@ impl Journal {
         self.records().find(|r| r.kind() == RecordKind::Begin)
     }
 
+    /// The target directory the run names (BEGIN's) and, when recorded, its identity.
+    pub fn target(&self) -> Option<(&str, Option<TargetId>)> {
+        match self.begin() {
+            Some(Record::Begin {
+                target, target_id, ..
+            }) => Some((target.as_str(), *target_id)),
+            _ => None,
+        }
+    }
+
     /// Whether the journal holds no record at all: it is empty, or its only content is a torn
     /// first line.
     pub fn is_empty(&self) -> bool {
@@ -294,11 +328,12 @@ impl Journal {
     /// temp files (`.dot-TXID-N.tmp`), no name and no temp twice. These are the only names a tool
     /// acting on the run ever touches in the target.
     pub fn check_run(&self, txid: &str) -> Result<(), String> {
-        let begin_target = match self.begin() {
+        let (begin_target, begin_id) = match self.begin() {
             None => return Ok(()),
             Some(Record::Begin {
                 txid: named,
                 target,
+                target_id,
                 ..
             }) => {
                 if named != txid {
@@ -309,16 +344,27 @@ impl Journal {
                 if !target.starts_with('/') {
                     return Err(format!("BEGIN's target {target:?} is not an absolute path"));
                 }
-                target
+                (target, target_id)
             }
             Some(_) => return Err("BEGIN is not a BEGIN record".into()),
         };
-        let Some(Record::Prepared { target, files, .. }) = self.prepared() else {
+        let Some(Record::Prepared {
+            target,
+            target_id,
+            files,
+            ..
+        }) = self.prepared()
+        else {
             return Ok(());
         };
         if target != begin_target {
             return Err(format!(
                 "PREPARED's target {target:?} is not BEGIN's {begin_target:?}"
+            ));
+        }
+        if target_id != begin_id {
+            return Err(format!(
+                "PREPARED's target_id {target_id:?} is not BEGIN's {begin_id:?}"
             ));
         }
         let mut names = std::collections::BTreeSet::new();
@@ -485,6 +531,7 @@ mod tests {
             containment: Containment::Audit,
             pid: 7,
             target: "/t".into(),
+            target_id: None,
             sum: None,
         }
     }
@@ -495,6 +542,7 @@ mod tests {
             seq: 1,
             at_ms: 2,
             target: "/t".into(),
+            target_id: None,
             files: vec![PreparedFile {
                 name: "a".into(),
                 temp: ".dot-tmp.a".into(),
@@ -639,6 +687,7 @@ mod tests {
                 containment,
                 pid,
                 target: target.into(),
+                target_id: None,
                 sum: None,
             },
             other => other,
@@ -651,6 +700,7 @@ mod tests {
             seq: 1,
             at_ms: 2,
             target: target.into(),
+            target_id: None,
             files: files
                 .iter()
                 .map(|(name, temp)| PreparedFile {
@@ -720,6 +770,53 @@ mod tests {
             assert!(
                 j.problem.as_deref().is_some_and(|p| p.contains(why)),
                 "{why}: {:?}",
+                j.problem
+            );
+        }
+    }
+
+    fn with_id(mut r: Record, id: Option<TargetId>) -> Record {
+        match &mut r {
+            Record::Begin { target_id, .. } | Record::Prepared { target_id, .. } => *target_id = id,
+            Record::Committed { .. } => {}
+        }
+        r
+    }
+
+    #[test]
+    fn the_target_id_is_recorded_and_a_journal_without_it_still_reads() {
+        let t = "0123456789abcdef0123456789abcdef";
+        let temp = crate::layout::target_temp(t, 0);
+        let id = TargetId { dev: 2049, ino: 77 };
+        let begin = with_id(run_begin(t, "/t"), Some(id));
+        let prepared = with_id(run_prepared("/t", &[("a", &temp)]), Some(id));
+        let line = begin.encode();
+        let text = String::from_utf8(line.clone()).expect("utf-8");
+        assert!(
+            text.contains(r#""target":"/t","target_id":{"dev":2049,"ino":77},"sum":"#),
+            "{text}"
+        );
+        let j = classify_run(&journal(&[begin.clone(), prepared.clone()]), t);
+        assert_eq!(j.state, RunState::Prepared, "{:?}", j.problem);
+        assert_eq!(j.target(), Some(("/t", Some(id))));
+        // A journal written before the identity was recorded: the same state, no identity.
+        let old = journal(&[run_begin(t, "/t"), run_prepared("/t", &[("a", &temp)])]);
+        assert!(!String::from_utf8_lossy(&old).contains("target_id"));
+        let j = classify_run(&old, t);
+        assert_eq!(j.state, RunState::Prepared);
+        assert_eq!(j.target(), Some(("/t", None)));
+        // PREPARED must name BEGIN's directory, identity included.
+        for other in [None, Some(TargetId { dev: 2049, ino: 78 })] {
+            let j = classify_run(
+                &journal(&[begin.clone(), with_id(prepared.clone(), other)]),
+                t,
+            );
+            assert_eq!(j.state, RunState::Unrecognized, "{other:?}");
+            assert!(
+                j.problem
+                    .as_deref()
+                    .is_some_and(|p| p.contains("target_id")),
+                "{:?}",
                 j.problem
             );
         }

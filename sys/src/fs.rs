@@ -281,11 +281,16 @@ pub fn atomic_write(dir: &Path, name: &str, bytes: &[u8], mode: u32) -> io::Resu
 /// O_CLOEXEC` (created with mode 0600), the whole line in ONE `write` (so concurrent appenders never
 /// interleave within a line; a short write is an error), then `fdatasync`. When the file was just
 /// created its directory is fsynced too, so the name is durable. The file is never rewritten.
+///
+/// The file must be a regular file (a symbolic link, a directory, a fifo, a device or a socket is
+/// refused, [`not_regular`]); the layout's other rules ([`log_problem`]: one link, owner, mode)
+/// are its caller's to check with [`check_log`] before the change it logs.
 pub fn append_line(path: &Path, line: &[u8]) -> io::Result<()> {
-    append_line_unsynced(path, line)?.sync()
+    append_checked(path, line, Strict::TypeOnly)?.sync()
 }
 
-/// What [`append_line_unsynced`] refused a file for: not a regular file (carries the kind seen).
+/// What [`append_line_unsynced`] refused a file for: not a plain regular file of its own (carries
+/// the kind seen: `fifo`, `symbolic link`, `directory`, `hard-linked file`, ...).
 #[derive(Debug)]
 pub struct NotRegular(pub &'static str);
 
@@ -333,9 +338,61 @@ impl Appended {
 /// symlink) and append `line` with one `O_APPEND` write; the caller must [`Appended::sync`].
 ///
 /// The open is `O_NONBLOCK` and the descriptor must then be a regular file: a FIFO (with or without
-/// a reader), a device or a socket in the log's place is refused at once ([`not_regular`] tells
-/// that error apart), never waited on.
+/// a reader), a device or a socket in the log's place is refused at once, never waited on; so is
+/// a symbolic link, a directory, and a regular file with more than one link, owned by another
+/// user (root aside) or writable by group or others ([`log_problem`]; [`not_regular`] tells these
+/// errors apart from an I/O error, and names what was found).
 pub fn append_line_unsynced(path: &Path, line: &[u8]) -> io::Result<Appended> {
+    append_checked(path, line, Strict::Layout)
+}
+
+/// How much of [`log_problem`] an append holds the file to.
+#[derive(Clone, Copy)]
+enum Strict {
+    /// Every rule of [`log_problem`].
+    Layout,
+    /// Only that it is a regular file: [`append_line`]'s callers check the rest before the change
+    /// they log (a refusal after it would leave the change made and unlogged).
+    TypeOnly,
+}
+
+/// What a log file of the layout (`audit.log`) must be, as every other file of it: a regular file
+/// (not a fifo, device, socket, directory or symbolic link), with one link (a second name makes
+/// every line land in a file elsewhere too), ours or root's, writable by nobody else. `Some(what
+/// it is)` when it is not.
+pub fn log_problem(meta: &Metadata) -> Option<&'static str> {
+    if !meta.file_type().is_file() {
+        return Some(file_kind(meta));
+    }
+    if meta.nlink() != 1 {
+        return Some("hard-linked file");
+    }
+    let me = nix::unistd::geteuid().as_raw();
+    if meta.uid() != me && meta.uid() != 0 {
+        return Some("file owned by another user");
+    }
+    if meta.mode() & 0o022 != 0 {
+        return Some("file writable by group or others");
+    }
+    None
+}
+
+/// Checks the log at `path`, if it exists, by [`log_problem`] without opening it (never following
+/// a symbolic link): for a tool that must refuse before it changes what it logs. An error
+/// [`not_regular`] names says what was found.
+pub fn check_log(path: &Path) -> io::Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) => match log_problem(&meta) {
+            Some(kind) => Err(not_regular_error(kind)),
+            None => Ok(()),
+        },
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// [`append_line_unsynced`] holding the file to `strict`.
+fn append_checked(path: &Path, line: &[u8], strict: Strict) -> io::Result<Appended> {
     let open = |create: bool| {
         OpenOptions::new()
             .read(true)
@@ -356,16 +413,28 @@ pub fn append_line_unsynced(path: &Path, line: &[u8]) -> io::Result<Appended> {
     };
     let (mut f, created) = match opened {
         Ok(o) => o,
-        // A FIFO without a reader, or a socket: what is there is not a file to append to.
-        Err(e) if e.raw_os_error() == Some(libc::ENXIO) => match std::fs::symlink_metadata(path) {
-            Ok(m) if !m.file_type().is_file() => return Err(not_regular_error(file_kind(&m))),
-            _ => return Err(e),
-        },
+        // A FIFO without a reader or a socket (ENXIO), a symbolic link (O_NOFOLLOW: ELOOP), a
+        // directory (EISDIR): what is there is not a file to append to.
+        Err(e)
+            if matches!(
+                e.raw_os_error(),
+                Some(libc::ENXIO | libc::ELOOP | libc::EISDIR)
+            ) =>
+        {
+            match std::fs::symlink_metadata(path) {
+                Ok(m) if !m.file_type().is_file() => return Err(not_regular_error(file_kind(&m))),
+                _ => return Err(e),
+            }
+        }
         Err(e) => return Err(e),
     };
     let meta = f.metadata()?;
-    if !meta.file_type().is_file() {
-        return Err(not_regular_error(file_kind(&meta)));
+    let problem = match strict {
+        Strict::Layout => log_problem(&meta),
+        Strict::TypeOnly => (!meta.file_type().is_file()).then(|| file_kind(&meta)),
+    };
+    if let Some(kind) = problem {
+        return Err(not_regular_error(kind));
     }
     // For a regular file O_NONBLOCK changes nothing; cleared all the same, so the one write
     // below behaves exactly as before.
@@ -808,7 +877,54 @@ mod tests {
         assert_eq!(std::fs::metadata(&log).expect("meta").mode() & 0o777, 0o600);
         std::os::unix::fs::symlink(&log, d.join("link")).expect("symlink");
         let e = append_line(&d.join("link"), b"x\n").expect_err("a link is refused");
-        assert_eq!(e.raw_os_error(), Some(libc::ELOOP));
+        assert_eq!(not_regular(&e), Some("symbolic link"), "{e}");
+        std::fs::remove_dir_all(&d).expect("cleanup");
+    }
+
+    #[test]
+    fn an_audit_log_that_is_not_a_plain_file_of_its_own_is_refused_and_left_unwritten() {
+        let d = tempdir();
+        let real = d.join("real.log");
+        std::fs::write(&real, b"one\n").expect("write");
+        std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        let link = d.join("link.log");
+        std::os::unix::fs::symlink(&real, &link).expect("symlink");
+        let dir = d.join("dir.log");
+        std::fs::create_dir(&dir).expect("mkdir");
+        let hard = d.join("hard.log");
+        std::fs::hard_link(&real, &hard).expect("link");
+        let open = d.join("open.log");
+        std::fs::write(&open, b"one\n").expect("write");
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o666)).expect("chmod");
+        for (path, kind) in [
+            (&link, "symbolic link"),
+            (&dir, "directory"),
+            (&hard, "hard-linked file"),
+            (&open, "file writable by group or others"),
+        ] {
+            let e = append_line_unsynced(path, b"x\n").expect_err("refused");
+            assert_eq!(not_regular(&e), Some(kind), "{}: {e}", path.display());
+            let e = check_log(path).expect_err("refused");
+            assert_eq!(not_regular(&e), Some(kind), "{}: {e}", path.display());
+        }
+        assert_eq!(
+            std::fs::read(&real).expect("read"),
+            b"one\n",
+            "nothing appended"
+        );
+        assert_eq!(
+            std::fs::read(&open).expect("read"),
+            b"one\n",
+            "nothing appended"
+        );
+        check_log(&d.join("absent.log")).expect("an absent log is made by the append");
+        std::fs::remove_file(&hard).expect("rm");
+        check_log(&real).expect("a plain private file");
+        append_line_unsynced(&real, b"two\n")
+            .expect("appended")
+            .sync()
+            .expect("sync");
+        assert_eq!(std::fs::read(&real).expect("read"), b"one\ntwo\n");
         std::fs::remove_dir_all(&d).expect("cleanup");
     }
 

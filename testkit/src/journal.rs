@@ -25,6 +25,7 @@ pub fn begin(txid: &str) -> Record {
         containment: Containment::Audit,
         pid: 4242,
         target: "/srv/target".into(),
+        target_id: None,
         sum: None,
     }
 }
@@ -42,6 +43,7 @@ pub fn prepared_for(txid: &str) -> Record {
         seq: 1,
         at_ms: 1_764_000_000_456,
         target: "/srv/target".into(),
+        target_id: None,
         files: vec![PreparedFile {
             name: "hello.txt".into(),
             temp: proto::layout::target_temp(txid, 0),

@@ -446,25 +446,31 @@ fn a_parent_swapped_for_a_symlink_during_the_run_never_redirects_the_commit() {
     assert!(env.runs().is_empty());
 }
 
+/// The recover report of `out`, which exited 4.
+fn conflicted(out: &std::process::Output) -> launch::recover::RecoverReport {
+    assert_eq!(out.status.code(), Some(4), "{out:?}");
+    testkit::decode_json(&out.stdout)
+}
+
 #[test]
 fn a_conflicted_prepared_run_has_a_way_out_that_leaves_no_temp_and_no_run() {
-    // Killed between its renames, then its remaining temp file changed by someone: recover
-    // cannot roll forward (a conflict, exit 4) and dot-discard points back at recover. The
-    // conflict's `next`, `recover --abandon TXID`, ends it: no temp in the target, no run.
+    // Killed after PREPARED, before any rename, then one of its temp files changed by someone:
+    // recover cannot roll forward (a conflict, exit 4). No file of the run is in place, so the
+    // conflict's `next`, `recover --abandon TXID`, ends it with the target as it was before the
+    // run: no temp in the target, no run.
     let env = Env::new();
+    std::fs::write(env.target.join("a.txt"), b"old a\n").unwrap();
     let out = env
         .two_outputs()
-        .env("DOT_FAILPOINT", "between-renames")
+        .env("DOT_FAILPOINT", "after-prepared")
         .output()
         .unwrap();
     assert_eq!(out.status.signal(), Some(9));
     let (txid, _) = only_run(&env);
     let left = temps(&env.target);
-    assert_eq!(left.len(), 1, "{left:?}");
-    std::fs::write(env.target.join(&left[0]), b"changed\n").unwrap();
-    let r = recover(&env.root);
-    assert_eq!(r.status.code(), Some(4), "{r:?}");
-    let report: launch::recover::RecoverReport = testkit::decode_json(&r.stdout);
+    assert_eq!(left.len(), 2, "{left:?}");
+    std::fs::write(env.target.join(&left[1]), b"changed\n").unwrap();
+    let report = conflicted(&recover(&env.root));
     assert_eq!(report.conflicts.len(), 1, "{report:?}");
     let next = testkit::bare_argv(report.conflicts[0].next_argv.as_deref()).unwrap();
     assert_eq!(
@@ -488,7 +494,73 @@ fn a_conflicted_prepared_run_has_a_way_out_that_leaves_no_temp_and_no_run() {
         ["a.txt"],
         "the target keeps what it held"
     );
+    assert_eq!(
+        std::fs::read(env.target.join("a.txt")).unwrap(),
+        b"old a\n",
+        "all old: as before the run"
+    );
     assert!(env.runs().is_empty());
     assert_eq!(discard(&env.root).status.code(), Some(0));
     result(&env.two_outputs().output().unwrap());
+}
+
+#[test]
+fn a_conflicted_run_with_files_already_in_place_is_not_abandoned_into_a_mixed_target() {
+    // Killed between its renames (a.txt holds the run's new bytes), then its remaining temp file
+    // changed: a conflict. Giving the run up now would leave a.txt new beside an old b.txt, so
+    // the conflict offers no `--abandon`, and `--abandon` typed anyway refuses and changes
+    // nothing. Once the operator restores a.txt (it did not exist before the run), it works.
+    let env = Env::new();
+    let out = env
+        .two_outputs()
+        .env("DOT_FAILPOINT", "between-renames")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.signal(), Some(9));
+    let (txid, _) = only_run(&env);
+    let left = temps(&env.target);
+    assert_eq!(left.len(), 1, "{left:?}");
+    std::fs::write(env.target.join(&left[0]), b"changed\n").unwrap();
+    let report = conflicted(&recover(&env.root));
+    assert_eq!(report.conflicts.len(), 1, "{report:?}");
+    let c = &report.conflicts[0];
+    assert_eq!(
+        (c.next.as_deref(), c.next_argv.as_deref()),
+        (None, None),
+        "{c:?}"
+    );
+    assert!(
+        c.reason
+            .contains("a.txt already holds this run's new bytes")
+            && c.reason.contains("mixed"),
+        "{c:?}"
+    );
+    let before = testkit::tree_snapshot(&env.target);
+    let abandon = || {
+        tool("dot-launch")
+            .args(["recover", "--root"])
+            .arg(&env.root)
+            .args(["--abandon", &txid])
+            .output()
+            .unwrap()
+    };
+    let report = conflicted(&abandon());
+    assert!(report.abandoned.is_empty(), "{report:?}");
+    assert_eq!(report.conflicts.len(), 1, "{report:?}");
+    assert_eq!(report.conflicts[0].next, None, "{report:?}");
+    assert!(report.conflicts[0].reason.contains("refuses"), "{report:?}");
+    assert_eq!(
+        testkit::tree_snapshot(&env.target),
+        before,
+        "nothing changed"
+    );
+    assert_eq!(env.runs(), std::slice::from_ref(&txid));
+    // The operator makes the target whole (all old: a.txt was not there before the run).
+    std::fs::remove_file(env.target.join("a.txt")).unwrap();
+    let out = abandon();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let report: launch::recover::RecoverReport = testkit::decode_json(&out.stdout);
+    assert_eq!(report.abandoned, [txid]);
+    assert!(env.target_files().is_empty(), "{:?}", env.target_files());
+    assert!(env.runs().is_empty());
 }

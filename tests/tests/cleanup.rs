@@ -93,10 +93,23 @@ fn a_committed_run_whose_directory_cannot_be_removed_says_committed_with_a_warni
         b"fifo left\n"
     );
 
-    // Its journal says COMMITTED: discard leaves it to recover, which retains it with the reason
-    // (no command finishes it) until the operator removes the fifo.
+    // Its journal says COMMITTED, but recover cannot remove it either: dot-discard retains it
+    // with the reason and no `next` (recover would change nothing), as recover does, until the
+    // operator removes the fifo.
     let d = discard(&env.root);
     assert_eq!(d.status.code(), Some(4));
+    let report: discard::Report = testkit::decode_json(&d.stdout);
+    assert_eq!(report.retained.len(), 1, "{report:?}");
+    let kept = &report.retained[0];
+    assert_eq!(
+        (kept.txid.as_str(), kept.state, kept.next.as_deref()),
+        (txid.as_str(), discard::State::Committed, None),
+        "{kept:?}"
+    );
+    assert!(
+        kept.reason.contains("stage/out/sub/fifo is a fifo"),
+        "{kept:?}"
+    );
     let r = recover(&env.root);
     assert_eq!(r.status.code(), Some(4), "{r:?}");
     let report: launch::recover::RecoverReport = testkit::decode_json(&r.stdout);

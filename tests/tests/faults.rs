@@ -184,21 +184,93 @@ fn a_prepared_run_is_retained_while_the_target_is_read_only_and_recovered_after(
     fs.remount_ro();
     let before = tree_snapshot(target);
     let r = recover(&env.root);
-    assert_ne!(r.status.code(), Some(0), "recover cannot rename: {r:?}");
+    assert_eq!(r.status.code(), Some(4), "recover cannot rename: {r:?}");
     assert_eq!(env.runs().len(), 1, "the PREPARED run is retained");
     assert_eq!(tree_snapshot(target), before);
+    // A read-only filesystem is the host's, not a conflict: the run stays PREPARED and its
+    // `next` is recover again (never `--abandon`, which would give up a run that can finish).
+    let report: launch::recover::RecoverReport = testkit::decode_json(&r.stdout);
+    assert!(report.conflicts.is_empty(), "{report:?}");
+    assert_eq!(report.skipped.len(), 1, "{report:?}");
+    let s = &report.skipped[0];
+    assert_eq!(s.state, discard::State::Prepared, "{s:?}");
+    assert!(s.reason.contains("Read-only file system"), "{s:?}");
+    let next = testkit::bare_argv(s.next_argv.as_deref()).unwrap();
+    assert_eq!(
+        next,
+        [
+            "dot-launch",
+            "recover",
+            "--root",
+            env.root.to_str().unwrap(),
+            env.runs()[0].as_str()
+        ]
+    );
     let d = discard(&env.root);
     assert_eq!(d.status.code(), Some(4), "discard retains it: {d:?}");
     assert_eq!(env.runs().len(), 1);
 
     fs.remount_rw();
-    let r = recover(&env.root);
+    let r = common::tool("dot-launch")
+        .args(&next[1..])
+        .output()
+        .unwrap();
     assert_eq!(r.status.code(), Some(0), "{r:?}");
     assert_eq!(names(target), ["a.txt", "b.txt"]);
     assert_eq!(std::fs::read(target.join("a.txt")).unwrap(), b"new a\n");
     assert_eq!(std::fs::read(target.join("b.txt")).unwrap(), b"new b\n");
     assert_eq!(discard(&env.root).status.code(), Some(0));
     assert!(env.runs().is_empty());
+}
+
+#[test]
+fn an_abandoned_run_in_a_read_only_target_stays_abandoned_with_a_next_that_works() {
+    // A launcher killed with its temp files in the target, then the target's filesystem read-only
+    // for a while: the run is ABANDONED for every tool (its journal says so), and dot-discard,
+    // which cannot remove the temp files yet, retains it as such with `next` itself, which
+    // finishes it once the filesystem is writable again.
+    let env = Env::new();
+    let fs = Tmpfs::mount(&env.dir.join("ro"), 1 << 20);
+    let target = fs.path();
+    std::fs::write(target.join("a.txt"), b"old a\n").unwrap();
+    let args = fixture_args("two-outputs", &[]);
+    let out = launch_into(&env.root, "fixture", target, &as_strs(&args))
+        .env("DOT_FAILPOINT", "after-temp")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.signal(), Some(9), "{out:?}");
+    assert_eq!(temps(target).len(), 2);
+    fs.remount_ro();
+    let d = discard(&env.root);
+    assert_eq!(d.status.code(), Some(4), "{d:?}");
+    let report: discard::Report = testkit::decode_json(&d.stdout);
+    assert_eq!(report.retained.len(), 1, "{report:?}");
+    let kept = &report.retained[0];
+    assert_eq!(kept.state, discard::State::Abandoned, "{kept:?}");
+    assert!(kept.reason.contains("Read-only file system"), "{kept:?}");
+    let next = testkit::bare_argv(kept.next_argv.as_deref()).unwrap();
+    assert_eq!(next, ["dot-discard", "--root", env.root.to_str().unwrap()]);
+    // recover and dot-journal-fmt say the same state.
+    let r: launch::recover::RecoverReport = testkit::decode_json(&recover(&env.root).stdout);
+    assert_eq!(r.skipped.len(), 1, "{r:?}");
+    assert_eq!(r.skipped[0].state, discard::State::Abandoned, "{r:?}");
+    let shown = common::tool("dot-journal-fmt")
+        .args(["--json", "--root"])
+        .arg(&env.root)
+        .output()
+        .unwrap();
+    let shown: Vec<serde_json::Value> = testkit::decode_json_lines(&shown.stdout);
+    assert_eq!(shown.len(), 1);
+    assert_eq!(shown[0]["state"], "ABANDONED", "{shown:?}");
+
+    fs.remount_rw();
+    let out = common::tool("dot-discard")
+        .args(&next[1..])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(env.runs().is_empty());
+    assert_eq!(names(target), ["a.txt"]);
 }
 
 #[test]

@@ -128,6 +128,36 @@ fn judge(what: &str, out: &Output) -> Option<Kind> {
     Some(e.error)
 }
 
+/// After a faulted `recover` or `dot-discard` that printed its report: every run still in `txn/`
+/// is in the report with its reason (a fault never makes a run look gone, finished or absent while
+/// it is there), and a host's error is never a conflict: no `conflicts` entry, and no `next` that
+/// gives a run up (`--abandon`), which would leave the target mixed.
+fn accounts_for_every_run(env: &Env, what: &str, out: &Output) {
+    if !out.stderr.is_empty() {
+        return;
+    }
+    let doc: serde_json::Value = testkit::decode_json(&out.stdout);
+    let listed: Vec<&str> = ["retained", "skipped", "conflicts"]
+        .iter()
+        .flat_map(|list| doc[*list].as_array().into_iter().flatten())
+        .filter_map(|r| r["txid"].as_str())
+        .collect();
+    for run in env.runs() {
+        assert!(
+            listed.contains(&run.as_str()),
+            "{what}: run {run} is still there but the report does not say so: {doc}"
+        );
+    }
+    assert!(
+        doc["conflicts"].as_array().is_none_or(|c| c.is_empty()),
+        "{what}: an error of the host reported as a conflict: {doc}"
+    );
+    assert!(
+        !doc.to_string().contains("--abandon"),
+        "{what}: a host error's next gives the run up: {doc}"
+    );
+}
+
 /// Runs recover and dot-discard (a few times: a run a fault left may need its own pass) until
 /// `txn/` is empty; asserts it is, with no temp left in the target.
 fn settle(env: &Env, what: &str) {
@@ -195,6 +225,9 @@ fn campaign(
             let what = format!("{tool_name}: {syscall} call {when} of {n} fails with EIO");
             let out = under_strace(&cmd(env), syscall, Some(when), &log);
             let kind = judge(&what, &out);
+            if tool_name == "recover" || tool_name == "dot-discard" {
+                accounts_for_every_run(env, &what, &out);
+            }
             settle(env, &what);
             let state = all_new(env);
             assert!(

@@ -379,3 +379,56 @@ fn an_audit_log_that_is_a_fifo_refuses_the_launch_without_waiting() {
     assert!(!env.target.join("hello.txt").exists(), "nothing ran");
     assert!(env.runs().is_empty(), "no run directory: {:?}", env.runs());
 }
+
+/// An audit log that is a symbolic link, a directory, a hard link to a file elsewhere or a file
+/// others may write is not the root's own log: the launch refuses as `root-unsafe` (exit 1, as for
+/// any layout file not ours alone), appends nothing anywhere, and nothing runs.
+#[test]
+fn an_audit_log_that_is_a_link_a_directory_shared_or_open_to_others_refuses_the_launch() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::new();
+    let log = env.root.join("audit.log");
+    let elsewhere = env.dir.join("elsewhere.log");
+    std::fs::rename(&log, &elsewhere).unwrap();
+    let before = std::fs::read(&elsewhere).unwrap();
+    let cases: [(&str, &dyn Fn()); 4] = [
+        ("symbolic link", &|| {
+            std::os::unix::fs::symlink(&elsewhere, &log).unwrap()
+        }),
+        ("directory", &|| std::fs::create_dir(&log).unwrap()),
+        ("hard-linked file", &|| {
+            std::fs::hard_link(&elsewhere, &log).unwrap()
+        }),
+        ("writable by group or others", &|| {
+            std::fs::write(&log, b"").unwrap();
+            std::fs::set_permissions(&log, std::fs::Permissions::from_mode(0o666)).unwrap();
+        }),
+    ];
+    for (what, make) in cases {
+        make();
+        let out = env
+            .launch("hello", &["--allow-audit-plugin", "--input", "name=log"])
+            .output()
+            .unwrap();
+        let e = testkit::assert_refused(&out, 1, Kind::RootUnsafe);
+        assert_eq!(e.path.as_deref(), log.to_str(), "{what}");
+        assert!(e.message.contains(what), "{what}: {}", e.message);
+        assert!(
+            !env.target.join("hello.txt").exists(),
+            "{what}: nothing ran"
+        );
+        assert!(env.runs().is_empty(), "{what}: {:?}", env.runs());
+        assert_eq!(std::fs::read(&elsewhere).unwrap(), before, "{what}");
+        match std::fs::symlink_metadata(&log) {
+            Ok(m) if m.is_dir() => std::fs::remove_dir(&log).unwrap(),
+            _ => std::fs::remove_file(&log).unwrap(),
+        }
+    }
+    // Removed, the next launch makes it again.
+    let out = env
+        .launch("hello", &["--allow-audit-plugin", "--input", "name=log"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(log.is_file());
+}

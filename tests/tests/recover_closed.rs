@@ -160,6 +160,7 @@ fn prepared_into(target: &Path, files: &[(&str, &str, &[u8])]) -> Record {
         seq: 1,
         at_ms: 1,
         target: target.display().to_string(),
+        target_id: None,
         files: files
             .iter()
             .map(|(name, temp, bytes)| PreparedFile {

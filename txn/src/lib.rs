@@ -9,6 +9,7 @@
 //!   made durable before a target is touched, a torn tail cut before an append), removed;
 //! - [`tree`]: the walk that checks and removes a stage at any depth with a bounded number of
 //!   descriptors;
+//! - [`open_target`]: a run's target directory, checked to be the one the run began in;
 //! - [`TargetTemps`]: the temp files a run left in its target;
 //! - [`lock`]: the per-target commit lock (an `flock` on the held target directory);
 //! - [`pending`]: a PREPARED run pending in a target, which refuses launches there;
@@ -30,6 +31,7 @@ pub mod tree;
 
 use nix::errno::Errno;
 use nix::unistd::{unlinkat, UnlinkatFlags};
+use proto::journal::TargetId;
 use proto::{ErrorObject, ToErrorObject};
 use std::ffi::{CStr, CString};
 use std::os::fd::OwnedFd;
@@ -88,6 +90,71 @@ impl TxnError {
     }
 }
 
+/// Why a run's target directory could not be held ([`open_target`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TargetError {
+    /// The path no longer names the directory the run began in: it was renamed away, replaced
+    /// (by another directory, a symbolic link, a file), or was reached through a bind mount that
+    /// is gone. What the run wrote there (its temp files) may be wherever that directory went.
+    Moved(String),
+    /// Nothing is at the path, and the journal does not record the directory's identity (it
+    /// was written before identities were recorded): nothing more is known.
+    Missing,
+    /// An error of the host (I/O, a permission): another pass may get past it.
+    Host(String),
+}
+
+/// Opens the target directory a run's journal names, one component at a time without following a
+/// symbolic link, and, when the journal recorded its identity (`id`), checks that it is still
+/// that directory (same device and inode).
+pub fn open_target(target: &Path, id: Option<TargetId>) -> Result<OwnedFd, TargetError> {
+    let shown = target.display();
+    let dir = match sys::fs::open_dir_nofollow(target) {
+        Ok(fd) => fd,
+        Err(Errno::ENOENT) => {
+            return match id {
+                Some(id) => Err(TargetError::Moved(format!(
+                    "the target {shown} does not exist any more (the run began in {id})"
+                ))),
+                None => Err(TargetError::Missing),
+            }
+        }
+        Err(Errno::ELOOP | Errno::ENOTDIR) => {
+            return Err(TargetError::Moved(format!(
+                "the target {shown} is no longer a directory reached without a symbolic link \
+                 (it, or a directory above it, is now a symbolic link or not a directory)"
+            )))
+        }
+        Err(e) => return Err(TargetError::Host(format!("the target {shown}: {e}"))),
+    };
+    if let Some(id) = id {
+        let st = nix::sys::stat::fstat(&dir)
+            .map_err(|e| TargetError::Host(format!("the target {shown}: {e}")))?;
+        let now = TargetId {
+            dev: st.st_dev,
+            ino: st.st_ino,
+        };
+        if now != id {
+            return Err(TargetError::Moved(format!(
+                "the target {shown} is not the directory the run began in: it is {now}, the run's \
+                 was {id} (renamed or replaced since, or a bind mount that is gone)"
+            )));
+        }
+    }
+    Ok(dir)
+}
+
+/// What the operator must do for a run whose target moved: no tool finds the directory again.
+pub fn moved_advice(why: &str, target: &Path, txid: &str) -> String {
+    format!(
+        "{why}; this run's temp files (.dot-{txid}-N.tmp) may be in that directory wherever it is \
+         now, so no tool removes the run or acts on the target, and running one again will not \
+         help: put the directory back at {}, then run the same command again; or remove those \
+         temp files and txn/{txid} yourself",
+        target.display()
+    )
+}
+
 /// The temp files an ABANDONED run left in its target directory: exactly the names
 /// `.dot-TXID-N.tmp` (N decimal), each our regular file with one link. The names carry the run's
 /// random 128-bit id, so nothing else matches by chance.
@@ -100,17 +167,27 @@ pub struct TargetTemps {
 }
 
 impl TargetTemps {
-    /// Finds and checks them; `None` when the target is gone (nothing to remove). A temp name
-    /// that is anything but our own one-link regular file retains the run, with what the operator
-    /// must do: dot-discard never removes it, so running dot-discard again would not help.
-    /// An I/O error on the way is [`Stop::Changed`] (another pass may get past it); a name that
-    /// is not a temp file the run wrote is [`Stop::Rule`].
-    pub fn find(target: &Path, txid: &str, uid: u32) -> Result<Option<TargetTemps>, Stop> {
+    /// Finds and checks them in the target directory `target`, which must still be the directory
+    /// `id` when the journal recorded it ([`open_target`]); `None` when the target is gone and
+    /// the journal has no identity to say where it went (nothing to remove). A temp name that is
+    /// anything but our own one-link regular file, or a target that is not the run's directory
+    /// any more, retains the run with what the operator must do ([`Stop::Rule`]): dot-discard
+    /// never removes it, so running dot-discard again would not help. An I/O error on the way
+    /// is [`Stop::Changed`] (another pass may get past it).
+    pub fn find(
+        target: &Path,
+        id: Option<TargetId>,
+        txid: &str,
+        uid: u32,
+    ) -> Result<Option<TargetTemps>, Stop> {
         let failed = |e: Errno| Stop::errno(e, format!("target {}", target.display()));
-        let dir = match sys::fs::open_dir_nofollow(target) {
+        let dir = match open_target(target, id) {
             Ok(fd) => fd,
-            Err(Errno::ENOENT) => return Ok(None),
-            Err(e) => return Err(failed(e)),
+            Err(TargetError::Missing) => return Ok(None),
+            Err(TargetError::Moved(why)) => {
+                return Err(Stop::Rule(moved_advice(&why, target, txid)))
+            }
+            Err(TargetError::Host(why)) => return Err(Stop::Changed(why)),
         };
         let dev = nix::sys::stat::fstat(&dir).map_err(failed)?.st_dev;
         let mut names = list(&dir, usize::MAX).map_err(failed)?;
@@ -118,7 +195,11 @@ impl TargetTemps {
         let temps = TargetTemps {
             target: target.to_owned(),
             dir,
-            rules: Rules { uid, dev },
+            rules: Rules {
+                uid,
+                dev,
+                mnt: None,
+            },
             names,
         };
         for name in &temps.names {

@@ -164,27 +164,82 @@ fn failed(e: Errno, why: String) -> Inspection {
 /// journal and a copied input while BEGIN's bytes are lost). Its stage is removed by the same
 /// rules as any other.
 pub fn inspect(txn: &OwnedFd, name: &CStr, uid: u32) -> Inspection {
-    use State::Unrecognized;
     let txid = name.to_string_lossy().into_owned();
-    let retain = |state, why: String| Inspection::Retain(state, why);
-    if !is_txid(&txid) {
+    let (dir, dir_stat) = match open_run(txn, name, &txid, uid) {
+        Ok(opened) => opened,
+        Err(not) => return not,
+    };
+    match dir.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            return Inspection::Retain(
+                State::Live,
+                "locked (live): its dot-launch holds the run's lock".into(),
+            )
+        }
+        Err(std::fs::TryLockError::Error(e)) => {
+            let errno = Errno::from_raw(e.raw_os_error().unwrap_or(0));
+            return failed(errno, format!("cannot take the lock: {e}"));
+        }
+    }
+    // Its launcher may have removed it and let go of the lock between our open and our lock:
+    // only a name that is not there, or that names another directory now, means that. A look
+    // that failed (EIO) says nothing about the run, which is still there to be examined again.
+    match stat_at(txn, name) {
+        Ok(st) if same(&st, &dir_stat) => {}
+        Ok(_) | Err(Errno::ENOENT) => return Inspection::Gone,
+        Err(e) => return failed(e, format!("cannot look it up again after its lock: {e}")),
+    }
+    let journal = match run_journal(&dir, &dir_stat, &txid, uid) {
+        Ok(journal) => journal,
+        Err(not) => return not,
+    };
+    if let Some((_, j)) = &journal {
+        if j.state == RunState::Unrecognized {
+            let why = j
+                .problem
+                .clone()
+                .unwrap_or_else(|| "the journal is not recognized".into());
+            return Inspection::Retain(State::Unrecognized, why);
+        }
+    }
+    Inspection::Found(Box::new(Inspected {
+        txid,
+        name: name.to_owned(),
+        dir,
+        dir_stat,
+        journal,
+    }))
+}
+
+/// Steps 1 and 2 of [`inspect`]: the name is a transaction id, and it opens as a directory of
+/// `uid`'s without group or other permission bits.
+fn open_run(
+    txn: &OwnedFd,
+    name: &CStr,
+    txid: &str,
+    uid: u32,
+) -> Result<(File, FileStat), Inspection> {
+    use State::Unrecognized;
+    let retain = |state, why: String| Err(Inspection::Retain(state, why));
+    if !is_txid(txid) {
         return retain(Unrecognized, "not a transaction id".into());
     }
     let fd = match open_dir_at(txn, name) {
         Ok(fd) => fd,
-        Err(Errno::ENOENT) => return Inspection::Gone,
+        Err(Errno::ENOENT) => return Err(Inspection::Gone),
         Err(e @ (Errno::ELOOP | Errno::ENOTDIR)) => {
             let what = stat_at(txn, name)
                 .map(|st| Kind::of(&st).word())
                 .unwrap_or(e.desc());
             return retain(Unrecognized, format!("is a {what}, not a directory"));
         }
-        Err(e) => return failed(e, format!("cannot open: {e}")),
+        Err(e) => return Err(failed(e, format!("cannot open: {e}"))),
     };
     let dir = File::from(fd);
     let dir_stat = match fstat(&dir) {
         Ok(st) => st,
-        Err(e) => return failed(e, format!("cannot stat: {e}")),
+        Err(e) => return Err(failed(e, format!("cannot stat: {e}"))),
     };
     if dir_stat.st_uid != uid {
         return retain(
@@ -204,54 +259,32 @@ pub fn inspect(txn: &OwnedFd, name: &CStr, uid: u32) -> Inspection {
             ),
         );
     }
-    match dir.try_lock() {
-        Ok(()) => {}
-        Err(std::fs::TryLockError::WouldBlock) => {
-            return retain(
-                State::Live,
-                "locked (live): its dot-launch holds the run's lock".into(),
-            )
-        }
-        Err(std::fs::TryLockError::Error(e)) => {
-            let errno = Errno::from_raw(e.raw_os_error().unwrap_or(0));
-            return failed(errno, format!("cannot take the lock: {e}"));
-        }
-    }
-    // Its launcher may have removed it and let go of the lock between our open and our lock.
-    match stat_at(txn, name) {
-        Ok(st) if same(&st, &dir_stat) => {}
-        _ => return Inspection::Gone,
-    }
+    Ok((dir, dir_stat))
+}
+
+/// Steps 4 and 5 of [`inspect`] (the journal classified, UNRECOGNIZED included; `None` for an
+/// empty run directory).
+fn run_journal(
+    dir: &File,
+    dir_stat: &FileStat,
+    txid: &str,
+    uid: u32,
+) -> Result<Option<(FileStat, Journal)>, Inspection> {
     let rules = Rules {
         uid,
         dev: dir_stat.st_dev,
+        mnt: None,
     };
-    let journal = match read_journal(&dir, &rules) {
-        Ok(Some((st, bytes))) => Some((st, classify_run(&bytes, &txid))),
-        Ok(None) => match list(&dir, 1) {
-            Ok(names) if names.is_empty() => None,
-            Ok(_) => return retain(Unrecognized, "no journal".into()),
-            Err(e) => return failed(e, format!("cannot list: {e}")),
+    match read_journal(dir, &rules) {
+        Ok(Some((st, bytes))) => Ok(Some((st, classify_run(&bytes, txid)))),
+        Ok(None) => match list(dir, 1) {
+            Ok(names) if names.is_empty() => Ok(None),
+            Ok(_) => Err(Inspection::Retain(State::Unrecognized, "no journal".into())),
+            Err(e) => Err(failed(e, format!("cannot list: {e}"))),
         },
-        Err((Some(e), why)) => return failed(e, why),
-        Err((None, why)) => return retain(Unrecognized, why),
-    };
-    if let Some((_, j)) = &journal {
-        if j.state == RunState::Unrecognized {
-            let why = j
-                .problem
-                .clone()
-                .unwrap_or_else(|| "the journal is not recognized".into());
-            return retain(Unrecognized, why);
-        }
+        Err((Some(e), why)) => Err(failed(e, why)),
+        Err((None, why)) => Err(Inspection::Retain(State::Unrecognized, why)),
     }
-    Inspection::Found(Box::new(Inspected {
-        txid,
-        name: name.to_owned(),
-        dir,
-        dir_stat,
-        journal,
-    }))
 }
 
 /// Why a journal was not read: the errno when an I/O error of the host is why, and the reason.
@@ -325,9 +358,21 @@ impl RunFiles<'_> {
             Ok(_) => return Err(changed("the run directory was replaced".into())),
             Err(e) => return Err(changed(format!("the run directory: {e}"))),
         }
+        // A directory mounted at `txn/TXID` (a bind mount of the same filesystem shows its
+        // device) is not a run directory: nothing in it is ours to remove.
+        let mnt = tree::mount_id(self.dir)
+            .map_err(|e| changed(format!("the run directory's mount id: {e}")))?;
+        let txn_mnt =
+            tree::mount_id(self.txn).map_err(|e| changed(format!("txn/'s mount id: {e}")))?;
+        if mnt != txn_mnt {
+            return Err(Stop::Rule(format!(
+                "the run directory is a mount point (mount {mnt}, not txn/'s {txn_mnt})"
+            )));
+        }
         let rules = Rules {
             uid: self.uid,
             dev: held.st_dev,
+            mnt: Some(mnt),
         };
         let names = list(self.dir, 3).map_err(|e| changed(format!("cannot list: {e}")))?;
         let mut has_journal = false;
@@ -447,46 +492,34 @@ impl RunFiles<'_> {
 pub enum Peek {
     /// It vanished before it could be read.
     Gone,
-    /// Not a run directory with a journal file: why.
-    NotARun(String),
+    /// What a tool acting on it would retain it as, and why: it is not a run directory by the
+    /// rules of [`inspect`] (a name, an owner, a mode, a journal that is not our one-link file of
+    /// at most 4 MiB, ...), or it could not be read.
+    Retain(State, String),
     /// The journal, classified as every tool acting on the run classifies it
-    /// ([`classify_run`]: BEGIN must name this run, PREPARED only its own temp files).
+    /// ([`classify_run`]: BEGIN must name this run, PREPARED only its own temp files); an empty
+    /// run directory reads as an empty journal (ABANDONED), as [`inspect`] reads it.
     Journal(Journal),
 }
 
-/// Reads the entry `name` of the open `txn/` for a reader (`dot-journal-fmt`): the run directory
-/// opened without following a link, its `journal` opened without following one and read when it
-/// is a regular file (at most one byte over what the classifier reads). No lock is taken: a
-/// reader never makes a launcher or a `dot-discard` wait, nor sees a run as live.
-pub fn peek(txn: &OwnedFd, name: &CStr) -> Peek {
-    let shown = name.to_string_lossy();
-    if !is_txid(&shown) {
-        return Peek::NotARun(format!("txn/{shown} is not a transaction id"));
-    }
-    let dir = match open_dir_at(txn, name) {
-        Ok(fd) => fd,
-        Err(Errno::ENOENT) => return Peek::Gone,
-        Err(e @ (Errno::ELOOP | Errno::ENOTDIR)) => {
-            let what = stat_at(txn, name)
-                .map(|st| Kind::of(&st).word())
-                .unwrap_or(e.desc());
-            return Peek::NotARun(format!("txn/{shown} is a {what}, not a run directory"));
-        }
-        Err(e) => return Peek::NotARun(format!("txn/{shown}: {e}")),
+/// Reads the entry `name` of the open `txn/` for a reader (`dot-journal-fmt`) by the steps of
+/// [`inspect`] but the lock (the name, the run directory's owner and mode, the journal's type,
+/// owner, links, mode and size, `classify_run`), so it shows what `dot-launch recover` and
+/// `dot-discard` would find. No lock is taken: a reader never makes a launcher or a
+/// `dot-discard` wait, nor sees a run as live.
+pub fn peek(txn: &OwnedFd, name: &CStr, uid: u32) -> Peek {
+    let txid = name.to_string_lossy().into_owned();
+    let not = |i: Inspection| match i {
+        Inspection::Retain(state, why) => Peek::Retain(state, why),
+        Inspection::Gone | Inspection::Found(_) => Peek::Gone,
     };
-    let st = match stat_at(&dir, JOURNAL) {
-        Ok(st) => st,
-        Err(Errno::ENOENT) => return Peek::NotARun("no journal".into()),
-        Err(e) => return Peek::NotARun(format!("{JOURNAL_FILE}: {e}")),
+    let (dir, dir_stat) = match open_run(txn, name, &txid, uid) {
+        Ok(opened) => opened,
+        Err(i) => return not(i),
     };
-    if Kind::of(&st) != Kind::File {
-        return Peek::NotARun(format!("the journal is a {}", Kind::of(&st).word()));
-    }
-    let read = sys::fs::open_read_at(&dir, JOURNAL)
-        .map_err(std::io::Error::from)
-        .and_then(|fd| sys::fs::read_at_most(File::from(fd), MAX_JOURNAL as u64 + 1));
-    match read {
-        Ok(bytes) => Peek::Journal(classify_run(&bytes, &shown)),
-        Err(e) => Peek::NotARun(format!("{JOURNAL_FILE}: {e}")),
+    match run_journal(&dir, &dir_stat, &txid, uid) {
+        Ok(Some((_, journal))) => Peek::Journal(journal),
+        Ok(None) => Peek::Journal(classify_run(b"", &txid)),
+        Err(i) => not(i),
     }
 }

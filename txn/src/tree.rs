@@ -106,12 +106,45 @@ pub fn same(a: &FileStat, b: &FileStat) -> bool {
     (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 }
 
-/// What every entry that may be removed must be: owned by `uid` and on the device `dev` (the run
-/// directory's: a mount point is never entered).
+/// What every entry that may be removed must be: owned by `uid`, on the device `dev` (the run
+/// directory's) and, for a directory a walk enters, on the mount `mnt` (the run directory's,
+/// [`mount_id`]): a mount point is never entered, a bind mount of a directory of the same
+/// filesystem (same device, another mount) included.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Rules {
     pub uid: u32,
     pub dev: u64,
+    /// The mount every directory walked must be on; `None` where no directory is entered (the
+    /// temp files in a target).
+    pub mnt: Option<u64>,
+}
+
+/// The id of the mount the open file `fd` is on (`mnt_id` in `/proc/self/fdinfo/FD`): a bind
+/// mount has a mount id of its own even where it shows the same device and inode numbers as the
+/// directory it mounts.
+pub fn mount_id(fd: impl AsFd) -> nix::Result<u64> {
+    use std::os::fd::AsRawFd;
+    let path = format!("/proc/self/fdinfo/{}", fd.as_fd().as_raw_fd());
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(Errno::EIO as i32)))?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("mnt_id:"))
+        .and_then(|v| v.trim().parse().ok())
+        .ok_or(Errno::ENODATA)
+}
+
+/// Checks that the open directory `fd` (`rel` in messages) is on the mount `rules.mnt`.
+pub fn check_mount(fd: impl AsFd, rel: &str, rules: &Rules) -> Result<(), Stop> {
+    let Some(mnt) = rules.mnt else {
+        return Ok(());
+    };
+    let now = mount_id(fd).map_err(|e| Stop::Changed(format!("{rel}: its mount id: {e}")))?;
+    if now != mnt {
+        return Err(Stop::Rule(format!(
+            "{rel} is a mount point (mount {now}, not the run's {mnt}): a removal never enters it"
+        )));
+    }
+    Ok(())
 }
 
 /// Checks a file that is read or taken over by name (a journal, a temp file in a target): a
@@ -176,13 +209,16 @@ pub enum Stop {
 }
 
 impl Stop {
-    /// A failed call on `what`: permission (EACCES, EPERM) and a read-only filesystem (EROFS) are
-    /// the operator's to resolve, so another try would not help (a rule); anything else may pass.
+    /// A failed call on `what`. A call the host failed or refused (an I/O error, a read-only
+    /// filesystem, a permission) says nothing about the run: it keeps the state its journal
+    /// says, and the same pass again gets past it once the host allows ([`Stop::Changed`]).
+    /// Only EBUSY is about an entry: a mount point, which a removal never takes ([`Stop::Rule`]).
     pub fn errno(e: Errno, what: impl std::fmt::Display) -> Stop {
-        let why = format!("{what}: {e}");
         match e {
-            Errno::EACCES | Errno::EPERM | Errno::EROFS => Stop::Rule(why),
-            _ => Stop::Changed(why),
+            Errno::EBUSY => Stop::Rule(format!(
+                "{what}: {e} (a mount point: a removal never takes one; unmount it)"
+            )),
+            _ => Stop::Changed(format!("{what}: {e}")),
         }
     }
 }
@@ -295,6 +331,7 @@ pub fn walk(top: &impl AsFd, rel: &str, rules: &Rules, pass: Pass) -> Result<u64
     let changed = |what: String| Stop::Changed(what);
     let mut cur = open_dir_at(top, c".").map_err(|e| changed(format!("{rel}: {e}")))?;
     let stat = fstat(&cur).map_err(|e| changed(format!("{rel}: {e}")))?;
+    check_mount(&cur, rel, rules)?;
     let mut frames = vec![Frame {
         name: CString::default(),
         stat,
@@ -318,6 +355,9 @@ pub fn walk(top: &impl AsFd, rel: &str, rules: &Rules, pass: Pass) -> Result<u64
             if !same(&held, &st) {
                 return Err(changed(format!("{path} changed during the walk")));
             }
+            // A bind mount of a directory of this filesystem shows this device: its mount id
+            // tells it apart, before anything in it is listed or removed.
+            check_mount(&fd, &path, rules)?;
             frames.push(Frame {
                 name: sub,
                 stat: held,
@@ -379,6 +419,7 @@ mod tests {
         Rules {
             uid: nix::unistd::geteuid().as_raw(),
             dev: st.st_dev,
+            mnt: Some(mount_id(open(path)).expect("mount id")),
         }
     }
 
@@ -455,6 +496,64 @@ mod tests {
             walk(&fd, "stage", &other, Pass::Check),
             Err(Stop::Rule(why)) if why.contains("another filesystem")
         ));
+    }
+
+    #[test]
+    fn a_bind_mount_of_the_same_filesystem_is_never_entered_nor_emptied() {
+        // The mounted directory shows the stage's device: only its mount id tells it apart.
+        let tmp = testkit::TempDir::new();
+        let s = tmp.join("s");
+        let precious = tmp.join("precious");
+        fs::create_dir_all(precious.join("sub")).expect("mkdir");
+        fs::write(precious.join("data.txt"), b"keep").expect("write");
+        fs::write(precious.join("sub/more.txt"), b"keep too").expect("write");
+        fs::create_dir_all(s.join("out")).expect("mkdir");
+        fs::write(s.join("out/f"), b"x").expect("write");
+        let bind = testkit::mount::Bind::mount(&precious, &s.join("out/mnt"));
+        let fd = open(&s);
+        let r = rules(&s);
+        assert_eq!(
+            nix::sys::stat::stat(&s.join("out/mnt"))
+                .expect("stat")
+                .st_dev,
+            r.dev,
+            "a bind mount of the same filesystem: same device"
+        );
+        for pass in [Pass::Check, Pass::Remove] {
+            match walk(&fd, "stage", &r, pass) {
+                Err(Stop::Rule(why)) => assert!(
+                    why.starts_with("stage/out/mnt is a mount point"),
+                    "{pass:?}: {why}"
+                ),
+                other => panic!("{pass:?}: {other:?}"),
+            }
+        }
+        assert_eq!(fs::read(precious.join("data.txt")).expect("kept"), b"keep");
+        assert_eq!(
+            fs::read(precious.join("sub/more.txt")).expect("kept"),
+            b"keep too"
+        );
+        drop(bind);
+        assert!(walk(&fd, "stage", &r, Pass::Remove).is_ok());
+        assert_eq!(fs::read(precious.join("data.txt")).expect("read"), b"keep");
+    }
+
+    #[test]
+    fn a_mount_point_that_cannot_be_unlinked_stops_the_removal_as_a_rule() {
+        assert!(matches!(
+            Stop::errno(Errno::EBUSY, "could not remove stage/out/f"),
+            Stop::Rule(why) if why.contains("a mount point")
+        ));
+        // The host's refusals keep the run's state: another pass gets past them.
+        for e in [
+            Errno::EIO,
+            Errno::EROFS,
+            Errno::EACCES,
+            Errno::EPERM,
+            Errno::ENOSPC,
+        ] {
+            assert!(matches!(Stop::errno(e, "x"), Stop::Changed(_)), "{e}");
+        }
     }
 
     #[test]
