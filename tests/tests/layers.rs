@@ -247,7 +247,19 @@ fn the_admin_deny_list_applies_to_the_vendor_entry() {
 fn the_vendor_deny_list_applies_to_the_admin_entry() {
     let (sys, _) = vendor_hello();
     let site = System::admin_hello(&sys.layers.admin, sys.dir.path());
-    deny(&sys.layers.vendor, &["--key", &site.key.key_id()]);
+    // The vendor layer does not list site's key: denied by id alone it would not be denied by its
+    // bytes, so the id is refused and the key itself is denied.
+    let out = common::tool("dot-register")
+        .args(["deny", "add", "--root"])
+        .arg(&sys.layers.vendor)
+        .args(["--key", &site.key.key_id(), "--reason", "withdrawn"])
+        .output()
+        .unwrap();
+    assert_refused(&out, 1, Kind::KeyUnknown);
+    deny(
+        &sys.layers.vendor,
+        &["--pubkey", site.pubkey.to_str().unwrap()],
+    );
     let e = assert_refused(&sys.verify("hello"), 1, Kind::Denied);
     let want = sys.layers.vendor.join("trust/deny.json");
     assert_eq!(e.path.as_deref(), Some(want.to_str().unwrap()));
@@ -712,4 +724,46 @@ fn mask_makes_the_admin_layer_and_its_parents() {
     assert!(proto::layers::mask_path(&layers.admin, &proto::Name::new("hello").unwrap()).is_file());
     let parent = std::fs::metadata(layers.admin.parent().unwrap()).unwrap();
     assert_eq!(parent.permissions().mode() & 0o777, 0o755);
+}
+
+/// The admin layer denies the key a package signs with: by its id alone that would not hold (the
+/// admin layer does not list the vendor's key, and minisign's key id is covered by no signature),
+/// so `deny add --key` refuses (`key-unknown`, nothing written) and `--pubkey` denies the key's
+/// bytes: a package update that lists the same key under another id, and signs with it, is still
+/// refused.
+#[test]
+fn an_admin_deny_of_a_vendor_key_holds_under_another_id() {
+    let (sys, acme) = vendor_hello();
+    let admin = &sys.layers.admin;
+    System::init_layer(admin);
+    let before = testkit::tree_snapshot(admin);
+    let out = common::tool("dot-register")
+        .args(["deny", "add", "--root"])
+        .arg(admin)
+        .args(["--key", &acme.key.key_id(), "--reason", "leaked"])
+        .output()
+        .unwrap();
+    let e = assert_refused(&out, 1, Kind::KeyUnknown);
+    assert_eq!(e.value, Some(acme.key.key_id()));
+    assert_eq!(before, testkit::tree_snapshot(admin), "nothing written");
+    deny(admin, &["--pubkey", acme.pubkey.to_str().unwrap()]);
+    assert_refused(&sys.verify("hello"), 1, Kind::Denied);
+    // The package ships the same key under another id, and the entry signed under it.
+    let alias = Publisher {
+        id: "acme".into(),
+        key: acme.key.relisted(),
+        pubkey: acme.key.relisted().pk_path(sys.dir.path()),
+    };
+    std::fs::remove_dir_all(&sys.layers.vendor).unwrap();
+    System::publish(
+        true,
+        &sys.layers.vendor,
+        &alias,
+        "hello",
+        &workspace_bin("hello"),
+        "process",
+        "1.0.1",
+    );
+    let e = assert_refused(&sys.verify("hello"), 1, Kind::Denied);
+    assert_eq!(e.value, Some(alias.key.key_id()));
 }

@@ -151,6 +151,9 @@ pub enum VerifyError {
         reason: String,
         root: PathBuf,
     },
+    /// `deny add --key ID` whose key no trust store in reach lists: its bytes are unknown.
+    #[error("no trust store in reach ({} or a system layer) lists a key {key_id}, so its bytes are unknown; a deny of the id alone would not hold against the same key listed under another id (a minisign key id is covered by no signature): deny the key itself with --pubkey FILE, its public key file", .path.display())]
+    KeyBytesUnknown { key_id: String, path: PathBuf },
     #[error("{} is not a valid trust document: {source}", .path.display())]
     TrustMalformed {
         path: PathBuf,
@@ -397,6 +400,7 @@ impl VerifyError {
             | E::PubkeyMalformed { path, .. }
             | E::Denied { path, .. }
             | E::TrustMalformed { path, .. }
+            | E::KeyBytesUnknown { path, .. }
             | E::EntryExpired { path, .. }
             | E::TooLarge { path, .. }
             | E::DynamicNotGranted { path, .. }
@@ -483,6 +487,7 @@ impl ToErrorObject for VerifyError {
             E::SignatureTimeMissing { .. } => Kind::SignatureTimeMissing,
             E::KeyNotValidAt { .. } => Kind::KeyNotValid,
             E::SignatureTooOld { .. } => Kind::SignatureTooOld,
+            E::KeyBytesUnknown { .. } => Kind::KeyUnknown,
             E::EntryExpired { .. } => Kind::EntryExpired,
             E::TooLarge { .. } => Kind::TooLarge,
             E::DynamicNotGranted { .. } => Kind::DynamicNotGranted,
@@ -600,7 +605,9 @@ impl ToErrorObject for VerifyError {
             E::SignatureTimeMissing { key_id, .. } | E::SignatureTooOld { key_id, .. } => {
                 obj.field("trusted_comment").value(key_id.clone())
             }
-            E::KeyNotValidAt { key_id, .. } => obj.field("key_id").value(key_id.clone()),
+            E::KeyNotValidAt { key_id, .. } | E::KeyBytesUnknown { key_id, .. } => {
+                obj.field("key_id").value(key_id.clone())
+            }
             E::EntryExpired { expires, .. } => obj.field("expires").value(expires.to_string()),
             E::TooLarge {
                 field, size, root, ..
