@@ -1433,3 +1433,42 @@ fn a_key_denied_before_it_is_listed_is_denied_by_its_bytes() {
     );
     assert_eq!(e.value, Some(again.key_id()));
 }
+
+/// With a maximum signature age, a signature claiming a time in the future would never grow old:
+/// beyond a small skew it is refused (`signature-time-future`) at registration, verification and
+/// launch; within the skew it is accepted.
+#[test]
+fn a_signature_from_the_future_never_grows_old() {
+    let fx = Fx::new();
+    ok(&fx.reg(&["policy", "set", "--max-signature-age-secs", "86400"]));
+    let entry = fx.entry("hello", "1.0.0");
+    let bytes = entry.to_bytes();
+    let year_2100 = 4_102_444_800;
+    let before = fx.snap();
+    let e = fx.refused(
+        &before,
+        &fx.add_raw(&bytes, &fx.key.sign_at(&bytes, year_2100), &fx.exe, &[]),
+        Kind::SignatureTimeFuture,
+    );
+    assert_eq!(e.value, Some(fx.key.key_id()));
+    assert!(e.message.contains("4102444800"), "{}", e.message);
+    let exe = fs::read(&fx.exe).unwrap();
+    testkit::install_entry(
+        &fx.root,
+        "hello",
+        &bytes,
+        Some(&fx.key.sign_at(&bytes, year_2100)),
+        &exe,
+    );
+    testkit::assert_refused(&fx.verify("hello"), 1, Kind::SignatureTimeFuture);
+    fx.launch_refused("hello", Kind::SignatureTimeFuture);
+    // A clock a minute ahead of ours is within the skew.
+    let soon = verify::trust::now() + 60;
+    ok(&fx.add_raw(
+        &bytes,
+        &fx.key.sign_at(&bytes, soon),
+        &fx.exe,
+        &["--replace"],
+    ));
+    ok(&fx.verify("hello"));
+}

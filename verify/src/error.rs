@@ -169,6 +169,13 @@ pub enum VerifyError {
         not_before: Option<u64>,
         not_after: Option<u64>,
     },
+    #[error("the signature by key {key_id} claims to be made at {at}, more than {skew} s after this machine's time {now}: a signature from the future would never grow old")]
+    SignatureTimeFuture {
+        key_id: String,
+        at: u64,
+        now: u64,
+        skew: u64,
+    },
     #[error("the signature by key {key_id} was made at {at}, older than the root's maximum signature age of {max_age} s")]
     SignatureTooOld {
         key_id: String,
@@ -367,6 +374,7 @@ impl VerifyError {
             | E::Usage(_)
             | E::SignatureTimeMissing { .. }
             | E::KeyNotValidAt { .. }
+            | E::SignatureTimeFuture { .. }
             | E::SignatureTooOld { .. } => return None,
             E::ThresholdNotMet(s) => &s.path,
             E::NameNotDelegated(u) => &u.path,
@@ -487,6 +495,7 @@ impl ToErrorObject for VerifyError {
             E::SignatureTimeMissing { .. } => Kind::SignatureTimeMissing,
             E::KeyNotValidAt { .. } => Kind::KeyNotValid,
             E::SignatureTooOld { .. } => Kind::SignatureTooOld,
+            E::SignatureTimeFuture { .. } => Kind::SignatureTimeFuture,
             E::KeyBytesUnknown { .. } => Kind::KeyUnknown,
             E::EntryExpired { .. } => Kind::EntryExpired,
             E::TooLarge { .. } => Kind::TooLarge,
@@ -602,7 +611,9 @@ impl ToErrorObject for VerifyError {
                 Some(f) => obj.field(f),
                 None => obj,
             },
-            E::SignatureTimeMissing { key_id, .. } | E::SignatureTooOld { key_id, .. } => {
+            E::SignatureTimeMissing { key_id, .. }
+            | E::SignatureTooOld { key_id, .. }
+            | E::SignatureTimeFuture { key_id, .. } => {
                 obj.field("trusted_comment").value(key_id.clone())
             }
             E::KeyNotValidAt { key_id, .. } | E::KeyBytesUnknown { key_id, .. } => {
