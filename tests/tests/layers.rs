@@ -767,3 +767,158 @@ fn an_admin_deny_of_a_vendor_key_holds_under_another_id() {
     let e = assert_refused(&sys.verify("hello"), 1, Kind::Denied);
     assert_eq!(e.value, Some(alias.key.key_id()));
 }
+
+/// Signs `entry` with each of `keys` into `entry.N.minisig` files; their paths.
+fn signatures(entry: &std::path::Path, keys: &[&testkit::KeyPair]) -> Vec<std::path::PathBuf> {
+    let bytes = std::fs::read(entry).unwrap();
+    keys.iter()
+        .enumerate()
+        .map(|(i, k)| {
+            let p = entry.with_extension(format!("{i}.minisig"));
+            std::fs::write(&p, k.sign(&bytes, true)).unwrap();
+            p
+        })
+        .collect()
+}
+
+/// `dot-register add --replace --staging` of `entry` with `sigs` into the vendor layer.
+fn stage(sys: &System, entry: &std::path::Path, sigs: &[std::path::PathBuf]) {
+    let mut c = common::tool("dot-register");
+    c.args(["add", "--replace", "--staging", "--root"])
+        .arg(&sys.layers.vendor)
+        .arg("--entry")
+        .arg(entry)
+        .arg("--exe")
+        .arg(workspace_bin("hello"));
+    for s in sigs {
+        c.arg("--signature").arg(s);
+    }
+    ok(c.output().unwrap(), "dot-register add");
+}
+
+/// What the admin decided about a publisher is kept by the admin's own keys: the vendor's record
+/// of `acme` holding one admin key (K1) and a key of its own (K3) does not meet the admin's 2 of
+/// {K1, K2} with K1 + K3; and a vendor record merely named `acme`, with a key of its own, does not
+/// sign a name the admin's `acme` pins.
+#[test]
+fn an_admin_threshold_and_pins_count_only_the_admins_keys() {
+    let (sys, k1) = vendor_hello();
+    let admin = &sys.layers.admin;
+    System::init_layer(admin);
+    let dir = sys.dir.join("keys");
+    std::fs::create_dir(&dir).unwrap();
+    let k2 = Publisher::new("acme", &dir);
+    let k3 = Publisher::new("acme", &dir.join(".."));
+    let os = |s: &str| std::ffi::OsString::from(s);
+    let rotate = |layer: &std::path::Path, p: &Publisher| {
+        in_layer(
+            layer,
+            &["publisher", "rotate"],
+            &[
+                &os("--id"),
+                &os("acme"),
+                &os("--force-by-owner"),
+                &os("--pubkey"),
+                p.pubkey.as_os_str(),
+            ],
+        )
+    };
+    in_layer(
+        admin,
+        &["publisher", "add"],
+        &[
+            &os("--id"),
+            &os("acme"),
+            &os("--pubkey"),
+            k1.pubkey.as_os_str(),
+        ],
+    );
+    rotate(admin, &k2);
+    in_layer(
+        admin,
+        &["publisher", "threshold"],
+        &[&os("--id"), &os("acme"), &os("--signatures"), &os("2")],
+    );
+    // The vendor's acme: K1 and a key of its own, K3; the entry signed by K1 and K3.
+    rotate(&sys.layers.vendor, &k3);
+    let (entry, _) = k1.sign_entry(&dir, "hello", &workspace_bin("hello"), "process", "1.0.1");
+    stage(&sys, &entry, &signatures(&entry, &[&k1.key, &k3.key]));
+    let e = assert_refused(&sys.verify("hello"), 1, Kind::ThresholdNotMet);
+    assert_eq!(e.value.as_deref(), Some("1/2"));
+    let record = admin.join("trust/publishers/acme.json");
+    assert!(
+        e.message.contains(record.to_str().unwrap()),
+        "{}",
+        e.message
+    );
+    assert!(
+        e.message
+            .contains(&format!("key {} is not a key of acme", k3.key.key_id())),
+        "{}",
+        e.message
+    );
+    // K1 and K2, both the admin's (and the vendor's), meet it.
+    rotate(&sys.layers.vendor, &k2);
+    stage(&sys, &entry, &signatures(&entry, &[&k1.key, &k2.key]));
+    ok(sys.verify("hello"), "two of the admin's keys");
+    // Pins: the admin's acme (K1 only, threshold 1) pins hello. A vendor record named acme with
+    // K3 alone signs hello: refused, as a vendor publisher of another id is.
+    std::fs::remove_dir_all(admin).unwrap();
+    std::fs::remove_dir_all(&sys.layers.vendor).unwrap();
+    System::init_layer(admin);
+    in_layer(
+        admin,
+        &["publisher", "add"],
+        &[
+            &os("--id"),
+            &os("acme"),
+            &os("--pubkey"),
+            k1.pubkey.as_os_str(),
+            &os("--names"),
+            &os("hello"),
+        ],
+    );
+    System::publish(
+        true,
+        &sys.layers.vendor,
+        &k3,
+        "hello",
+        &workspace_bin("hello"),
+        "process",
+        "1.0.2",
+    );
+    let e = assert_refused(&sys.verify("hello"), 1, Kind::ThresholdNotMet);
+    assert!(
+        e.message.contains(record.to_str().unwrap()),
+        "{}",
+        e.message
+    );
+    let zzz = Publisher {
+        id: "zzz".into(),
+        key: k3.key.clone(),
+        pubkey: k3.pubkey.clone(),
+    };
+    std::fs::remove_dir_all(&sys.layers.vendor).unwrap();
+    System::publish(
+        true,
+        &sys.layers.vendor,
+        &zzz,
+        "hello",
+        &workspace_bin("hello"),
+        "process",
+        "1.0.2",
+    );
+    assert_refused(&sys.verify("hello"), 1, Kind::NameNotDelegated);
+    // acme's own key signs its pinned name from the vendor layer.
+    std::fs::remove_dir_all(&sys.layers.vendor).unwrap();
+    System::publish(
+        true,
+        &sys.layers.vendor,
+        &k1,
+        "hello",
+        &workspace_bin("hello"),
+        "process",
+        "1.0.2",
+    );
+    ok(sys.verify("hello"), "the admin's key signs the pinned name");
+}
