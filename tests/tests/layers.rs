@@ -12,6 +12,7 @@ use proto::layers::{Layer, Status};
 use proto::Kind;
 use register::report::{MaskReport, SystemList};
 use std::os::unix::fs::PermissionsExt;
+use std::process::{Command, Output};
 use testkit::{assert_ok, assert_refused, workspace_bin};
 use verify::cli::EntryReport;
 
@@ -921,4 +922,173 @@ fn an_admin_threshold_and_pins_count_only_the_admins_keys() {
         "1.0.2",
     );
     ok(sys.verify("hello"), "the admin's key signs the pinned name");
+}
+
+/// An admin layer reached through a symbolic link whose target is missing (a volume not mounted
+/// yet) is not absent: its masks and deny list would silently stop applying. Every tool that reads
+/// the system layers refuses (`root-unsafe`, naming the link) until it is there again.
+#[test]
+fn a_dangling_admin_layer_is_refused_not_absent() {
+    let (sys, _) = vendor_hello();
+    let volume = sys.dir.join("volume/etc-dot");
+    std::fs::create_dir_all(volume.parent().unwrap()).unwrap();
+    System::init_layer(&volume);
+    std::os::unix::fs::symlink(&volume, &sys.layers.admin).unwrap();
+    ok(
+        sys.cmd("dot-register", &["mask", "hello"])
+            .output()
+            .unwrap(),
+        "mask",
+    );
+    assert_refused(&sys.verify("hello"), 1, Kind::EntryMasked);
+    let unmounted = sys.dir.join("volume/elsewhere");
+    std::fs::rename(&volume, &unmounted).unwrap();
+    let e = assert_refused(&sys.verify("hello"), 1, Kind::RootUnsafe);
+    assert_eq!(e.path.as_deref(), Some(sys.layers.admin.to_str().unwrap()));
+    assert!(e.message.contains("does not exist"), "{}", e.message);
+    let state = sys.dir.join("state");
+    let target = sys.dir.join("out");
+    std::fs::create_dir(&target).unwrap();
+    let out = common::tool("dot-launch")
+        .arg("--sysroot")
+        .arg(&sys.sysroot)
+        .arg("--state")
+        .arg(&state)
+        .args(["hello", "--require-process-sandbox", "--target"])
+        .arg(&target)
+        .output()
+        .unwrap();
+    assert_refused(&out, 1, Kind::RootUnsafe);
+    assert!(!target.join("hello.txt").exists(), "nothing ran");
+    assert_refused(
+        &sys.cmd("dot-register", &["list"]).output().unwrap(),
+        1,
+        Kind::RootUnsafe,
+    );
+    std::fs::rename(&unmounted, &volume).unwrap();
+    assert_refused(&sys.verify("hello"), 1, Kind::EntryMasked);
+}
+
+/// The nearest directory above `dir` that exists: where a scratch tree is bound so that `dir`
+/// can be made in a mount namespace of the test's own.
+fn existing_ancestor(dir: &std::path::Path) -> std::path::PathBuf {
+    dir.ancestors()
+        .skip(1)
+        .find(|a| a.is_dir())
+        .unwrap()
+        .to_path_buf()
+}
+
+/// `cmd` run in a mount namespace of its own (private: nothing reaches the host's) where `tree` is
+/// bound on `at`.
+fn with_bound(tree: &std::path::Path, at: &std::path::Path, cmd: &Command) -> Output {
+    common::require_program("unshare", "util-linux");
+    Command::new("unshare")
+        .args(["-m", "--propagation", "private", "sh", "-c"])
+        .arg(r#"mount --bind "$1" "$2" || exit 97; shift 2; exec "$@""#)
+        .arg("sh")
+        .arg(tree)
+        .arg(at)
+        .arg(cmd.get_program())
+        .args(cmd.get_args())
+        .env_remove("DOT_FAILPOINT")
+        .env_remove("DOT_ROOT")
+        .output()
+        .unwrap()
+}
+
+/// A scratch tree standing in for the built-in layer directory `layer` (the path below `at`,
+/// bound there by [`with_bound`]): its root, and the directory that becomes `layer`.
+fn stand_in(
+    dir: &std::path::Path,
+    layer: &str,
+) -> (std::path::PathBuf, std::path::PathBuf, std::path::PathBuf) {
+    let layer = std::path::Path::new(layer);
+    let at = existing_ancestor(layer);
+    let tree = dir.join("tree");
+    let inside = tree.join(layer.strip_prefix(&at).unwrap());
+    std::fs::create_dir_all(inside.parent().unwrap()).unwrap();
+    std::fs::set_permissions(&tree, std::fs::Permissions::from_mode(0o755)).unwrap();
+    (tree, at, inside)
+}
+
+/// `--root` naming a system layer directory built into the tools — by its path, through a link,
+/// or by another path to the same directory — is refused (`root-unsafe`) by `dot-launch` and
+/// `dot-verify`: read as a root, the admin's masks and deny list would not apply to it. The same
+/// directory where it is not a system layer is an ordinary root.
+#[test]
+fn a_system_layer_named_as_a_root_is_refused() {
+    let dir = testkit::TempDir::new();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (tree, at, inside) = stand_in(dir.path(), proto::layers::VENDOR_DIR);
+    let acme = Publisher::new("acme", dir.path());
+    System::publish(
+        true,
+        &inside,
+        &acme,
+        "hello",
+        &workspace_bin("hello"),
+        "process",
+        "1.0.0",
+    );
+    let verify = |root: &std::path::Path| {
+        let mut c = common::tool("dot-verify");
+        c.args(["entry", "hello", "--root"]).arg(root);
+        c
+    };
+    // Not a system layer here: an ordinary root.
+    ok(verify(&inside).output().unwrap(), "dot-verify entry --root");
+    let link = dir.join("link");
+    std::os::unix::fs::symlink(proto::layers::VENDOR_DIR, &link).unwrap();
+    for named in [
+        std::path::Path::new(proto::layers::VENDOR_DIR),
+        &link,
+        &inside,
+    ] {
+        let e = assert_refused(&with_bound(&tree, &at, &verify(named)), 1, Kind::RootUnsafe);
+        assert!(e.message.contains("system's vendor layer"), "{}", e.message);
+    }
+    let state = dir.join("state");
+    let target = dir.join("out");
+    std::fs::create_dir(&target).unwrap();
+    let mut launch = common::tool("dot-launch");
+    launch
+        .args(["--root", proto::layers::VENDOR_DIR, "--state"])
+        .arg(&state)
+        .args(["hello", "--require-process-sandbox", "--target"])
+        .arg(&target);
+    assert_refused(&with_bound(&tree, &at, &launch), 1, Kind::RootUnsafe);
+    assert!(!state.exists(), "no state was made");
+    let mut doctor = common::tool("dot-verify");
+    doctor.args(["doctor", "--root", proto::layers::VENDOR_DIR]);
+    assert_refused(&with_bound(&tree, &at, &doctor), 1, Kind::RootUnsafe);
+}
+
+/// A launch with `--root` never commits into a system layer: a target inside the admin layer
+/// built into the tools (its trust store, say) is `target-invalid`, as it is for a launch from
+/// the system layers.
+#[test]
+fn a_root_launch_commits_nothing_into_a_system_layer() {
+    let env = common::Env::new();
+    let (tree, at, inside) = stand_in(env.dir.path(), proto::layers::ADMIN_DIR);
+    System::init_layer(&inside);
+    let publishers = std::path::Path::new(proto::layers::ADMIN_DIR).join("trust/publishers");
+    let mut launch = common::tool("dot-launch");
+    launch
+        .arg("--root")
+        .arg(&env.root)
+        .args(["hello", "--allow-audit-plugin", "--target"])
+        .arg(&publishers);
+    let e = assert_refused(&with_bound(&tree, &at, &launch), 2, Kind::TargetInvalid);
+    assert!(
+        e.message.contains(proto::layers::ADMIN_DIR),
+        "{}",
+        e.message
+    );
+    assert_eq!(
+        common::names(&inside.join("trust/publishers")),
+        Vec::<String>::new(),
+        "nothing was committed into the layer"
+    );
+    assert!(env.runs().is_empty());
 }
