@@ -1348,6 +1348,109 @@ fn sensitive_input_file() {
     );
 }
 
+/// `--input-file` through a magic link of `/proc` (`/proc/PID/root/…`) reaches a file of another
+/// mount namespace, whose path means another file here: a user's namespace binds a sensitive
+/// directory under a harmless name, and root's launch would read the real file while the match saw
+/// the harmless path. Such a path is refused (`input-file-unsafe`), and so is `/proc/self/root/…`;
+/// a file of the proc filesystem mounted elsewhere is sensitive as `/proc/**`.
+#[test]
+fn sensitive_input_through_another_mount_namespace() {
+    common::require_program("unshare", "util-linux");
+    let env = common::Env::new();
+    env.register_with(
+        "files",
+        &workspace_bin("hello"),
+        "audit",
+        &["--input", "data:file"],
+    );
+    let launch = |path: &Path| {
+        let arg = format!("data={}", path.display());
+        env.launch("files", &["--allow-audit-plugin", "--input-file", &arg])
+            .output()
+            .unwrap()
+    };
+    let secret = env.dir.join("secret");
+    fs::create_dir(&secret).unwrap();
+    fs::write(secret.join("data"), b"the secret\n").unwrap();
+    ok(&tool("dot-register")
+        .args(["policy", "set", "--root"])
+        .arg(&env.root)
+        .args(["--sensitive-input", &format!("{}/**", secret.display())])
+        .output()
+        .unwrap());
+    let e = testkit::assert_refused(&launch(&secret.join("data")), 1, Kind::InputFileSensitive);
+    assert_eq!(e.value.as_deref(), Some("data"));
+    // Another mount namespace binds the secret directory at ns/x (only there).
+    let bound = env.dir.join("ns/x");
+    fs::create_dir_all(&bound).unwrap();
+    let ready = env.dir.join("ready");
+    let mut holder = std::process::Command::new("unshare")
+        .args(["-m", "--propagation", "private", "sh", "-c"])
+        .arg(r#"mount --bind "$1" "$2" && : > "$3" && exec sleep 120"#)
+        .arg("sh")
+        .args([&secret, &bound, &ready])
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !ready.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the namespace never got ready"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let rel = bound.strip_prefix("/").unwrap().join("data");
+    let through = Path::new("/proc")
+        .join(holder.id().to_string())
+        .join("root")
+        .join(&rel);
+    assert_eq!(
+        fs::read(&through).unwrap(),
+        b"the secret\n",
+        "the path reaches the secret"
+    );
+    let e = testkit::assert_refused(&launch(&through), 1, Kind::InputFileUnsafe);
+    assert!(e.message.contains("magic link"), "{}", e.message);
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    // Our own namespace through a magic link: refused alike.
+    let plain = env.dir.join("plain.txt");
+    fs::write(&plain, b"plain\n").unwrap();
+    let own = Path::new("/proc/self/root").join(plain.strip_prefix("/").unwrap());
+    testkit::assert_refused(&launch(&own), 1, Kind::InputFileUnsafe);
+    assert!(
+        env.runs().is_empty() && env.target_files().is_empty(),
+        "nothing ran"
+    );
+    // The proc filesystem mounted elsewhere: sensitive as /proc/**.
+    let p = env.dir.join("p");
+    fs::create_dir(&p).unwrap();
+    let inner = env.launch(
+        "files",
+        &[
+            "--allow-audit-plugin",
+            "--input-file",
+            &format!("data={}/self/status", p.display()),
+        ],
+    );
+    let out = std::process::Command::new("unshare")
+        .args(["-m", "--propagation", "private", "sh", "-c"])
+        .arg(r#"mount -t proc proc "$1" || exit 97; shift; exec "$@""#)
+        .arg("sh")
+        .arg(&p)
+        .arg(inner.get_program())
+        .args(inner.get_args())
+        .env_remove("DOT_FAILPOINT")
+        .env_remove("DOT_ROOT")
+        .output()
+        .unwrap();
+    let e = testkit::assert_refused(&out, 1, Kind::InputFileSensitive);
+    assert!(e.message.contains("/proc/**"), "{}", e.message);
+    // A plain file is read as before.
+    let out = launch(&plain);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+}
+
 /// The minisign CLI prints a key id without its leading zeros (about one key in 16): that id, as
 /// printed, revokes the key and denies it.
 #[test]
