@@ -1451,6 +1451,70 @@ fn sensitive_input_through_another_mount_namespace() {
     assert_eq!(out.status.code(), Some(0), "{out:?}");
 }
 
+/// Environment names that load code the digest does not pin are refused whole families at a
+/// time: Lua's versioned names (`LUA_INIT_5_4`, read before `LUA_INIT`), OpenSSL's configuration
+/// and modules, Java's class path, Python's warnings (which import modules), GLib, GTK, Qt and
+/// GStreamer module paths. An entry signed before a name was refused is refused when it is read,
+/// naming the field.
+#[test]
+fn code_loading_environment_names_are_refused() {
+    let fx = Fx::new();
+    for name in [
+        "LUA_INIT_5_4",
+        "LUA_PATH_5_4",
+        "LUA_CPATH_5_4",
+        "OPENSSL_CONF",
+        "OPENSSL_MODULES",
+        "CLASSPATH",
+        "PYTHONWARNINGS",
+        "GEM_PATH",
+        "GIO_EXTRA_MODULES",
+        "GTK_MODULES",
+        "QT_PLUGIN_PATH",
+        "GST_PLUGIN_PATH",
+    ] {
+        let out = run(
+            "dot-register",
+            &[
+                os("entry"),
+                os("new"),
+                os("--name"),
+                os("x"),
+                os("--exe"),
+                os(&fx.exe),
+                os("--publisher"),
+                os("acme"),
+                os("--containment"),
+                os("process"),
+                os("--version"),
+                os("1.0.0"),
+                os("--env"),
+                os(name),
+            ],
+        );
+        let e = testkit::assert_refused(&out, 2, Kind::Usage);
+        assert!(e.message.contains(name), "{name}: {}", e.message);
+        assert!(
+            e.message.contains("cannot be declared"),
+            "{name}: {}",
+            e.message
+        );
+    }
+    // Signed with such a name before it was refused, planted: refused at verification, launch.
+    let entry = fx.entry("hello", "1.0.0");
+    let text = String::from_utf8(entry.to_bytes()).unwrap();
+    let text = text.replacen('{', "{\"env\":[\"LUA_INIT_5_4\"],", 1);
+    let bytes = text.into_bytes();
+    let name = Name::new("hello").unwrap();
+    fs::write(fx.root.entry(&name), &bytes).unwrap();
+    fs::write(fx.root.entry_sig(&name), fx.key.sign(&bytes, true)).unwrap();
+    let e = testkit::assert_refused(&fx.verify("hello"), 2, Kind::EntryMalformed);
+    assert_eq!(e.field.as_deref(), Some("env[0]"));
+    assert!(e.message.contains("LUA_INIT_5_4"), "{}", e.message);
+    let out = fx.launch("hello");
+    testkit::assert_refused(&out, 2, Kind::EntryMalformed);
+}
+
 /// The minisign CLI prints a key id without its leading zeros (about one key in 16): that id, as
 /// printed, revokes the key and denies it.
 #[test]
