@@ -1515,6 +1515,78 @@ fn code_loading_environment_names_are_refused() {
     testkit::assert_refused(&out, 2, Kind::EntryMalformed);
 }
 
+/// In a development root a publisher's signed entry replaced by a local one (`dev --replace`) is
+/// a change of who vouches for the name: it needs `--accept-changes` naming it, as another
+/// publisher would.
+#[test]
+fn a_signed_entry_replaced_by_a_local_one_needs_consent() {
+    let dir = TempDir::new();
+    let root = dir.join("dev");
+    common::init_dev_root(&root);
+    let key = KeyPair::generate();
+    let pk = key.pk_path(dir.path());
+    ok(&run(
+        "dot-register",
+        &[
+            os("publisher"),
+            os("add"),
+            os("--root"),
+            os(&root),
+            os("--id"),
+            os("acme"),
+            os("--pubkey"),
+            os(&pk),
+        ],
+    ));
+    let exe = dir.join("hello");
+    testkit::copy_exe(&workspace_bin("hello"), &exe);
+    let entry = testkit::entry_for("hello", &exe, Containment::Process, Some("acme"));
+    let bytes = entry.to_bytes();
+    let (e, s) = (dir.join("hello.json"), dir.join("hello.json.minisig"));
+    fs::write(&e, &bytes).unwrap();
+    fs::write(&s, key.sign(&bytes, true)).unwrap();
+    ok(&run(
+        "dot-register",
+        &[
+            os("add"),
+            os("--root"),
+            os(&root),
+            os("--entry"),
+            os(&e),
+            os("--signature"),
+            os(&s),
+            os("--exe"),
+            os(&exe),
+        ],
+    ));
+    let dev = |extra: &[&str]| {
+        let mut c = tool("dot-register");
+        c.args(["dev", "--root"])
+            .arg(&root)
+            .args(["--name", "hello", "--exe"])
+            .arg(&exe)
+            .args(["--containment", "process", "--replace"])
+            .args(extra);
+        c.output().unwrap()
+    };
+    let before = testkit::tree_snapshot(&root);
+    let err = testkit::assert_refused(&dev(&[]), 1, Kind::ChangesNeedConsent);
+    assert_eq!(before, testkit::tree_snapshot(&root), "nothing changed");
+    let changes = err.changes.unwrap();
+    assert_eq!(
+        changes.trust,
+        Some([proto::Trust::Signed, proto::Trust::Local])
+    );
+    assert!(
+        err.message.contains("trust signed -> local"),
+        "{}",
+        err.message
+    );
+    let token = err.value.unwrap();
+    let r: register::report::AddReport = testkit::assert_ok(&dev(&["--accept-changes", &token]));
+    assert_eq!(r.trust, proto::Trust::Local);
+}
+
 /// The minisign CLI prints a key id without its leading zeros (about one key in 16): that id, as
 /// printed, revokes the key and denies it.
 #[test]
