@@ -9,9 +9,10 @@
 //! namespace, so each file input is:
 //! 1. opened without passing a magic link of `/proc` (`openat2` with `RESOLVE_NO_MAGICLINKS`):
 //!    `/proc/PID/root/…`, `/proc/PID/cwd/…` or `/proc/PID/fd/N` may lead into another mount
-//!    namespace, where a path names another file than here (`input-file-unsafe`);
-//! 2. resolved (`/proc/self/fd/N`), and that path walked again without following any link
-//!    (`RESOLVE_NO_SYMLINKS`) must reach the very file opened (device and inode), else
+//!    namespace, where a path names another file than here (`input-file-unsafe`). A kernel
+//!    without `openat2` (before 5.6) opens it as before, and step 2 alone keeps the rule;
+//! 2. resolved (`/proc/self/fd/N`), and that path walked again one component at a time without
+//!    following any link must reach the very file opened (device and inode), else
 //!    `input-file-unsafe`: renamed, deleted, or on a mount this namespace does not show there;
 //! 3. matched: a file of the kernel's proc or sysfs filesystem is sensitive wherever it is
 //!    mounted (`/proc/**`, `/sys/**`), any other by its resolved path.
@@ -134,15 +135,23 @@ fn open_input(path: &Path) -> Result<File, OpenInput> {
     let how = OpenHow::new()
         .flags(OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC)
         .resolve(ResolveFlag::RESOLVE_NO_MAGICLINKS);
-    let fd = openat2(AT_FDCWD, path, how).map_err(|e| match e {
+    let file = match openat2(AT_FDCWD, path, how) {
+        Ok(fd) => File::from(fd),
+        // No openat2 here (before Linux 5.6): the resolved path's own check (step 2) still holds.
+        Err(nix::errno::Errno::ENOSYS) => {
+            return sys::fs::open_regular(path)
+                .map(|(f, _)| f)
+                .map_err(OpenInput::Open)
+        }
         // ELOOP: the last component is a link (O_NOFOLLOW), or a magic link was on the way.
-        nix::errno::Errno::ELOOP => match std::fs::symlink_metadata(path) {
-            Ok(m) if m.file_type().is_symlink() => OpenInput::Open(sys::fs::OpenError::Symlink),
-            _ => OpenInput::MagicLink,
-        },
-        e => OpenInput::Open(sys::fs::OpenError::Io(e.into())),
-    })?;
-    let file = File::from(fd);
+        Err(nix::errno::Errno::ELOOP) => {
+            return Err(match std::fs::symlink_metadata(path) {
+                Ok(m) if m.file_type().is_symlink() => OpenInput::Open(sys::fs::OpenError::Symlink),
+                _ => OpenInput::MagicLink,
+            })
+        }
+        Err(e) => return Err(OpenInput::Open(sys::fs::OpenError::Io(e.into()))),
+    };
     let meta = file
         .metadata()
         .map_err(|e| OpenInput::Open(sys::fs::OpenError::Io(e)))?;
@@ -150,21 +159,22 @@ fn open_input(path: &Path) -> Result<File, OpenInput> {
     Ok(file)
 }
 
-/// Whether `resolved`, walked from `/` without following any link, is the file `file` (step 2 of
-/// the module documentation).
+/// Whether `resolved`, walked from `/` one component at a time without following any link, is
+/// the file `file` (step 2 of the module documentation).
 fn resolves_to(resolved: &Path, file: &File) -> bool {
-    use nix::fcntl::{openat2, OFlag, OpenHow, ResolveFlag, AT_FDCWD};
+    use nix::fcntl::AtFlags;
     use std::os::unix::fs::MetadataExt;
-    let how = OpenHow::new()
-        .flags(OFlag::O_PATH | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC)
-        .resolve(ResolveFlag::RESOLVE_NO_SYMLINKS | ResolveFlag::RESOLVE_NO_MAGICLINKS);
-    let Ok(again) = openat2(AT_FDCWD, resolved, how) else {
+    let (Some(parent), Some(name)) = (resolved.parent(), resolved.file_name()) else {
         return false;
     };
-    match (File::from(again).metadata(), file.metadata()) {
-        (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
-        _ => false,
-    }
+    let Ok(dir) = sys::fs::open_dir_nofollow(parent) else {
+        return false;
+    };
+    let Ok(st) = nix::sys::stat::fstatat(&dir, name, AtFlags::AT_SYMLINK_NOFOLLOW) else {
+        return false;
+    };
+    file.metadata()
+        .is_ok_and(|m| (m.dev(), m.ino()) == (st.st_dev, st.st_ino))
 }
 
 /// The sensitive pattern a file of the kernel's proc or sysfs filesystem counts as, wherever it
@@ -530,6 +540,8 @@ mod tests {
         std::fs::write(&other, b"text").expect("write");
         assert!(!resolves_to(&other, &file));
         assert!(!resolves_to(&dir.join("gone"), &file));
+        // Walked without following links: a path through a link is not the file's own.
+        assert!(!resolves_to(&link.join("plain.txt"), &file));
         // The kernel's views are sensitive by their filesystem, wherever they are mounted.
         let status = open_input(Path::new("/proc/self/status")).expect("proc file");
         assert_eq!(kernel_view(&status), Some("/proc/**"));
