@@ -290,8 +290,14 @@ fn checks(
         other => other,
     })?;
     let target = target::check(&opts.target, root)?;
-    // Outputs never land in a system layer either.
-    if let verify::layers::Registry::System(sys) = &opts.registry {
+    // Outputs never land in a system layer either, whichever registry the launch reads: the
+    // layers built into the tools always, and those under `--sysroot` when it moves them.
+    let builtin = proto::layers::SystemLayers::new(None);
+    let moved = match &opts.registry {
+        verify::layers::Registry::System(sys) if *sys != builtin => Some(sys),
+        _ => None,
+    };
+    for sys in std::iter::once(&builtin).chain(moved) {
         for (_, dir) in sys.each() {
             target::check(&opts.target, &Root::split(dir, root.state()))?;
         }

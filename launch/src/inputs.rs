@@ -4,6 +4,18 @@
 //! so the file each one resolves to (the opened descriptor's path) is matched against the sensitive
 //! list — [`SENSITIVE_PATHS`] and the root policy's `sensitive_inputs` — and refused unless the
 //! invoker names its key with `--allow-sensitive-input` (docs/trust.md "Sensitive inputs").
+//!
+//! That match means something only if the resolved path is the file in this process's own mount
+//! namespace, so each file input is:
+//! 1. opened without passing a magic link of `/proc` (`openat2` with `RESOLVE_NO_MAGICLINKS`):
+//!    `/proc/PID/root/…`, `/proc/PID/cwd/…` or `/proc/PID/fd/N` may lead into another mount
+//!    namespace, where a path names another file than here (`input-file-unsafe`). A kernel
+//!    without `openat2` (before 5.6) opens it as before, and step 2 alone keeps the rule;
+//! 2. resolved (`/proc/self/fd/N`), and that path walked again one component at a time without
+//!    following any link must reach the very file opened (device and inode), else
+//!    `input-file-unsafe`: renamed, deleted, or on a mount this namespace does not show there;
+//! 3. matched: a file of the kernel's proc or sysfs filesystem is sensitive wherever it is
+//!    mounted (`/proc/**`, `/sys/**`), any other by its resolved path.
 
 use crate::error::LaunchError;
 use proto::protocol::{Request, PROTOCOL_VERSION};
@@ -43,7 +55,14 @@ pub const SENSITIVE_PATHS: &[&str] = &[
     "/etc/sudoers.d/**",
     "/etc/ssh/ssh_host_*",
     "/etc/ssl/private/**",
+    "/etc/pki/tls/private/**",
+    "/etc/letsencrypt/**/privkey*.pem",
+    "/etc/letsencrypt/keys/**",
     "/etc/krb5.keytab",
+    "/etc/wireguard/**",
+    "/etc/ipsec.secrets",
+    "/etc/ppp/*-secrets",
+    "/etc/NetworkManager/system-connections/**",
     "/proc/**",
     "/sys/**",
     "/dev/**",
@@ -97,6 +116,79 @@ where
         .copied()
         .chain(extra.iter().map(String::as_str))
         .find(|p| path_glob_matches(p, bytes))
+}
+
+/// Why a file input could not be opened as one.
+#[derive(Debug)]
+enum OpenInput {
+    /// What `sys::fs::open_regular` refuses: a link, not a regular file, setuid/setgid, I/O.
+    Open(sys::fs::OpenError),
+    /// The path passes through a magic link of `/proc` (or more links than the kernel follows).
+    MagicLink,
+}
+
+/// Opens a file input as `sys::fs::open_regular` does (`O_NOFOLLOW|O_NONBLOCK|O_CLOEXEC`, a
+/// regular file without setuid/setgid), but never through a magic link (step 1 of the module
+/// documentation).
+fn open_input(path: &Path) -> Result<File, OpenInput> {
+    use nix::fcntl::{openat2, OFlag, OpenHow, ResolveFlag, AT_FDCWD};
+    let how = OpenHow::new()
+        .flags(OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC)
+        .resolve(ResolveFlag::RESOLVE_NO_MAGICLINKS);
+    let file = match openat2(AT_FDCWD, path, how) {
+        Ok(fd) => File::from(fd),
+        // No openat2 here (before Linux 5.6): the resolved path's own check (step 2) still holds.
+        Err(nix::errno::Errno::ENOSYS) => {
+            return sys::fs::open_regular(path)
+                .map(|(f, _)| f)
+                .map_err(OpenInput::Open)
+        }
+        // ELOOP: the last component is a link (O_NOFOLLOW), or a magic link was on the way.
+        Err(nix::errno::Errno::ELOOP) => {
+            return Err(match std::fs::symlink_metadata(path) {
+                Ok(m) if m.file_type().is_symlink() => OpenInput::Open(sys::fs::OpenError::Symlink),
+                _ => OpenInput::MagicLink,
+            })
+        }
+        Err(e) => return Err(OpenInput::Open(sys::fs::OpenError::Io(e.into()))),
+    };
+    let meta = file
+        .metadata()
+        .map_err(|e| OpenInput::Open(sys::fs::OpenError::Io(e)))?;
+    sys::fs::check_regular(&meta).map_err(OpenInput::Open)?;
+    Ok(file)
+}
+
+/// Whether `resolved`, walked from `/` one component at a time without following any link, is
+/// the file `file` (step 2 of the module documentation).
+fn resolves_to(resolved: &Path, file: &File) -> bool {
+    use nix::fcntl::AtFlags;
+    use std::os::unix::fs::MetadataExt;
+    let (Some(parent), Some(name)) = (resolved.parent(), resolved.file_name()) else {
+        return false;
+    };
+    let Ok(dir) = sys::fs::open_dir_nofollow(parent) else {
+        return false;
+    };
+    let Ok(st) = nix::sys::stat::fstatat(&dir, name, AtFlags::AT_SYMLINK_NOFOLLOW) else {
+        return false;
+    };
+    file.metadata()
+        .is_ok_and(|m| (m.dev(), m.ino()) == (st.st_dev, st.st_ino))
+}
+
+/// The sensitive pattern a file of the kernel's proc or sysfs filesystem counts as, wherever it
+/// is mounted (step 3 of the module documentation).
+fn kernel_view(file: &File) -> Option<&'static str> {
+    use nix::sys::statfs::{fstatfs, PROC_SUPER_MAGIC, SYSFS_MAGIC};
+    let fs = fstatfs(file).ok()?.filesystem_type();
+    if fs == PROC_SUPER_MAGIC {
+        Some("/proc/**")
+    } else if fs == SYSFS_MAGIC {
+        Some("/sys/**")
+    } else {
+        None
+    }
 }
 
 /// Where a `--request` document comes from.
@@ -282,19 +374,40 @@ pub fn check(
         if strings.contains_key(&key) || !seen.insert(key.clone()) {
             return Err(LaunchError::InputTwice { key });
         }
-        let (file, _) = sys::fs::open_regular(&path).map_err(|e| match e {
-            sys::fs::OpenError::Io(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        let unsafe_input = |why: String| LaunchError::InputFileUnsafe {
+            key: key.clone(),
+            path: path.clone(),
+            why,
+        };
+        let file = open_input(&path).map_err(|e| match e {
+            OpenInput::Open(sys::fs::OpenError::Io(e))
+                if e.kind() == std::io::ErrorKind::NotFound =>
+            {
                 LaunchError::Verify(verify::VerifyError::FileMissing { path: path.clone() })
             }
-            e => LaunchError::InputFileUnsafe {
-                key: key.clone(),
-                path: path.clone(),
-                why: e.to_string(),
-            },
+            OpenInput::Open(e) => unsafe_input(e.to_string()),
+            OpenInput::MagicLink => unsafe_input(
+                "its path passes through a magic link of /proc (/proc/PID/root, /proc/PID/cwd, \
+                 /proc/PID/fd/N, /dev/stdin …), which may lead into another mount namespace, \
+                 where the path names another file than here (or through more symbolic links \
+                 than the kernel follows); give the file's own path"
+                    .to_owned(),
+            ),
         })?;
         let resolved = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()))
             .map_err(|e| LaunchError::io("resolving a file input", &path, e))?;
-        let matched = sensitive_match(&resolved, sensitive).map(str::to_owned);
+        if !resolves_to(&resolved, &file) {
+            return Err(unsafe_input(format!(
+                "the file it opened is not what its resolved path {} names in this mount \
+                 namespace (renamed or deleted meanwhile, or on a mount this namespace does not \
+                 show there), so whether it is sensitive cannot be told",
+                resolved.display()
+            )));
+        }
+        let kernel: Option<&str> = kernel_view(&file);
+        let matched = kernel
+            .or_else(|| sensitive_match(&resolved, sensitive))
+            .map(str::to_owned);
         if let Some(pattern) = &matched {
             if !given.allow_sensitive.contains(&key) {
                 return Err(LaunchError::InputFileSensitive(Box::new(
@@ -403,6 +516,39 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_file_input_is_opened_only_by_a_path_of_this_mount_namespace() {
+        let dir = testkit::TempDir::new();
+        let plain = dir.join("plain.txt");
+        std::fs::write(&plain, b"text").expect("write");
+        let file = open_input(&plain).expect("a plain file opens");
+        let resolved =
+            std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())).expect("resolved");
+        assert!(resolves_to(&resolved, &file));
+        // The same file through a magic link of /proc is refused.
+        let magic = Path::new("/proc/self/root").join(plain.strip_prefix("/").expect("absolute"));
+        assert!(matches!(open_input(&magic), Err(OpenInput::MagicLink)));
+        // A plain symbolic link on the way is followed; a last component that is one is not.
+        let link = dir.join("link");
+        std::os::unix::fs::symlink(dir.path(), &link).expect("link");
+        assert!(open_input(&link.join("plain.txt")).is_ok());
+        assert!(matches!(
+            open_input(&link),
+            Err(OpenInput::Open(sys::fs::OpenError::Symlink))
+        ));
+        // A path that names another file than the one opened does not resolve to it.
+        let other = dir.join("other.txt");
+        std::fs::write(&other, b"text").expect("write");
+        assert!(!resolves_to(&other, &file));
+        assert!(!resolves_to(&dir.join("gone"), &file));
+        // Walked without following links: a path through a link is not the file's own.
+        assert!(!resolves_to(&link.join("plain.txt"), &file));
+        // The kernel's views are sensitive by their filesystem, wherever they are mounted.
+        let status = open_input(Path::new("/proc/self/status")).expect("proc file");
+        assert_eq!(kernel_view(&status), Some("/proc/**"));
+        assert_eq!(kernel_view(&file), None);
+    }
+
+    #[test]
     fn sensitive_paths_match_after_resolution_and_globs_stay_in_their_component() {
         let hit = |p: &str| sensitive_match(Path::new(p), &[]);
         assert_eq!(hit("/etc/shadow"), Some("/etc/shadow*"));
@@ -417,6 +563,24 @@ mod tests {
         );
         assert_eq!(hit("/proc/1/environ"), Some("/proc/**"));
         assert_eq!(hit("/srv/x/site.key"), Some("**/*.key"));
+        assert_eq!(
+            hit("/etc/letsencrypt/live/example.org/privkey.pem"),
+            Some("/etc/letsencrypt/**/privkey*.pem")
+        );
+        assert_eq!(
+            hit("/etc/letsencrypt/archive/example.org/privkey3.pem"),
+            Some("/etc/letsencrypt/**/privkey*.pem")
+        );
+        assert_eq!(hit("/etc/letsencrypt/live/example.org/fullchain.pem"), None);
+        assert_eq!(
+            hit("/etc/ssl/private/site.key"),
+            Some("/etc/ssl/private/**")
+        );
+        assert_eq!(
+            hit("/etc/pki/tls/private/localhost.key"),
+            Some("/etc/pki/tls/private/**")
+        );
+        assert_eq!(hit("/etc/wireguard/wg0.conf"), Some("/etc/wireguard/**"));
         assert_eq!(hit("/etc/hostname"), None);
         assert_eq!(hit("/etc/passwd"), None);
         assert_eq!(hit("/tmp/keys/x"), None);

@@ -64,10 +64,11 @@ pub struct Entry {
 pub const MAX_ENV_NAMES: usize = 32;
 
 /// Names no entry may declare: each changes which code runs or where it is found (a loader, the C
-/// library, an interpreter, a shell), so a value the invoker gives would run code the entry's
-/// digest does not pin; and `PATH` and `HOME`, which never reach a plugin (docs/security.md). The
-/// prefix `LD_` is refused as a whole (every dynamic loader variable). The C library's part is
-/// glibc's list of variables its loader drops for set-user-ID programs (`unsecvars.h`).
+/// library, an interpreter or runtime, a library's module or configuration loader, a shell, a
+/// program run by name), so a value the invoker gives would run code the entry's digest does not
+/// pin; and `PATH` and `HOME`, which never reach a plugin (docs/security.md). Whole families are
+/// refused by prefix ([`DENIED_ENV_PREFIXES`]). The C library's part is glibc's list of variables
+/// its loader drops for set-user-ID programs (`unsecvars.h`).
 pub const DENIED_ENV_NAMES: &[&str] = &[
     // the C library (glibc's unsecvars.h, without its LD_ ones)
     "GCONV_PATH",
@@ -83,46 +84,100 @@ pub const DENIED_ENV_NAMES: &[&str] = &[
     "RES_OPTIONS",
     "TMPDIR",
     "TZDIR",
-    // interpreters and runtimes
-    "PYTHONPATH",
-    "PYTHONHOME",
-    "PYTHONSTARTUP",
-    "PYTHONUSERBASE",
-    "PYTHONPLATLIBDIR",
-    "PYTHONBREAKPOINT",
-    "PYTHONINSPECT",
-    "PERL5LIB",
-    "PERLLIB",
-    "PERL5OPT",
-    "PERL5DB",
-    "RUBYOPT",
-    "RUBYLIB",
-    "NODE_OPTIONS",
-    "NODE_PATH",
-    "JAVA_TOOL_OPTIONS",
+    // interpreters and runtimes (besides their prefixes)
     "_JAVA_OPTIONS",
     "JDK_JAVA_OPTIONS",
-    "LUA_INIT",
-    "LUA_PATH",
-    "LUA_CPATH",
+    "CLASSPATH",
     "TCLLIBPATH",
+    "TCL_LIBRARY",
+    "TK_LIBRARY",
     "PHPRC",
     "PHP_INI_SCAN_DIR",
-    // shells
-    "BASH_ENV",
+    "R_HOME",
+    "R_LIBS",
+    "R_LIBS_SITE",
+    "R_LIBS_USER",
+    "R_PROFILE",
+    "R_PROFILE_USER",
+    "R_ENVIRON",
+    "R_ENVIRON_USER",
+    "ELIXIR_ERL_OPTIONS",
+    // libraries' module and configuration loaders
+    "QT_PLUGIN_PATH",
+    "QT_QPA_PLATFORM_PLUGIN_PATH",
+    "QML_IMPORT_PATH",
+    "QML2_IMPORT_PATH",
+    "LIBGL_DRIVERS_PATH",
+    "LIBVA_DRIVERS_PATH",
+    "VDPAU_DRIVER_PATH",
+    "__EGL_VENDOR_LIBRARY_DIRS",
+    "__EGL_VENDOR_LIBRARY_FILENAMES",
+    "__GLX_VENDOR_LIBRARY_NAME",
+    "SASL_PATH",
+    // shells (besides BASH_*)
     "ENV",
     "SHELLOPTS",
     "BASHOPTS",
     "IFS",
     "CDPATH",
     "PS4",
+    "PROMPT_COMMAND",
+    // programs run by name
+    "SHELL",
+    "EDITOR",
+    "VISUAL",
+    "PAGER",
+    "MANPAGER",
+    "BROWSER",
+    "LESSOPEN",
+    "LESSCLOSE",
     // never given to a plugin
     "PATH",
     "HOME",
 ];
 
+/// Prefixes no declared name may start with: each is a family of variables that load or choose
+/// code (a new version's name, `LUA_INIT_5_4`, is caught with the old one's, `LUA_INIT`).
+pub const DENIED_ENV_PREFIXES: &[&str] = &[
+    // every dynamic loader variable
+    "LD_",
+    // interpreters and runtimes: every variable of theirs
+    "PYTHON",
+    "PERL",
+    "RUBY",
+    "GEM_",
+    "BUNDLE_",
+    "NODE_",
+    "NPM_CONFIG_",
+    "JAVA_",
+    "LUA_",
+    "DOTNET_",
+    "CORECLR_",
+    "MONO_",
+    "ERL_",
+    "GUILE_",
+    // libraries that load modules, engines or plugins named by the environment
+    "OPENSSL_",
+    "GIO_",
+    "GTK",
+    "GDK_PIXBUF_",
+    "GST_",
+    "VK_",
+    "KRB5",
+    "MAGICK_",
+    // programs that run helpers named by the environment
+    "GIT_",
+    "BASH_",
+];
+
+/// Whether `name` is refused as a declared environment name: on [`DENIED_ENV_NAMES`] or starting
+/// with one of [`DENIED_ENV_PREFIXES`].
+pub fn env_name_denied(name: &str) -> bool {
+    DENIED_ENV_NAMES.contains(&name) || DENIED_ENV_PREFIXES.iter().any(|p| name.starts_with(p))
+}
+
 /// An environment variable name an entry may declare: `[A-Z_][A-Z0-9_]*`, at most 64 bytes, not
-/// starting with `LD_` and not on [`DENIED_ENV_NAMES`].
+/// refused by [`env_name_denied`].
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub struct EnvName(String);
@@ -132,7 +187,7 @@ pub struct EnvName(String);
 pub enum BadEnvName {
     #[error("environment name {0:?} is not [A-Z_][A-Z0-9_]* of at most 64 bytes")]
     Syntax(String),
-    #[error("environment name {0:?} changes which code runs or where it is found (a loader, the C library, an interpreter or a shell), or is never given to a plugin; it cannot be declared")]
+    #[error("environment name {0:?} changes which code runs or where it is found (a loader, the C library, an interpreter or runtime, a library's module loader, a shell, a program run by name), or is never given to a plugin; it cannot be declared")]
     Denied(String),
 }
 
@@ -147,7 +202,7 @@ impl EnvName {
         if !syntax {
             return Err(BadEnvName::Syntax(name.to_owned()));
         }
-        if name.starts_with("LD_") || DENIED_ENV_NAMES.contains(&name) {
+        if env_name_denied(name) {
             return Err(BadEnvName::Denied(name.to_owned()));
         }
         Ok(EnvName(name.to_owned()))
@@ -554,11 +609,38 @@ mod tests {
             "RUBYOPT",
             "PYTHONHOME",
             "PYTHONSTARTUP",
+            // versioned and family names: refused by their prefix
+            "LUA_INIT",
+            "LUA_INIT_5_4",
+            "LUA_PATH_5_4",
+            "LUA_CPATH_5_3",
+            "PYTHONWARNINGS",
+            "PERL5OPT",
+            "OPENSSL_CONF",
+            "OPENSSL_MODULES",
+            "CLASSPATH",
+            "GEM_PATH",
+            "GIO_EXTRA_MODULES",
+            "GTK_MODULES",
+            "GTK3_MODULES",
+            "QT_PLUGIN_PATH",
+            "GST_PLUGIN_PATH",
+            "GST_PLUGIN_PATH_1_0",
+            "JAVA_TOOL_OPTIONS",
+            "DOTNET_STARTUP_HOOKS",
+            "GIT_SSH_COMMAND",
+            "BASH_LOADABLES_PATH",
+            "KRB5_CONFIG",
+            "VK_ICD_FILENAMES",
         ] {
             assert_eq!(
                 EnvName::new(denied),
                 Err(BadEnvName::Denied(denied.to_owned()))
             );
+        }
+        // A name merely sharing letters with a family stays a name.
+        for ok in ["APP_JAVA", "LUAX", "QT_QPA_PLATFORM", "TOKEN_GIT"] {
+            assert!(EnvName::new(ok).is_ok(), "{ok}");
         }
         let with_env = |env: &str| {
             sample().replace(
@@ -575,6 +657,16 @@ mod tests {
             Err(Some("env".to_owned()))
         );
         assert!(Entry::parse(with_env(r#"["LD_PRELOAD"]"#).as_bytes()).is_err());
+        // An entry signed before a name was refused is refused when it is read, naming the field.
+        let old = Entry::parse(with_env(r#"["RUST_LOG","LUA_INIT_5_4"]"#).as_bytes());
+        assert_eq!(
+            old.as_ref().map_err(|e| e.field().map(str::to_owned)),
+            Err(Some("env[1]".to_owned()))
+        );
+        assert!(
+            old.unwrap_err().to_string().contains("LUA_INIT_5_4"),
+            "the message names the variable"
+        );
         // Without names the entry is byte for byte what it was.
         let plain = Entry::parse(sample().as_bytes()).expect("valid");
         assert!(!String::from_utf8_lossy(&plain.to_bytes()).contains("env"));

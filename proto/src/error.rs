@@ -185,6 +185,7 @@ kinds! {
         KeyNotValid = "key-not-valid" => Refused,
         SignatureTimeMissing = "signature-time-missing" => Refused,
         SignatureTooOld = "signature-too-old" => Refused,
+        SignatureTimeFuture = "signature-time-future" => Refused,
         EntryExpired = "entry-expired" => Refused,
         KeyUnknown = "key-unknown" => Refused,
         LocalEntryNotDev = "local-entry-not-dev" => Refused,

@@ -4,13 +4,14 @@
 use crate::error::RegisterError;
 use crate::{audit, now, read_input_limited, write_private, WriterLock};
 use proto::layout::Root;
-use proto::trust::{is_key_id, AuditAction, AuditOutcome, AuditRecord, Denied, DenyList};
+use proto::trust::{parse_key_id, AuditAction, AuditOutcome, AuditRecord, Denied, DenyList};
 use proto::Sha256;
 use std::path::Path;
 use verify::trust::TrustContext;
+use verify::VerifyError;
 
 /// What one deny command names: a digest, or a key (its id, and the Ed25519 bytes it is known
-/// by: from `--pubkey`, or of the trust store's keys of that id).
+/// by: from `--pubkey`, or of the keys of that id in the trust stores in reach).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Target {
     Digest(Sha256),
@@ -18,8 +19,9 @@ pub enum Target {
 }
 
 impl Target {
-    /// From `--sha256` / `--key` / `--pubkey`; exactly one must be given, well formed. A key id's
-    /// bytes are looked up in `root`'s trust store.
+    /// From `--sha256` / `--key` / `--pubkey`; exactly one must be given, well formed. A key id
+    /// is taken as minisign prints it (leading zeros may be left out) and its bytes are looked up
+    /// in `root`'s trust store and in every present system layer's ([`key_bytes`]).
     pub fn from_options(
         root: &Root,
         sha256: Option<&str>,
@@ -30,17 +32,19 @@ impl Target {
             (Some(d), None, None) => Sha256::parse_hex(d)
                 .map(Target::Digest)
                 .map_err(|e| RegisterError::Usage(format!("--sha256: {e}"))),
-            (None, Some(k), None) if is_key_id(k) => Ok(Target::Key {
-                id: k.to_owned(),
-                bytes: store_bytes(root, k)?,
-            }),
-            (None, Some(k), None) => Err(RegisterError::Usage(format!(
-                "--key {k:?} is not a key id (16 uppercase hex digits)"
-            ))),
+            (None, Some(k), None) => match parse_key_id(k) {
+                Some(id) => Ok(Target::Key {
+                    bytes: key_bytes(root, &id, &system_layers())?,
+                    id,
+                }),
+                None => Err(RegisterError::Usage(format!(
+                    "--key {k:?} is not a key id (up to 16 uppercase hex digits, as minisign prints it)"
+                ))),
+            },
             (None, None, Some(file)) => {
                 let text = read_input_limited(file, proto::trust::DEFAULT_MAX_KEY_BYTES)?;
                 let (id, b64) = verify::signature::parse_public_key_file(file, &text)?;
-                let mut bytes = store_bytes(root, &id)?;
+                let mut bytes = key_bytes(root, &id, &system_layers())?;
                 if let Some(hex) = verify::signature::key_bytes_hex(&b64) {
                     if !bytes.contains(&hex) {
                         bytes.push(hex);
@@ -55,24 +59,58 @@ impl Target {
     }
 }
 
-/// The Ed25519 bytes (hex) of every key of `root`'s trust store listed as `key_id`.
-fn store_bytes(root: &Root, key_id: &str) -> Result<Vec<String>, RegisterError> {
+/// The system layers built into the tools that exist, each a registry: where a key id named by
+/// `deny --key` is looked up besides the root's own trust store (the admin layer denies what a
+/// package ships, whose key only the vendor layer lists).
+fn system_layers() -> Vec<Root> {
+    let sys = proto::layers::SystemLayers::new(None);
+    sys.each()
+        .into_iter()
+        .map(|(_, dir)| Root::single(dir))
+        .collect()
+}
+
+/// The Ed25519 bytes (hex) of every key listed as `key_id` in `root`'s trust store (which must be
+/// a sound registry) and in the trust stores of `others` (read where they can be; one that cannot
+/// be read adds nothing, and a deny that finds no bytes is refused).
+pub fn key_bytes(root: &Root, key_id: &str, others: &[Root]) -> Result<Vec<String>, RegisterError> {
     crate::check_registry(root)?;
     let mut out = Vec::new();
-    for (p, _) in verify::signers::load_store(root)? {
-        for k in p.keys.iter().filter(|k| k.key_id == key_id) {
-            if let Some(hex) = verify::signature::key_bytes_hex(&k.public_key) {
-                if !out.contains(&hex) {
-                    out.push(hex);
+    let mut add = |store: Vec<(proto::Publisher, std::path::PathBuf)>| {
+        for (p, _) in store {
+            for k in p.keys.iter().filter(|k| k.key_id == key_id) {
+                if let Some(hex) = verify::signature::key_bytes_hex(&k.public_key) {
+                    if !out.contains(&hex) {
+                        out.push(hex);
+                    }
                 }
             }
+        }
+    };
+    add(verify::signers::load_store(root)?);
+    for other in others.iter().filter(|o| o.path() != root.path()) {
+        let readable = matches!(verify::layers::check_layer(other.path()), Ok(Some(_)));
+        if let (true, Ok(store)) = (readable, verify::signers::load_store(other)) {
+            add(store);
         }
     }
     Ok(out)
 }
 
-/// Adds `target` to the deny list (already denied: unchanged, the first reason kept).
+/// Adds `target` to the deny list (already denied: unchanged, the first reason kept). A key id
+/// whose key no trust store in reach holds is refused (`key-unknown`): denied by its id alone,
+/// the same key would pass under another id (minisign's key id is covered by no signature), so
+/// the key itself is asked for (`--pubkey`).
 pub fn add(root: &Root, target: &Target, reason: &str) -> Result<DenyList, RegisterError> {
+    if let Target::Key { id, bytes } = target {
+        if bytes.is_empty() {
+            return Err(VerifyError::KeyBytesUnknown {
+                key_id: id.clone(),
+                path: root.publishers(),
+            }
+            .into());
+        }
+    }
     change(root, target, AuditAction::DenyAdd, Some(reason), |d| {
         let at = now();
         let item = |value: String| Denied {

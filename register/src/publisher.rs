@@ -439,7 +439,13 @@ pub fn revoke(
             p.revoked = Some(revocation);
         }
         Some(kid) => {
-            let Some(k) = p.keys.iter_mut().find(|k| k.key_id == kid) else {
+            // As minisign prints it, leading zeros left out: the id of the record's key.
+            let typed = proto::trust::parse_key_id(kid);
+            let found = p
+                .keys
+                .iter_mut()
+                .find(|k| typed.as_deref() == Some(k.key_id.as_str()));
+            let Some(k) = found else {
                 return Err(RegisterError::KeyUnknown {
                     id: id.to_string(),
                     key_id: kid.to_owned(),
@@ -455,7 +461,7 @@ pub fn revoke(
     write(root, &p)?;
     let mut rec = AuditRecord::new(now(), AuditAction::PublisherRevoke, AuditOutcome::Allowed);
     rec.publisher = Some(id.to_string());
-    rec.key_id = key_id.map(str::to_owned);
+    rec.key_id = key_id.map(|k| proto::trust::parse_key_id(k).unwrap_or_else(|| k.to_owned()));
     rec.detail = Some(reason.to_owned());
     audit(root, &rec)?;
     Ok(p)

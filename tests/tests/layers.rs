@@ -12,6 +12,7 @@ use proto::layers::{Layer, Status};
 use proto::Kind;
 use register::report::{MaskReport, SystemList};
 use std::os::unix::fs::PermissionsExt;
+use std::process::{Command, Output};
 use testkit::{assert_ok, assert_refused, workspace_bin};
 use verify::cli::EntryReport;
 
@@ -247,7 +248,19 @@ fn the_admin_deny_list_applies_to_the_vendor_entry() {
 fn the_vendor_deny_list_applies_to_the_admin_entry() {
     let (sys, _) = vendor_hello();
     let site = System::admin_hello(&sys.layers.admin, sys.dir.path());
-    deny(&sys.layers.vendor, &["--key", &site.key.key_id()]);
+    // The vendor layer does not list site's key: denied by id alone it would not be denied by its
+    // bytes, so the id is refused and the key itself is denied.
+    let out = common::tool("dot-register")
+        .args(["deny", "add", "--root"])
+        .arg(&sys.layers.vendor)
+        .args(["--key", &site.key.key_id(), "--reason", "withdrawn"])
+        .output()
+        .unwrap();
+    assert_refused(&out, 1, Kind::KeyUnknown);
+    deny(
+        &sys.layers.vendor,
+        &["--pubkey", site.pubkey.to_str().unwrap()],
+    );
     let e = assert_refused(&sys.verify("hello"), 1, Kind::Denied);
     let want = sys.layers.vendor.join("trust/deny.json");
     assert_eq!(e.path.as_deref(), Some(want.to_str().unwrap()));
@@ -712,4 +725,370 @@ fn mask_makes_the_admin_layer_and_its_parents() {
     assert!(proto::layers::mask_path(&layers.admin, &proto::Name::new("hello").unwrap()).is_file());
     let parent = std::fs::metadata(layers.admin.parent().unwrap()).unwrap();
     assert_eq!(parent.permissions().mode() & 0o777, 0o755);
+}
+
+/// The admin layer denies the key a package signs with: by its id alone that would not hold (the
+/// admin layer does not list the vendor's key, and minisign's key id is covered by no signature),
+/// so `deny add --key` refuses (`key-unknown`, nothing written) and `--pubkey` denies the key's
+/// bytes: a package update that lists the same key under another id, and signs with it, is still
+/// refused.
+#[test]
+fn an_admin_deny_of_a_vendor_key_holds_under_another_id() {
+    let (sys, acme) = vendor_hello();
+    let admin = &sys.layers.admin;
+    System::init_layer(admin);
+    let before = testkit::tree_snapshot(admin);
+    let out = common::tool("dot-register")
+        .args(["deny", "add", "--root"])
+        .arg(admin)
+        .args(["--key", &acme.key.key_id(), "--reason", "leaked"])
+        .output()
+        .unwrap();
+    let e = assert_refused(&out, 1, Kind::KeyUnknown);
+    assert_eq!(e.value, Some(acme.key.key_id()));
+    assert_eq!(before, testkit::tree_snapshot(admin), "nothing written");
+    deny(admin, &["--pubkey", acme.pubkey.to_str().unwrap()]);
+    assert_refused(&sys.verify("hello"), 1, Kind::Denied);
+    // The package ships the same key under another id, and the entry signed under it.
+    let alias = Publisher {
+        id: "acme".into(),
+        key: acme.key.relisted(),
+        pubkey: acme.key.relisted().pk_path(sys.dir.path()),
+    };
+    std::fs::remove_dir_all(&sys.layers.vendor).unwrap();
+    System::publish(
+        true,
+        &sys.layers.vendor,
+        &alias,
+        "hello",
+        &workspace_bin("hello"),
+        "process",
+        "1.0.1",
+    );
+    let e = assert_refused(&sys.verify("hello"), 1, Kind::Denied);
+    assert_eq!(e.value, Some(alias.key.key_id()));
+}
+
+/// Signs `entry` with each of `keys` into `entry.N.minisig` files; their paths.
+fn signatures(entry: &std::path::Path, keys: &[&testkit::KeyPair]) -> Vec<std::path::PathBuf> {
+    let bytes = std::fs::read(entry).unwrap();
+    keys.iter()
+        .enumerate()
+        .map(|(i, k)| {
+            let p = entry.with_extension(format!("{i}.minisig"));
+            std::fs::write(&p, k.sign(&bytes, true)).unwrap();
+            p
+        })
+        .collect()
+}
+
+/// `dot-register add --replace --staging` of `entry` with `sigs` into the vendor layer.
+fn stage(sys: &System, entry: &std::path::Path, sigs: &[std::path::PathBuf]) {
+    let mut c = common::tool("dot-register");
+    c.args(["add", "--replace", "--staging", "--root"])
+        .arg(&sys.layers.vendor)
+        .arg("--entry")
+        .arg(entry)
+        .arg("--exe")
+        .arg(workspace_bin("hello"));
+    for s in sigs {
+        c.arg("--signature").arg(s);
+    }
+    ok(c.output().unwrap(), "dot-register add");
+}
+
+/// What the admin decided about a publisher is kept by the admin's own keys: the vendor's record
+/// of `acme` holding one admin key (K1) and a key of its own (K3) does not meet the admin's 2 of
+/// {K1, K2} with K1 + K3; and a vendor record merely named `acme`, with a key of its own, does not
+/// sign a name the admin's `acme` pins.
+#[test]
+fn an_admin_threshold_and_pins_count_only_the_admins_keys() {
+    let (sys, k1) = vendor_hello();
+    let admin = &sys.layers.admin;
+    System::init_layer(admin);
+    let dir = sys.dir.join("keys");
+    std::fs::create_dir(&dir).unwrap();
+    let k2 = Publisher::new("acme", &dir);
+    let k3 = Publisher::new("acme", &dir.join(".."));
+    let os = |s: &str| std::ffi::OsString::from(s);
+    let rotate = |layer: &std::path::Path, p: &Publisher| {
+        in_layer(
+            layer,
+            &["publisher", "rotate"],
+            &[
+                &os("--id"),
+                &os("acme"),
+                &os("--force-by-owner"),
+                &os("--pubkey"),
+                p.pubkey.as_os_str(),
+            ],
+        )
+    };
+    in_layer(
+        admin,
+        &["publisher", "add"],
+        &[
+            &os("--id"),
+            &os("acme"),
+            &os("--pubkey"),
+            k1.pubkey.as_os_str(),
+        ],
+    );
+    rotate(admin, &k2);
+    in_layer(
+        admin,
+        &["publisher", "threshold"],
+        &[&os("--id"), &os("acme"), &os("--signatures"), &os("2")],
+    );
+    // The vendor's acme: K1 and a key of its own, K3; the entry signed by K1 and K3.
+    rotate(&sys.layers.vendor, &k3);
+    let (entry, _) = k1.sign_entry(&dir, "hello", &workspace_bin("hello"), "process", "1.0.1");
+    stage(&sys, &entry, &signatures(&entry, &[&k1.key, &k3.key]));
+    let e = assert_refused(&sys.verify("hello"), 1, Kind::ThresholdNotMet);
+    assert_eq!(e.value.as_deref(), Some("1/2"));
+    let record = admin.join("trust/publishers/acme.json");
+    assert!(
+        e.message.contains(record.to_str().unwrap()),
+        "{}",
+        e.message
+    );
+    assert!(
+        e.message
+            .contains(&format!("key {} is not a key of acme", k3.key.key_id())),
+        "{}",
+        e.message
+    );
+    // K1 and K2, both the admin's (and the vendor's), meet it.
+    rotate(&sys.layers.vendor, &k2);
+    stage(&sys, &entry, &signatures(&entry, &[&k1.key, &k2.key]));
+    ok(sys.verify("hello"), "two of the admin's keys");
+    // Pins: the admin's acme (K1 only, threshold 1) pins hello. A vendor record named acme with
+    // K3 alone signs hello: refused, as a vendor publisher of another id is.
+    std::fs::remove_dir_all(admin).unwrap();
+    std::fs::remove_dir_all(&sys.layers.vendor).unwrap();
+    System::init_layer(admin);
+    in_layer(
+        admin,
+        &["publisher", "add"],
+        &[
+            &os("--id"),
+            &os("acme"),
+            &os("--pubkey"),
+            k1.pubkey.as_os_str(),
+            &os("--names"),
+            &os("hello"),
+        ],
+    );
+    System::publish(
+        true,
+        &sys.layers.vendor,
+        &k3,
+        "hello",
+        &workspace_bin("hello"),
+        "process",
+        "1.0.2",
+    );
+    let e = assert_refused(&sys.verify("hello"), 1, Kind::ThresholdNotMet);
+    assert!(
+        e.message.contains(record.to_str().unwrap()),
+        "{}",
+        e.message
+    );
+    let zzz = Publisher {
+        id: "zzz".into(),
+        key: k3.key.clone(),
+        pubkey: k3.pubkey.clone(),
+    };
+    std::fs::remove_dir_all(&sys.layers.vendor).unwrap();
+    System::publish(
+        true,
+        &sys.layers.vendor,
+        &zzz,
+        "hello",
+        &workspace_bin("hello"),
+        "process",
+        "1.0.2",
+    );
+    assert_refused(&sys.verify("hello"), 1, Kind::NameNotDelegated);
+    // acme's own key signs its pinned name from the vendor layer.
+    std::fs::remove_dir_all(&sys.layers.vendor).unwrap();
+    System::publish(
+        true,
+        &sys.layers.vendor,
+        &k1,
+        "hello",
+        &workspace_bin("hello"),
+        "process",
+        "1.0.2",
+    );
+    ok(sys.verify("hello"), "the admin's key signs the pinned name");
+}
+
+/// An admin layer reached through a symbolic link whose target is missing (a volume not mounted
+/// yet) is not absent: its masks and deny list would silently stop applying. Every tool that reads
+/// the system layers refuses (`root-unsafe`, naming the link) until it is there again.
+#[test]
+fn a_dangling_admin_layer_is_refused_not_absent() {
+    let (sys, _) = vendor_hello();
+    let volume = sys.dir.join("volume/etc-dot");
+    std::fs::create_dir_all(volume.parent().unwrap()).unwrap();
+    System::init_layer(&volume);
+    std::os::unix::fs::symlink(&volume, &sys.layers.admin).unwrap();
+    ok(
+        sys.cmd("dot-register", &["mask", "hello"])
+            .output()
+            .unwrap(),
+        "mask",
+    );
+    assert_refused(&sys.verify("hello"), 1, Kind::EntryMasked);
+    let unmounted = sys.dir.join("volume/elsewhere");
+    std::fs::rename(&volume, &unmounted).unwrap();
+    let e = assert_refused(&sys.verify("hello"), 1, Kind::RootUnsafe);
+    assert_eq!(e.path.as_deref(), Some(sys.layers.admin.to_str().unwrap()));
+    assert!(e.message.contains("does not exist"), "{}", e.message);
+    let state = sys.dir.join("state");
+    let target = sys.dir.join("out");
+    std::fs::create_dir(&target).unwrap();
+    let out = common::tool("dot-launch")
+        .arg("--sysroot")
+        .arg(&sys.sysroot)
+        .arg("--state")
+        .arg(&state)
+        .args(["hello", "--require-process-sandbox", "--target"])
+        .arg(&target)
+        .output()
+        .unwrap();
+    assert_refused(&out, 1, Kind::RootUnsafe);
+    assert!(!target.join("hello.txt").exists(), "nothing ran");
+    assert_refused(
+        &sys.cmd("dot-register", &["list"]).output().unwrap(),
+        1,
+        Kind::RootUnsafe,
+    );
+    std::fs::rename(&unmounted, &volume).unwrap();
+    assert_refused(&sys.verify("hello"), 1, Kind::EntryMasked);
+}
+
+/// The nearest directory above `dir` that exists: where a scratch tree is bound so that `dir`
+/// can be made in a mount namespace of the test's own.
+fn existing_ancestor(dir: &std::path::Path) -> std::path::PathBuf {
+    dir.ancestors()
+        .skip(1)
+        .find(|a| a.is_dir())
+        .unwrap()
+        .to_path_buf()
+}
+
+/// `cmd` run in a mount namespace of its own (private: nothing reaches the host's) where `tree` is
+/// bound on `at`.
+fn with_bound(tree: &std::path::Path, at: &std::path::Path, cmd: &Command) -> Output {
+    common::require_program("unshare", "util-linux");
+    Command::new("unshare")
+        .args(["-m", "--propagation", "private", "sh", "-c"])
+        .arg(r#"mount --bind "$1" "$2" || exit 97; shift 2; exec "$@""#)
+        .arg("sh")
+        .arg(tree)
+        .arg(at)
+        .arg(cmd.get_program())
+        .args(cmd.get_args())
+        .env_remove("DOT_FAILPOINT")
+        .env_remove("DOT_ROOT")
+        .output()
+        .unwrap()
+}
+
+/// A scratch tree standing in for the built-in layer directory `layer` (the path below `at`,
+/// bound there by [`with_bound`]): its root, and the directory that becomes `layer`.
+fn stand_in(
+    dir: &std::path::Path,
+    layer: &str,
+) -> (std::path::PathBuf, std::path::PathBuf, std::path::PathBuf) {
+    let layer = std::path::Path::new(layer);
+    let at = existing_ancestor(layer);
+    let tree = dir.join("tree");
+    let inside = tree.join(layer.strip_prefix(&at).unwrap());
+    std::fs::create_dir_all(inside.parent().unwrap()).unwrap();
+    std::fs::set_permissions(&tree, std::fs::Permissions::from_mode(0o755)).unwrap();
+    (tree, at, inside)
+}
+
+/// `--root` naming a system layer directory built into the tools — by its path, through a link,
+/// or by another path to the same directory — is refused (`root-unsafe`) by `dot-launch` and
+/// `dot-verify`: read as a root, the admin's masks and deny list would not apply to it. The same
+/// directory where it is not a system layer is an ordinary root.
+#[test]
+fn a_system_layer_named_as_a_root_is_refused() {
+    let dir = testkit::TempDir::new();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (tree, at, inside) = stand_in(dir.path(), proto::layers::VENDOR_DIR);
+    let acme = Publisher::new("acme", dir.path());
+    System::publish(
+        true,
+        &inside,
+        &acme,
+        "hello",
+        &workspace_bin("hello"),
+        "process",
+        "1.0.0",
+    );
+    let verify = |root: &std::path::Path| {
+        let mut c = common::tool("dot-verify");
+        c.args(["entry", "hello", "--root"]).arg(root);
+        c
+    };
+    // Not a system layer here: an ordinary root.
+    ok(verify(&inside).output().unwrap(), "dot-verify entry --root");
+    let link = dir.join("link");
+    std::os::unix::fs::symlink(proto::layers::VENDOR_DIR, &link).unwrap();
+    for named in [
+        std::path::Path::new(proto::layers::VENDOR_DIR),
+        &link,
+        &inside,
+    ] {
+        let e = assert_refused(&with_bound(&tree, &at, &verify(named)), 1, Kind::RootUnsafe);
+        assert!(e.message.contains("system's vendor layer"), "{}", e.message);
+    }
+    let state = dir.join("state");
+    let target = dir.join("out");
+    std::fs::create_dir(&target).unwrap();
+    let mut launch = common::tool("dot-launch");
+    launch
+        .args(["--root", proto::layers::VENDOR_DIR, "--state"])
+        .arg(&state)
+        .args(["hello", "--require-process-sandbox", "--target"])
+        .arg(&target);
+    assert_refused(&with_bound(&tree, &at, &launch), 1, Kind::RootUnsafe);
+    assert!(!state.exists(), "no state was made");
+    let mut doctor = common::tool("dot-verify");
+    doctor.args(["doctor", "--root", proto::layers::VENDOR_DIR]);
+    assert_refused(&with_bound(&tree, &at, &doctor), 1, Kind::RootUnsafe);
+}
+
+/// A launch with `--root` never commits into a system layer: a target inside the admin layer
+/// built into the tools (its trust store, say) is `target-invalid`, as it is for a launch from
+/// the system layers.
+#[test]
+fn a_root_launch_commits_nothing_into_a_system_layer() {
+    let env = common::Env::new();
+    let (tree, at, inside) = stand_in(env.dir.path(), proto::layers::ADMIN_DIR);
+    System::init_layer(&inside);
+    let publishers = std::path::Path::new(proto::layers::ADMIN_DIR).join("trust/publishers");
+    let mut launch = common::tool("dot-launch");
+    launch
+        .arg("--root")
+        .arg(&env.root)
+        .args(["hello", "--allow-audit-plugin", "--target"])
+        .arg(&publishers);
+    let e = assert_refused(&with_bound(&tree, &at, &launch), 2, Kind::TargetInvalid);
+    assert!(
+        e.message.contains(proto::layers::ADMIN_DIR),
+        "{}",
+        e.message
+    );
+    assert_eq!(
+        common::names(&inside.join("trust/publishers")),
+        Vec::<String>::new(),
+        "nothing was committed into the layer"
+    );
+    assert!(env.runs().is_empty());
 }

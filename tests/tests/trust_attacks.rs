@@ -1347,3 +1347,367 @@ fn sensitive_input_file() {
         Kind::Usage,
     );
 }
+
+/// `--input-file` through a magic link of `/proc` (`/proc/PID/root/…`) reaches a file of another
+/// mount namespace, whose path means another file here: a user's namespace binds a sensitive
+/// directory under a harmless name, and root's launch would read the real file while the match saw
+/// the harmless path. Such a path is refused (`input-file-unsafe`), and so is `/proc/self/root/…`;
+/// a file of the proc filesystem mounted elsewhere is sensitive as `/proc/**`.
+#[test]
+fn sensitive_input_through_another_mount_namespace() {
+    common::require_program("unshare", "util-linux");
+    let env = common::Env::new();
+    env.register_with(
+        "files",
+        &workspace_bin("hello"),
+        "audit",
+        &["--input", "data:file"],
+    );
+    let launch = |path: &Path| {
+        let arg = format!("data={}", path.display());
+        env.launch("files", &["--allow-audit-plugin", "--input-file", &arg])
+            .output()
+            .unwrap()
+    };
+    let secret = env.dir.join("secret");
+    fs::create_dir(&secret).unwrap();
+    fs::write(secret.join("data"), b"the secret\n").unwrap();
+    ok(&tool("dot-register")
+        .args(["policy", "set", "--root"])
+        .arg(&env.root)
+        .args(["--sensitive-input", &format!("{}/**", secret.display())])
+        .output()
+        .unwrap());
+    let e = testkit::assert_refused(&launch(&secret.join("data")), 1, Kind::InputFileSensitive);
+    assert_eq!(e.value.as_deref(), Some("data"));
+    // Another mount namespace binds the secret directory at ns/x (only there).
+    let bound = env.dir.join("ns/x");
+    fs::create_dir_all(&bound).unwrap();
+    let ready = env.dir.join("ready");
+    let mut holder = std::process::Command::new("unshare")
+        .args(["-m", "--propagation", "private", "sh", "-c"])
+        .arg(r#"mount --bind "$1" "$2" && : > "$3" && exec sleep 120"#)
+        .arg("sh")
+        .args([&secret, &bound, &ready])
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !ready.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the namespace never got ready"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let rel = bound.strip_prefix("/").unwrap().join("data");
+    let through = Path::new("/proc")
+        .join(holder.id().to_string())
+        .join("root")
+        .join(&rel);
+    assert_eq!(
+        fs::read(&through).unwrap(),
+        b"the secret\n",
+        "the path reaches the secret"
+    );
+    let e = testkit::assert_refused(&launch(&through), 1, Kind::InputFileUnsafe);
+    assert!(e.message.contains("magic link"), "{}", e.message);
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    // Our own namespace through a magic link: refused alike.
+    let plain = env.dir.join("plain.txt");
+    fs::write(&plain, b"plain\n").unwrap();
+    let own = Path::new("/proc/self/root").join(plain.strip_prefix("/").unwrap());
+    testkit::assert_refused(&launch(&own), 1, Kind::InputFileUnsafe);
+    assert!(
+        env.runs().is_empty() && env.target_files().is_empty(),
+        "nothing ran"
+    );
+    // The proc filesystem mounted elsewhere: sensitive as /proc/**.
+    let p = env.dir.join("p");
+    fs::create_dir(&p).unwrap();
+    let inner = env.launch(
+        "files",
+        &[
+            "--allow-audit-plugin",
+            "--input-file",
+            &format!("data={}/self/status", p.display()),
+        ],
+    );
+    let out = std::process::Command::new("unshare")
+        .args(["-m", "--propagation", "private", "sh", "-c"])
+        .arg(r#"mount -t proc proc "$1" || exit 97; shift; exec "$@""#)
+        .arg("sh")
+        .arg(&p)
+        .arg(inner.get_program())
+        .args(inner.get_args())
+        .env_remove("DOT_FAILPOINT")
+        .env_remove("DOT_ROOT")
+        .output()
+        .unwrap();
+    let e = testkit::assert_refused(&out, 1, Kind::InputFileSensitive);
+    assert!(e.message.contains("/proc/**"), "{}", e.message);
+    // A plain file is read as before.
+    let out = launch(&plain);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+}
+
+/// Environment names that load code the digest does not pin are refused whole families at a
+/// time: Lua's versioned names (`LUA_INIT_5_4`, read before `LUA_INIT`), OpenSSL's configuration
+/// and modules, Java's class path, Python's warnings (which import modules), GLib, GTK, Qt and
+/// GStreamer module paths. An entry signed before a name was refused is refused when it is read,
+/// naming the field.
+#[test]
+fn code_loading_environment_names_are_refused() {
+    let fx = Fx::new();
+    for name in [
+        "LUA_INIT_5_4",
+        "LUA_PATH_5_4",
+        "LUA_CPATH_5_4",
+        "OPENSSL_CONF",
+        "OPENSSL_MODULES",
+        "CLASSPATH",
+        "PYTHONWARNINGS",
+        "GEM_PATH",
+        "GIO_EXTRA_MODULES",
+        "GTK_MODULES",
+        "QT_PLUGIN_PATH",
+        "GST_PLUGIN_PATH",
+    ] {
+        let out = run(
+            "dot-register",
+            &[
+                os("entry"),
+                os("new"),
+                os("--name"),
+                os("x"),
+                os("--exe"),
+                os(&fx.exe),
+                os("--publisher"),
+                os("acme"),
+                os("--containment"),
+                os("process"),
+                os("--version"),
+                os("1.0.0"),
+                os("--env"),
+                os(name),
+            ],
+        );
+        let e = testkit::assert_refused(&out, 2, Kind::Usage);
+        assert!(e.message.contains(name), "{name}: {}", e.message);
+        assert!(
+            e.message.contains("cannot be declared"),
+            "{name}: {}",
+            e.message
+        );
+    }
+    // Signed with such a name before it was refused, planted: refused at verification, launch.
+    let entry = fx.entry("hello", "1.0.0");
+    let text = String::from_utf8(entry.to_bytes()).unwrap();
+    let text = text.replacen('{', "{\"env\":[\"LUA_INIT_5_4\"],", 1);
+    let bytes = text.into_bytes();
+    let name = Name::new("hello").unwrap();
+    fs::write(fx.root.entry(&name), &bytes).unwrap();
+    fs::write(fx.root.entry_sig(&name), fx.key.sign(&bytes, true)).unwrap();
+    let e = testkit::assert_refused(&fx.verify("hello"), 2, Kind::EntryMalformed);
+    assert_eq!(e.field.as_deref(), Some("env[0]"));
+    assert!(e.message.contains("LUA_INIT_5_4"), "{}", e.message);
+    let out = fx.launch("hello");
+    testkit::assert_refused(&out, 2, Kind::EntryMalformed);
+}
+
+/// In a development root a publisher's signed entry replaced by a local one (`dev --replace`) is
+/// a change of who vouches for the name: it needs `--accept-changes` naming it, as another
+/// publisher would.
+#[test]
+fn a_signed_entry_replaced_by_a_local_one_needs_consent() {
+    let dir = TempDir::new();
+    let root = dir.join("dev");
+    common::init_dev_root(&root);
+    let key = KeyPair::generate();
+    let pk = key.pk_path(dir.path());
+    ok(&run(
+        "dot-register",
+        &[
+            os("publisher"),
+            os("add"),
+            os("--root"),
+            os(&root),
+            os("--id"),
+            os("acme"),
+            os("--pubkey"),
+            os(&pk),
+        ],
+    ));
+    let exe = dir.join("hello");
+    testkit::copy_exe(&workspace_bin("hello"), &exe);
+    let entry = testkit::entry_for("hello", &exe, Containment::Process, Some("acme"));
+    let bytes = entry.to_bytes();
+    let (e, s) = (dir.join("hello.json"), dir.join("hello.json.minisig"));
+    fs::write(&e, &bytes).unwrap();
+    fs::write(&s, key.sign(&bytes, true)).unwrap();
+    ok(&run(
+        "dot-register",
+        &[
+            os("add"),
+            os("--root"),
+            os(&root),
+            os("--entry"),
+            os(&e),
+            os("--signature"),
+            os(&s),
+            os("--exe"),
+            os(&exe),
+        ],
+    ));
+    let dev = |extra: &[&str]| {
+        let mut c = tool("dot-register");
+        c.args(["dev", "--root"])
+            .arg(&root)
+            .args(["--name", "hello", "--exe"])
+            .arg(&exe)
+            .args(["--containment", "process", "--replace"])
+            .args(extra);
+        c.output().unwrap()
+    };
+    let before = testkit::tree_snapshot(&root);
+    let err = testkit::assert_refused(&dev(&[]), 1, Kind::ChangesNeedConsent);
+    assert_eq!(before, testkit::tree_snapshot(&root), "nothing changed");
+    let changes = err.changes.unwrap();
+    assert_eq!(
+        changes.trust,
+        Some([proto::Trust::Signed, proto::Trust::Local])
+    );
+    assert!(
+        err.message.contains("trust signed -> local"),
+        "{}",
+        err.message
+    );
+    let token = err.value.unwrap();
+    let r: register::report::AddReport = testkit::assert_ok(&dev(&["--accept-changes", &token]));
+    assert_eq!(r.trust, proto::Trust::Local);
+}
+
+/// The minisign CLI prints a key id without its leading zeros (about one key in 16): that id, as
+/// printed, revokes the key and denies it.
+#[test]
+fn key_ids_as_minisign_prints_them() {
+    let fx = Fx::new();
+    let key = loop {
+        let k = KeyPair::generate();
+        if k.key_id().starts_with('0') {
+            break k;
+        }
+    };
+    let printed = key.key_id().trim_start_matches('0').to_owned();
+    assert!(printed.len() < 16);
+    fx.force_key(&key, &[]);
+    let p: proto::Publisher = testkit::assert_ok(&fx.reg(&[
+        "publisher",
+        "revoke",
+        "--id",
+        "acme",
+        "--key",
+        &printed,
+        "--reason",
+        "leaked",
+    ]));
+    let k = p.keys.iter().find(|k| k.key_id == key.key_id()).unwrap();
+    assert!(k.revoked.is_some());
+    assert_eq!(fx.last_audit().key_id, Some(key.key_id()));
+    let d: proto::trust::DenyList =
+        testkit::assert_ok(&fx.reg(&["deny", "add", "--key", &printed, "--reason", "leaked"]));
+    assert_eq!(d.keys[0].value, key.key_id());
+    assert_eq!(d.ed25519.len(), 1, "denied by its bytes too");
+    let d: proto::trust::DenyList =
+        testkit::assert_ok(&fx.reg(&["deny", "remove", "--key", &printed]));
+    assert!(d.keys.is_empty() && d.ed25519.is_empty());
+    testkit::assert_refused(
+        &fx.reg(&["deny", "add", "--key", "12345678901234567", "--reason", "x"]),
+        2,
+        Kind::Usage,
+    );
+}
+
+/// `deny add --key ID` of a key no trust store in reach lists cannot record the key's bytes, and
+/// the id alone is no deny (minisign's key id is covered by no signature: the same key comes back
+/// under another id): it is refused, nothing written, and `--pubkey` denies the key itself, under
+/// whatever id it is listed later.
+#[test]
+fn a_key_denied_before_it_is_listed_is_denied_by_its_bytes() {
+    let fx = Fx::new();
+    let stranger = KeyPair::generate();
+    let before = fx.snap();
+    let e = fx.refused(
+        &before,
+        &fx.reg(&[
+            "deny",
+            "add",
+            "--key",
+            &stranger.key_id(),
+            "--reason",
+            "leaked",
+        ]),
+        Kind::KeyUnknown,
+    );
+    assert_eq!(
+        (e.field.as_deref(), e.value.as_deref()),
+        (Some("key_id"), Some(stranger.key_id().as_str()))
+    );
+    assert!(e.message.contains("--pubkey"), "{}", e.message);
+    let pk = stranger.pk_path(fx.dir.path());
+    ok(&fx.reg(&[
+        "deny",
+        "add",
+        "--pubkey",
+        pk.to_str().unwrap(),
+        "--reason",
+        "leaked",
+    ]));
+    let before = fx.snap();
+    let again = stranger.relisted();
+    let e = fx.refused(
+        &before,
+        &fx.publisher_add("later", &again, &[]),
+        Kind::Denied,
+    );
+    assert_eq!(e.value, Some(again.key_id()));
+}
+
+/// With a maximum signature age, a signature claiming a time in the future would never grow old:
+/// beyond a small skew it is refused (`signature-time-future`) at registration, verification and
+/// launch; within the skew it is accepted.
+#[test]
+fn a_signature_from_the_future_never_grows_old() {
+    let fx = Fx::new();
+    ok(&fx.reg(&["policy", "set", "--max-signature-age-secs", "86400"]));
+    let entry = fx.entry("hello", "1.0.0");
+    let bytes = entry.to_bytes();
+    let year_2100 = 4_102_444_800;
+    let before = fx.snap();
+    let e = fx.refused(
+        &before,
+        &fx.add_raw(&bytes, &fx.key.sign_at(&bytes, year_2100), &fx.exe, &[]),
+        Kind::SignatureTimeFuture,
+    );
+    assert_eq!(e.value, Some(fx.key.key_id()));
+    assert!(e.message.contains("4102444800"), "{}", e.message);
+    let exe = fs::read(&fx.exe).unwrap();
+    testkit::install_entry(
+        &fx.root,
+        "hello",
+        &bytes,
+        Some(&fx.key.sign_at(&bytes, year_2100)),
+        &exe,
+    );
+    testkit::assert_refused(&fx.verify("hello"), 1, Kind::SignatureTimeFuture);
+    fx.launch_refused("hello", Kind::SignatureTimeFuture);
+    // A clock a minute ahead of ours is within the skew.
+    let soon = verify::trust::now() + 60;
+    ok(&fx.add_raw(
+        &bytes,
+        &fx.key.sign_at(&bytes, soon),
+        &fx.exe,
+        &["--replace"],
+    ));
+    ok(&fx.verify("hello"));
+}

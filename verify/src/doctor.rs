@@ -163,6 +163,8 @@ pub struct DoctorPublisher {
 /// warning window (`warn_days`, default the policy's `expiry_warning_days`).
 /// The entries share one [`Batch`]: each distinct store file is digested once.
 pub fn doctor(root: &Root, warn_days: Option<u64>) -> Result<DoctorReport, VerifyError> {
+    // A system layer is reported as the system layers are read, not as a root of its own.
+    layers::check_not_a_layer(root)?;
     let batch = Batch::new(root)?;
     let ctx = batch.ctx();
     let warn_days = warn_days.unwrap_or(ctx.policy.expiry_warning_days);

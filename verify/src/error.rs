@@ -151,6 +151,9 @@ pub enum VerifyError {
         reason: String,
         root: PathBuf,
     },
+    /// `deny add --key ID` whose key no trust store in reach lists: its bytes are unknown.
+    #[error("no trust store in reach ({} or a system layer) lists a key {key_id}, so its bytes are unknown; a deny of the id alone would not hold against the same key listed under another id (a minisign key id is covered by no signature): deny the key itself with --pubkey FILE, its public key file", .path.display())]
+    KeyBytesUnknown { key_id: String, path: PathBuf },
     #[error("{} is not a valid trust document: {source}", .path.display())]
     TrustMalformed {
         path: PathBuf,
@@ -165,6 +168,13 @@ pub enum VerifyError {
         at: u64,
         not_before: Option<u64>,
         not_after: Option<u64>,
+    },
+    #[error("the signature by key {key_id} claims to be made at {at}, more than {skew} s after this machine's time {now}: a signature from the future would never grow old")]
+    SignatureTimeFuture {
+        key_id: String,
+        at: u64,
+        now: u64,
+        skew: u64,
     },
     #[error("the signature by key {key_id} was made at {at}, older than the root's maximum signature age of {max_age} s")]
     SignatureTooOld {
@@ -364,6 +374,7 @@ impl VerifyError {
             | E::Usage(_)
             | E::SignatureTimeMissing { .. }
             | E::KeyNotValidAt { .. }
+            | E::SignatureTimeFuture { .. }
             | E::SignatureTooOld { .. } => return None,
             E::ThresholdNotMet(s) => &s.path,
             E::NameNotDelegated(u) => &u.path,
@@ -397,6 +408,7 @@ impl VerifyError {
             | E::PubkeyMalformed { path, .. }
             | E::Denied { path, .. }
             | E::TrustMalformed { path, .. }
+            | E::KeyBytesUnknown { path, .. }
             | E::EntryExpired { path, .. }
             | E::TooLarge { path, .. }
             | E::DynamicNotGranted { path, .. }
@@ -483,6 +495,8 @@ impl ToErrorObject for VerifyError {
             E::SignatureTimeMissing { .. } => Kind::SignatureTimeMissing,
             E::KeyNotValidAt { .. } => Kind::KeyNotValid,
             E::SignatureTooOld { .. } => Kind::SignatureTooOld,
+            E::SignatureTimeFuture { .. } => Kind::SignatureTimeFuture,
+            E::KeyBytesUnknown { .. } => Kind::KeyUnknown,
             E::EntryExpired { .. } => Kind::EntryExpired,
             E::TooLarge { .. } => Kind::TooLarge,
             E::DynamicNotGranted { .. } => Kind::DynamicNotGranted,
@@ -597,10 +611,14 @@ impl ToErrorObject for VerifyError {
                 Some(f) => obj.field(f),
                 None => obj,
             },
-            E::SignatureTimeMissing { key_id, .. } | E::SignatureTooOld { key_id, .. } => {
+            E::SignatureTimeMissing { key_id, .. }
+            | E::SignatureTooOld { key_id, .. }
+            | E::SignatureTimeFuture { key_id, .. } => {
                 obj.field("trusted_comment").value(key_id.clone())
             }
-            E::KeyNotValidAt { key_id, .. } => obj.field("key_id").value(key_id.clone()),
+            E::KeyNotValidAt { key_id, .. } | E::KeyBytesUnknown { key_id, .. } => {
+                obj.field("key_id").value(key_id.clone())
+            }
             E::EntryExpired { expires, .. } => obj.field("expires").value(expires.to_string()),
             E::TooLarge {
                 field, size, root, ..

@@ -57,10 +57,26 @@ pub struct Answer {
 /// as a root's registry part (`root::check_root`: it and its registry directories real directories
 /// owned by root or by us and writable by no one else). A layer holds no state, and is never a
 /// development root (a `DEV` marker in it is not honoured: local entries are refused there).
+/// A layer reached through a symbolic link whose target is missing (the layer itself, or a
+/// directory above it: a volume not mounted yet) is not absent but `root-unsafe`: its masks,
+/// deny list and revocations would silently stop applying.
 pub fn check_layer(dir: &Path) -> Result<Option<Root>, VerifyError> {
     match std::fs::metadata(dir) {
         Ok(_) => {}
-        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.kind() == ErrorKind::NotFound => {
+            return match dangling_link(dir) {
+                Some((link, to)) => Err(VerifyError::RootUnsafe {
+                    path: link.clone(),
+                    reason: format!(
+                        "the system layer {} is reached through the symbolic link {} to {}, which does not exist; a layer that cannot be read is not an absent one (its masks, deny list and revocations would stop applying): mount or restore it, or remove the link",
+                        dir.display(),
+                        link.display(),
+                        to.display()
+                    ),
+                }),
+                None => Ok(None),
+            };
+        }
         Err(e) => return Err(VerifyError::io(dir, e)),
     }
     let layer = Root::single(dir);
@@ -79,6 +95,58 @@ pub fn check_layer(dir: &Path) -> Result<Option<Root>, VerifyError> {
         }),
         Err(e) => Err(e),
     }
+}
+
+/// The nearest of `path` and its parents that is a symbolic link whose target does not exist
+/// (with that target), when `path` itself cannot be reached; `None` when the path simply ends
+/// before it (a real directory, or a link that resolves, is the last that exists).
+fn dangling_link(path: &Path) -> Option<(PathBuf, PathBuf)> {
+    for p in path.ancestors() {
+        match std::fs::symlink_metadata(p) {
+            Ok(m) if m.file_type().is_symlink() => {
+                return match std::fs::metadata(p) {
+                    Err(e) if e.kind() == ErrorKind::NotFound => {
+                        Some((p.to_path_buf(), std::fs::read_link(p).unwrap_or_default()))
+                    }
+                    _ => None,
+                };
+            }
+            Ok(_) => return None,
+            Err(_) => continue,
+        }
+    }
+    None
+}
+
+/// Refuses `root` when it is one of the system layers built into the tools (by device and inode,
+/// so a symbolic link, a bind mount or another spelling of the path is seen through): named by
+/// `--root`, a layer would be read as a root of its own, and the admin layer's masks, deny list,
+/// revocations, thresholds and pins would not apply to it. The system layers are read without
+/// `--root`. A layer that does not exist, or a root that cannot be examined, refuses nothing here
+/// (the root's own checks come next).
+pub fn check_not_a_layer(root: &Root) -> Result<(), VerifyError> {
+    check_not_among(root, &SystemLayers::new(None))
+}
+
+/// [`check_not_a_layer`] against the layers `sys`.
+fn check_not_among(root: &Root, sys: &SystemLayers) -> Result<(), VerifyError> {
+    use std::os::unix::fs::MetadataExt;
+    let ident = |p: &Path| std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()));
+    let Some(mine) = ident(root.path()) else {
+        return Ok(());
+    };
+    for (layer, dir) in sys.each() {
+        if ident(dir) == Some(mine) {
+            return Err(VerifyError::RootUnsafe {
+                path: root.path().to_path_buf(),
+                reason: format!(
+                    "it is the system's {layer} layer ({}): as a root, the admin layer's masks, deny list, revocations, thresholds and name pins would not apply to it; the system layers are read without --root",
+                    dir.display()
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// The system layers that exist, each checked (`check_layer`), vendor first.
@@ -232,7 +300,10 @@ pub enum Checked {
 /// layers present — with none, the name's refusal (`entry-missing`), as [`answer`] gives it.
 pub fn check_registry(reg: &Registry, name: &Name) -> Result<Checked, VerifyError> {
     match reg {
-        Registry::Root(root) => Ok(Checked::Root(root::check_root(root)?)),
+        Registry::Root(root) => {
+            check_not_a_layer(root)?;
+            Ok(Checked::Root(root::check_root(root)?))
+        }
         Registry::System(sys) => {
             let present = present_layers(sys)?;
             if present.is_empty() {
@@ -333,6 +404,52 @@ pub fn sensitive_inputs(reg: &Registry) -> Result<Vec<String>, VerifyError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_layer_named_as_a_root_is_refused_by_its_identity() {
+        let dir = testkit::TempDir::new();
+        let sys = SystemLayers::new(Some(dir.path()));
+        std::fs::create_dir_all(&sys.vendor).expect("vendor");
+        std::fs::create_dir_all(&sys.admin).expect("admin");
+        let link = dir.join("link");
+        std::os::unix::fs::symlink(&sys.admin, &link).expect("link");
+        for (named, layer) in [(&sys.vendor, "vendor"), (&link, "admin")] {
+            match check_not_among(&Root::single(named), &sys) {
+                Err(VerifyError::RootUnsafe { reason, .. }) => {
+                    assert!(
+                        reason.contains(&format!("system's {layer} layer")),
+                        "{reason}"
+                    )
+                }
+                other => panic!("{}: {other:?}", named.display()),
+            }
+        }
+        let other = dir.join("other");
+        std::fs::create_dir(&other).expect("other");
+        assert!(check_not_among(&Root::single(&other), &sys).is_ok());
+        assert!(check_not_among(&Root::single(dir.join("missing")), &sys).is_ok());
+    }
+
+    #[test]
+    fn a_dangling_link_on_the_way_to_a_layer_is_found() {
+        let dir = testkit::TempDir::new();
+        let etc = dir.join("etc");
+        std::fs::create_dir(&etc).expect("etc");
+        assert_eq!(dangling_link(&etc.join("dot")), None, "simply absent");
+        std::os::unix::fs::symlink(dir.join("gone"), etc.join("dot")).expect("link");
+        assert_eq!(
+            dangling_link(&etc.join("dot")),
+            Some((etc.join("dot"), dir.join("gone")))
+        );
+        let up = dir.join("usr-local-etc");
+        std::os::unix::fs::symlink(dir.join("volume"), &up).expect("link");
+        assert_eq!(
+            dangling_link(&up.join("dot")),
+            Some((up.clone(), dir.join("volume")))
+        );
+        std::fs::create_dir(dir.join("volume")).expect("volume");
+        assert_eq!(dangling_link(&up.join("dot")), None, "the link resolves");
+    }
 
     #[test]
     fn the_sysroot_is_recovered_from_the_layers() {

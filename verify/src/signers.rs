@@ -4,8 +4,11 @@
 //! 1. the deny list first: every signature's key id
 //! 2. the publisher the entry names: in the trust store, not revoked
 //! 3. the rules that bind it: its own threshold, level and name pins, and — for an entry of the
-//!    vendor layer — those of the admin layer's record of the same publisher (the same id, or a
-//!    key with the same bytes): the highest threshold, the strictest level, every layer's pins
+//!    vendor layer — those of the admin layer's records of the same publisher (the same id, or a
+//!    key with the same bytes): the highest threshold, the strictest level, every layer's pins;
+//!    and each such admin record *governs* the entry: its threshold is met only by keys whose
+//!    bytes that record holds (a record merely named like the admin's, or holding one of its keys
+//!    beside keys of its own, brings no key of its own into the admin's count)
 //! 4. the name: inside the publisher's pins; without pins, not pinned by another publisher
 //!    (`name-not-delegated`)
 //! 5. every signature on its own (`signature`): a valid minisign signature over the entry's bytes
@@ -13,7 +16,9 @@
 //!    signature's trusted time. A signature that passes counts for its key's bytes: the same key
 //!    twice (under one id or two) counts once
 //! 6. enough distinct keys for the threshold (`threshold-not-met`; with a threshold of 1 the one
-//!    failing signature's own refusal, as before thresholds)
+//!    failing signature's own refusal, as before thresholds), and for each governing admin record
+//!    enough of *its* keys (`threshold-not-met`, naming that record): so the admin's pins and
+//!    threshold are kept by the admin's keys, not by a publisher id
 //! 7. the level: an `audit` entry of a `verified` publisher is `level-needs-process`
 
 use crate::entry::{check_by_publisher, load_publisher, Signed};
@@ -54,6 +59,22 @@ pub struct Rules {
     pub level_from: (PathBuf, Root),
     /// Each record's pins (record path, its root, globs), when it has any.
     pub pins: Vec<(PathBuf, Root, Vec<String>)>,
+    /// The records of the layers above that govern the publisher: only their own keys count
+    /// toward their thresholds.
+    pub governing: Vec<Governing>,
+}
+
+/// A record of a layer above (the admin layer's) that governs a publisher of the entry's layer:
+/// the same id, or a key with the same bytes.
+#[derive(Debug)]
+pub struct Governing {
+    /// The record's path.
+    pub path: PathBuf,
+    pub id: Name,
+    /// Its threshold (at least 1: one of its keys must sign).
+    pub threshold: u32,
+    /// The Ed25519 bytes (hex) of its keys: the only keys that count toward its threshold.
+    pub keys: Vec<String>,
 }
 
 impl Rules {
@@ -65,6 +86,7 @@ impl Rules {
             level: p.level,
             level_from: (path.to_path_buf(), root.clone()),
             pins: Vec::new(),
+            governing: Vec::new(),
         };
         if !p.names.is_empty() {
             r.pins
@@ -73,10 +95,17 @@ impl Rules {
         let mine = key_bytes(p);
         for o in &ctx.others {
             for (q, qpath) in &o.above {
-                let same = q.id == p.id || key_bytes(q).iter().any(|b| mine.contains(b));
+                let theirs = key_bytes(q);
+                let same = q.id == p.id || theirs.iter().any(|b| mine.contains(b));
                 if !same {
                     continue;
                 }
+                r.governing.push(Governing {
+                    path: qpath.clone(),
+                    id: q.id.clone(),
+                    threshold: q.threshold.max(1),
+                    keys: theirs,
+                });
                 if q.threshold > r.threshold {
                     r.threshold = q.threshold;
                     r.threshold_from = qpath.clone();
@@ -172,6 +201,40 @@ pub fn check_signed(
             record: rules.threshold_from,
             next: None,
         })));
+    }
+    // Each governing record of the layer above counts its own keys only.
+    for g in &rules.governing {
+        let mine: Vec<&Signed> = counted
+            .iter()
+            .filter(|(hex, _)| g.keys.contains(hex))
+            .map(|(_, s)| s)
+            .collect();
+        if mine.len() < g.threshold as usize {
+            let mut why = uncounted.clone();
+            why.extend(
+                counted
+                    .iter()
+                    .filter(|(hex, _)| !g.keys.contains(hex))
+                    .map(|(_, s)| {
+                        format!(
+                            "key {} is not a key of {} ({}): only that record's keys count toward its threshold",
+                            s.info.key_id,
+                            g.id,
+                            g.path.display()
+                        )
+                    }),
+            );
+            return Err(VerifyError::ThresholdNotMet(Box::new(Shortfall {
+                path: PathBuf::new(),
+                id: g.id.to_string(),
+                name: entry.name.to_string(),
+                needed: g.threshold,
+                counted: mine.iter().map(|s| s.info.key_id.clone()).collect(),
+                uncounted: why,
+                record: g.path.clone(),
+                next: None,
+            })));
+        }
     }
     if rules.level == Level::Verified && entry.containment == Containment::Audit {
         let (record, at) = rules.level_from;

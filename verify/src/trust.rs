@@ -21,6 +21,11 @@ pub fn now() -> u64 {
         .unwrap_or(0)
 }
 
+/// How far after this machine's clock a signature's trusted timestamp may lie (5 minutes: the
+/// signer's clock and ours may differ a little). Further, it is `signature-time-future`, wherever
+/// the signature's time matters (a key with a validity window, a maximum signature age).
+pub const MAX_SIGNATURE_SKEW_SECS: u64 = 300;
+
 /// What every trust decision of one command reads once: the deny list, the policy, the time.
 #[derive(Clone, Debug)]
 pub struct TrustContext {
@@ -230,7 +235,9 @@ impl TrustContext {
     /// The signature's time rule: with a `timestamp:N` in the authenticated trusted comment, the
     /// key must be valid at N (not revoked, inside its bounds) and N must not be older than the
     /// policy's maximum age. Without one, the signature is accepted only when the key has no
-    /// bounds and the policy sets no maximum age.
+    /// bounds and the policy sets no maximum age. Where the time matters (the key has bounds, or
+    /// the policy a maximum age), N may not lie more than [`MAX_SIGNATURE_SKEW_SECS`] after now: a
+    /// signature from the future would never grow old.
     pub fn check_signature_time(
         &self,
         publisher: &Name,
@@ -250,6 +257,15 @@ impl TrustContext {
             }
             return Ok(None);
         };
+        let matters = key.bounded() || self.policy.max_signature_age_secs.is_some();
+        if matters && at > self.now.saturating_add(MAX_SIGNATURE_SKEW_SECS) {
+            return Err(VerifyError::SignatureTimeFuture {
+                key_id: key.key_id.clone(),
+                at,
+                now: self.now,
+                skew: MAX_SIGNATURE_SKEW_SECS,
+            });
+        }
         if !key.valid_at(at) {
             return Err(VerifyError::KeyNotValidAt {
                 id: publisher.to_string(),

@@ -1,7 +1,7 @@
 //! The widening between a registered entry and its replacement that needs re-consent.
 
 use crate::digest::Sha256;
-use crate::entry::{Containment, Entry, InputDecl};
+use crate::entry::{Containment, Entry, InputDecl, Trust};
 use crate::name::Name;
 use serde::{Deserialize, Serialize};
 
@@ -18,6 +18,11 @@ pub struct Changes {
     /// Another publisher signs the name: `[old, new]` (a name belongs to its publisher).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub publisher: Option<[Name; 2]>,
+    /// Who vouches for the entry changed, `[old, new]`: a publisher's signed entry replaced by a
+    /// local one of the owner's (`dev --replace` in a development root), or the other way round.
+    /// Like another publisher, it is a change of who the name belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trust: Option<[Trust; 2]>,
     /// `process` → `audit`: the containment requirement's risk was raised.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub containment: Option<[Containment; 2]>,
@@ -54,6 +59,7 @@ impl Changes {
             (Some(a), Some(b)) if a != b => Some([a.clone(), b.clone()]),
             _ => None,
         };
+        let trust = (old.trust != new.trust).then_some([old.trust, new.trust]);
         let containment = (old.containment == Containment::Process
             && new.containment == Containment::Audit)
             .then_some([old.containment, new.containment]);
@@ -90,6 +96,7 @@ impl Changes {
             .cloned()
             .collect();
         if publisher.is_none()
+            && trust.is_none()
             && containment.is_none()
             && inputs_added.is_empty()
             && protocol.is_none()
@@ -104,6 +111,7 @@ impl Changes {
             from_sha256: old.sha256,
             to_sha256: new.sha256,
             publisher,
+            trust,
             containment,
             inputs_added,
             protocol,
@@ -124,6 +132,9 @@ impl Changes {
         let mut parts = Vec::new();
         if let Some([a, b]) = &self.publisher {
             parts.push(format!("publisher {a} -> {b}"));
+        }
+        if let Some([a, b]) = &self.trust {
+            parts.push(format!("trust {a} -> {b}"));
         }
         if let Some([a, b]) = &self.containment {
             parts.push(format!("containment {a} -> {b}"));
@@ -248,6 +259,33 @@ impl Interval {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_signed_entry_replaced_by_a_local_one_is_a_change() {
+        let signed = crate::Entry::parse(
+            br#"{"schema":1,"name":"hello","version":"1.0.0","trust":"signed","publisher":"acme","sha256":"0000000000000000000000000000000000000000000000000000000000000000","size":1,"protocol":">=1.0, <2","inputs":[],"containment":"process"}"#,
+        )
+        .expect("signed entry");
+        let mut local = signed.clone();
+        local.trust = Trust::Local;
+        local.publisher = None;
+        let c = Changes::between(&signed, &local).expect("a change");
+        assert_eq!(c.trust, Some([Trust::Signed, Trust::Local]));
+        assert_eq!(c.publisher, None);
+        assert!(
+            c.describe().contains("trust signed -> local"),
+            "{}",
+            c.describe()
+        );
+        let back = Changes::between(&local, &signed).expect("a change");
+        assert_eq!(back.trust, Some([Trust::Local, Trust::Signed]));
+        assert_eq!(Changes::between(&signed, &signed), None);
+        // Without a change of trust the token is what it was before the field existed.
+        let mut wider = signed.clone();
+        wider.containment = Containment::Audit;
+        let c = Changes::between(&signed, &wider).expect("a widening");
+        assert!(!serde_json::to_string(&c).expect("json").contains("trust"));
+    }
 
     #[test]
     fn protocol_widening_is_judged_on_intervals() {

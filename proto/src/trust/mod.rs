@@ -56,6 +56,16 @@ pub fn is_key_id(s: &str) -> bool {
             .all(|b| b.is_ascii_digit() || (b'A'..=b'F').contains(&b))
 }
 
+/// A key id typed by a person, as the 16 uppercase hex digits the documents hold: 1 to 16
+/// uppercase hex digits, zero-padded on the left. The minisign CLI prints a key id without its
+/// leading zeros (`%llX`: 15 digits for about one key in 16), and what it prints must name the key.
+pub fn parse_key_id(s: &str) -> Option<String> {
+    let ok = (1..=16).contains(&s.len())
+        && s.bytes()
+            .all(|b| b.is_ascii_digit() || (b'A'..=b'F').contains(&b));
+    ok.then(|| format!("{s:0>16}"))
+}
+
 /// The `timestamp:N` field of a minisign trusted comment (`timestamp:<unix>\tfile:…`), if present
 /// and a number.
 pub fn comment_timestamp(trusted_comment: &str) -> Option<u64> {
@@ -68,6 +78,30 @@ pub fn comment_timestamp(trusted_comment: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_key_id_is_taken_as_minisign_prints_it() {
+        assert_eq!(
+            parse_key_id("BAE85C4B60B625").as_deref(),
+            Some("00BAE85C4B60B625")
+        );
+        assert_eq!(
+            parse_key_id("97EA6871837E5DF2").as_deref(),
+            Some("97EA6871837E5DF2")
+        );
+        assert_eq!(parse_key_id("1").as_deref(), Some("0000000000000001"));
+        for bad in [
+            "",
+            "0123456789ABCDEF0",
+            "XYZ",
+            "12 34",
+            "+1",
+            "97ea6871837e5df2",
+        ] {
+            assert_eq!(parse_key_id(bad), None, "{bad:?}");
+        }
+        assert!(parse_key_id("BAE85C4B60B625").is_some_and(|k| is_key_id(&k)));
+    }
 
     #[test]
     fn timestamp_comes_from_the_trusted_comment() {
