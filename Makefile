@@ -57,7 +57,10 @@ LIBEXEC_TOOLS := dot-canary
 BIN_TOOLS := $(filter-out $(LIBEXEC_TOOLS),$(TOOLS))
 MAN1    := $(TOOLS:%=man/%.1)
 MAN7    := man/dot.7
-DOCS    := README.md $(wildcard docs/*.md)
+# The docs keep the source tree's layout under DOCDIR (README.md beside docs/), so the README's
+# relative links (docs/errors.md, BENCHMARKS.md) hold where they are installed too.
+TOP_DOCS := README.md BENCHMARKS.md
+SUB_DOCS := $(wildcard docs/*.md)
 
 DEMO_ROOT := demo/root
 DEMO_OUT  := demo/out
@@ -163,19 +166,24 @@ bench:
 # Every dot-* tool in BINDIR (dot-sandbox beside dot-launch: it is found next to it, never through
 # PATH), dot-canary in LIBEXECDIR/dot (out of PATH; `dot-sandbox probe --prove` finds it there),
 # each without its `.comment` section (the toolchains' version strings), section 1 and 7 man pages
-# in MANDIR, the docs in DOCDIR. `uninstall` removes exactly these files, and LIBEXECDIR/dot and
-# DOCDIR, which are dot's own; shared directories stay.
+# in MANDIR, the docs in DOCDIR (README.md and docs/ as in the source tree), the bash completion
+# in COMPLETIONSDIR. Nothing is written outside DESTDIR: the completion is generated from the
+# built tools' --help into a temporary file. `uninstall` removes exactly these files, and
+# LIBEXECDIR/dot, DOCDIR/docs and DOCDIR, which are dot's own; shared directories (BINDIR, MANDIR,
+# COMPLETIONSDIR, which bash-completion owns) stay.
 install: $(if $(filter release,$(PROFILE)),installable)
-	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR)/dot $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(DOCDIR)
+	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR)/dot $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(DOCDIR)/docs
 	for t in $(BIN_TOOLS); do $(INSTALL) -m 0755 $(BUILT)/$$t $(DESTDIR)$(BINDIR)/$$t || exit 1; done
 	for t in $(LIBEXEC_TOOLS); do $(INSTALL) -m 0755 $(BUILT)/$$t $(DESTDIR)$(LIBEXECDIR)/dot/$$t || exit 1; done
 	for t in $(BIN_TOOLS:%=$(DESTDIR)$(BINDIR)/%) $(LIBEXEC_TOOLS:%=$(DESTDIR)$(LIBEXECDIR)/dot/%); do $(OBJCOPY) --remove-section=.comment $$t || exit 1; done
 	$(INSTALL) -m 0644 $(MAN1) $(DESTDIR)$(MANDIR)/man1/
 	$(INSTALL) -m 0644 $(MAN7) $(DESTDIR)$(MANDIR)/man7/
-	$(INSTALL) -m 0644 $(DOCS) $(DESTDIR)$(DOCDIR)/
+	$(INSTALL) -m 0644 $(TOP_DOCS) $(DESTDIR)$(DOCDIR)/
+	$(INSTALL) -m 0644 $(SUB_DOCS) $(DESTDIR)$(DOCDIR)/docs/
 	$(INSTALL) -d $(DESTDIR)$(COMPLETIONSDIR)
-	packaging/completion.sh $(BUILT) $(BIN_TOOLS) > $(BUILT)/dot.bash
-	for t in $(BIN_TOOLS); do $(INSTALL) -m 0644 $(BUILT)/dot.bash $(DESTDIR)$(COMPLETIONSDIR)/$$t || exit 1; done
+	tmp=$$(mktemp) && trap 'rm -f "$$tmp"' EXIT && \
+		packaging/completion.sh $(BUILT) $(BIN_TOOLS) > "$$tmp" && \
+		for t in $(BIN_TOOLS); do $(INSTALL) -m 0644 "$$tmp" $(DESTDIR)$(COMPLETIONSDIR)/$$t || exit 1; done
 
 # What `make install` installs is the last release build: it builds (or rebuilds) only when there
 # is none, or when the one there has other layer paths compiled in than this PREFIX/SYSCONFDIR/
@@ -196,8 +204,9 @@ uninstall:
 	rmdir $(DESTDIR)$(LIBEXECDIR)/dot 2>/dev/null || true
 	for m in $(notdir $(MAN1)); do rm -f $(DESTDIR)$(MANDIR)/man1/$$m; done
 	for m in $(notdir $(MAN7)); do rm -f $(DESTDIR)$(MANDIR)/man7/$$m; done
-	for d in $(notdir $(DOCS)); do rm -f $(DESTDIR)$(DOCDIR)/$$d; done
+	for d in $(TOP_DOCS) $(SUB_DOCS); do rm -f $(DESTDIR)$(DOCDIR)/$$d; done
 	for t in $(BIN_TOOLS); do rm -f $(DESTDIR)$(COMPLETIONSDIR)/$$t; done
+	rmdir $(DESTDIR)$(DOCDIR)/docs 2>/dev/null || true
 	rmdir $(DESTDIR)$(DOCDIR) 2>/dev/null || true
 
 # A Debian package of dot from `make install PREFIX=/usr` (binaries, man pages, docs), built by

@@ -4,8 +4,9 @@
 #
 #   packaging/completion.sh BINDIR TOOL...
 #
-# `make build` writes it next to the release binaries; `make install` installs it as
-# $(COMPLETIONSDIR)/TOOL for each tool on PATH (bash-completion loads a command's file by its name).
+# `make install` writes it to a temporary file and installs it as $(COMPLETIONSDIR)/TOOL for each
+# tool on PATH (bash-completion loads a command's file by its name); nothing is written beside the
+# binaries.
 set -euo pipefail
 dir=$1
 shift
@@ -15,14 +16,18 @@ commands() {
   awk '/^Commands:/ { c = 1; next } /^[A-Z][A-Za-z ()]*:/ { c = 0 } c && /^  [a-z][a-z0-9-]*( |$)/ { print $1 }'
 }
 
-# The subcommands and long options of a help text on stdin, one line, sorted.
+# The subcommands and long options of a help text on stdin, one line, sorted. An option is the
+# first word of a line that starts with one (`  --root <root>`, `  -V, --version`); an option named
+# inside a description (`... dot-launch --input-file refuses ...`) is not one of this command's.
 words() {
   awk '
     /^Commands:/ { c = 1; next }
     /^[A-Z][A-Za-z ()]*:/ { c = 0 }
     c && /^  [a-z][a-z0-9-]*( |$)/ { print $1 }
     /^  (-[A-Za-z], )?--[a-z0-9-]+/ {
-      for (i = 1; i <= NF; i++) if ($i ~ /^--[a-z0-9-]+,?$/) { sub(",", "", $i); print $i }
+      o = ($1 ~ /^-[A-Za-z],$/) ? $2 : $1
+      sub(",$", "", o)
+      print o
     }' | sort -u | tr '\n' ' ' | sed 's/ $//'
 }
 

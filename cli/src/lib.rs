@@ -274,6 +274,24 @@ Common options (every dot tool):
   --human           errors as one readable line on stderr (the default on a terminal)
 ";
 
+/// [`COMMON_HELP`] for the help text `help`. A subcommand with a `--version` option of
+/// its own (the plugin's version: `dot-register dev`, `entry new`) gets the common `--version`
+/// said apart from it, so the two cannot be taken for each other.
+pub fn common_help(help: &str) -> std::borrow::Cow<'static, str> {
+    let own = help
+        .lines()
+        .any(|l| l.trim_start().starts_with("--version "));
+    match own {
+        false => COMMON_HELP.into(),
+        true => COMMON_HELP
+            .replace(
+                "(first argument only)",
+                "(only as the first argument, before any\n                    subcommand; the --version above is the plugin's)",
+            )
+            .into(),
+    }
+}
+
 /// What a tool adds to the common handling in [`main_with`].
 #[derive(Debug, Default)]
 pub struct Extras {
@@ -344,7 +362,8 @@ where
     let args = match parse::<A>(&argv) {
         Ok(a) => a,
         Err(Early::Help(text)) => {
-            return outcome(format!("{text}{COMMON_HELP}"), None, ExitCode::Success)
+            let common = common_help(&text);
+            return outcome(format!("{text}{common}"), None, ExitCode::Success);
         }
         Err(Early::Usage(obj)) => {
             return outcome(
@@ -498,7 +517,7 @@ pub fn parse<A: argh::FromArgs>(argv: &[OsString]) -> Result<A, Early> {
     let usage = |message: String| ErrorObject::new(Kind::Usage, message).next(&help);
     let args = parsed.map_err(|e| match e.status {
         Ok(()) => Early::Help(e.output),
-        Err(()) => Early::Usage(Box::new(usage(shown(e.output.trim_end(), &t.raw)))),
+        Err(()) => Early::Usage(Box::new(usage(one_line(&shown(&e.output, &t.raw))))),
     })?;
     if let Some(index) = t.decoded.iter().position(|d| !d) {
         let at = rest.iter().position(|r| *r == stand_in(index)).unwrap_or(0);
@@ -538,6 +557,31 @@ fn subcommand_words(argv: &[OsString]) -> Vec<OsString> {
         })
         .cloned()
         .collect()
+}
+
+/// argh's error text as one line: a message is one sentence, never a raw newline. argh lists
+/// what is missing one per indented line after a colon (`Required options not provided:\n
+/// --pgid`): the list is joined by commas after the colon, and a second list follows after `; `.
+fn one_line(text: &str) -> String {
+    let mut out = String::new();
+    let mut listing = false;
+    for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if out.is_empty() {
+            out.push_str(line);
+        } else if line.ends_with(':') {
+            // Another list follows: a clause of its own.
+            out.push_str("; ");
+            out.push_str(line);
+        } else if listing && !out.ends_with(':') {
+            out.push_str(", ");
+            out.push_str(line);
+        } else {
+            out.push(' ');
+            out.push_str(line);
+        }
+        listing = listing || line.ends_with(':');
+    }
+    out
 }
 
 /// argh's text with each stand-in shown as its argument (invalid bytes as U+FFFD).
@@ -672,6 +716,46 @@ mod tests {
         let mut r = argv(&[b"deny", b"--reason", b"-h", b"--sha256", b"x"]);
         common_options(&mut r, false);
         assert_eq!(r, argv(&[b"deny", b"--reason", b"-h", b"--sha256", b"x"]));
+    }
+
+    #[test]
+    fn a_subcommands_own_version_is_told_apart_from_the_tools() {
+        assert_eq!(
+            common_help("Options:\n  --root <root>  a root\n"),
+            COMMON_HELP
+        );
+        let both = common_help("Options:\n  --version         the plugin's version\n");
+        assert!(both.contains("before any"), "{both}");
+        assert!(
+            both.contains("the --version above is the plugin's"),
+            "{both}"
+        );
+    }
+
+    #[test]
+    fn a_usage_message_is_one_line() {
+        assert_eq!(
+            one_line("Required options not provided:\n    --pgid\n"),
+            "Required options not provided: --pgid"
+        );
+        assert_eq!(
+            one_line("Required options not provided:\n    --a\n    --b"),
+            "Required options not provided: --a, --b"
+        );
+        assert_eq!(
+            one_line("Required positional arguments not provided:\n    file\nRequired options not provided:\n    --a"),
+            "Required positional arguments not provided: file; Required options not provided: --a"
+        );
+        assert_eq!(
+            one_line("Unrecognized argument: --x"),
+            "Unrecognized argument: --x"
+        );
+        match parse::<T>(&argv(&[b"n"])) {
+            Err(Early::Usage(obj)) => {
+                assert_eq!(obj.message, "Required options not provided: --root");
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

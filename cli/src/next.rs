@@ -82,7 +82,8 @@ static TOOL_DIR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::
 
 /// Records the running tool's `argv[0]` (its `main` does, before anything else): when it holds a
 /// `/`, every later [`Next::cmd`] of a dot tool (`dot-*`) names the sibling in the same
-/// directory. Run through `PATH` (no `/`), the bare name is what runs, and stays.
+/// directory, where there is one ([`program_path`]). Run through `PATH` (no `/`), the bare name is
+/// what runs, and stays.
 pub fn set_program(argv0: &OsStr) {
     let path = std::path::Path::new(argv0);
     if let Some(dir) = path.parent().filter(|_| {
@@ -93,16 +94,29 @@ pub fn set_program(argv0: &OsStr) {
     }
 }
 
-/// `program` as a command names it: a dot tool's sibling path when [`set_program`] saw a path.
+/// `program` as a command names it. A dot tool, when [`set_program`] saw a path: the sibling in
+/// that directory when it is there; else, when the running tool was reached through a link of
+/// another name or directory (`/x/dot-launch2 -> …/dot-launch`), the sibling of the real
+/// executable (`/proc/self/exe`) when that one is there; else the bare name, as through `PATH`.
+/// Never a path that names nothing.
 fn program_path(program: &OsStr) -> OsString {
     use std::os::unix::ffi::OsStrExt;
     let bytes = program.as_bytes();
-    match TOOL_DIR.get() {
-        Some(dir) if bytes.starts_with(b"dot-") && !bytes.contains(&b'/') => {
-            dir.join(program).into_os_string()
-        }
-        _ => program.to_owned(),
+    let Some(dir) = TOOL_DIR.get() else {
+        return program.to_owned();
+    };
+    if !bytes.starts_with(b"dot-") || bytes.contains(&b'/') {
+        return program.to_owned();
     }
+    let typed = dir.join(program);
+    if typed.exists() {
+        return typed.into_os_string();
+    }
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|d| d.join(program)))
+        .filter(|real| real.exists())
+        .map_or_else(|| program.to_owned(), std::path::PathBuf::into_os_string)
 }
 
 impl Next {

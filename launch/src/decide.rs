@@ -28,7 +28,10 @@ fn consent_flag(c: Containment) -> &'static str {
     }
 }
 
-/// Consent must match the entry's containment exactly: its own flag, and not the other one.
+/// Consent must match the entry's containment exactly: its own flag, and not the other one. The
+/// fix offered is the same launch with the entry's flag, except where that would drop the
+/// `--require-process-sandbox` the invoker gave for an `audit` entry: running without the
+/// sandbox is the invoker's decision, which no `next` makes for them.
 fn check_consent(
     name: &Name,
     containment: Containment,
@@ -59,14 +62,14 @@ fn check_consent(
             containment,
             given: "--require-process-sandbox",
             flag,
-            next,
+            next: None,
         }),
         (Containment::Process, true, _) => Err(LaunchError::ConsentMismatch {
             name,
             containment,
             given: "--allow-audit-plugin",
             flag,
-            next,
+            next: Some(next),
         }),
     }
 }
@@ -403,11 +406,12 @@ mod tests {
                     let obj = e.to_error_object();
                     assert_eq!(obj.field.as_deref(), Some("containment"), "{what}");
                     let flag = consent_flag(containment);
-                    assert_eq!(
-                        obj.next.as_deref(),
-                        Some(format!("dot-launch --root /r hello {flag}").as_str()),
-                        "{what}"
-                    );
+                    // Never a command that drops a required sandbox.
+                    let next = match (containment, process) {
+                        (Audit, true) => None,
+                        _ => Some(format!("dot-launch --root /r hello {flag}")),
+                    };
+                    assert_eq!(obj.next, next, "{what}");
                     match e {
                         LaunchError::ConsentMismatch { given, .. } => {
                             assert_eq!(Some(given), wrong, "{what}")

@@ -25,13 +25,15 @@ pub enum LaunchError {
         flag: &'static str,
         next: Next,
     },
-    #[error("{name} requires {containment} containment, but {given} was given; {containment} needs exactly {flag}")]
+    #[error("{name} requires {containment} containment, but {given} was given; {containment} needs exactly {flag}{}", no_sandbox_note(.next))]
     ConsentMismatch {
         name: String,
         containment: Containment,
         given: &'static str,
         flag: &'static str,
-        next: Next,
+        /// None when the entry is `audit` and `--require-process-sandbox` was given: no command
+        /// drops a requirement of the sandbox.
+        next: Option<Next>,
     },
     #[error("{above}")]
     LimitAboveEntry {
@@ -149,6 +151,18 @@ pub struct SensitiveInput {
     /// The launch again with `--allow-sensitive-input KEY` (set by the caller).
     pub next: Option<Next>,
 }
+
+/// Why a consent mismatch offers no command, when it does not: the invoker required the sandbox.
+fn no_sandbox_note(next: &Option<Next>) -> &'static str {
+    match next {
+        Some(_) => "",
+        None => {
+            "; it would run without the process sandbox you required, which only you can decide, \
+             so no command is offered"
+        }
+    }
+}
+
 impl LaunchError {
     /// The plugin's `failure`, with the run's result marked failed and carrying the failure's
     /// message (and, for `plugin-error`, the plugin's own response).
@@ -264,8 +278,11 @@ impl ToErrorObject for LaunchError {
                 .path(target)
                 .value(txid.clone())
                 .next(next),
-            LaunchError::ConsentMissing { next, .. }
-            | LaunchError::ConsentMismatch { next, .. } => base.field("containment").next(next),
+            LaunchError::ConsentMissing { next, .. } => base.field("containment").next(next),
+            LaunchError::ConsentMismatch { next, .. } => match next {
+                Some(next) => base.field("containment").next(next),
+                None => base.field("containment"),
+            },
             LaunchError::Usage(_) => base.next(&Next::cmd("dot-launch").arg("--help")),
             LaunchError::LimitAboveEntry { above, next } => base
                 .field(above.limit.option)
@@ -307,7 +324,11 @@ impl ToErrorObject for LaunchError {
             LaunchError::Target { path, .. } => {
                 let base = base.field("target").path(path);
                 match std::fs::symlink_metadata(path) {
-                    Err(_) => base.next(&Next::cmd("mkdir").arg("-p").arg(path)),
+                    // A path that is not UTF-8 is refused whether it exists or not.
+                    Err(_) if path.to_str().is_some() => {
+                        base.next(&Next::cmd("mkdir").arg("-p").arg(path))
+                    }
+                    Err(_) => base,
                     Ok(_) => base,
                 }
             }

@@ -130,6 +130,14 @@ pub fn check(target: &Path, root: &Root) -> Result<Target, LaunchError> {
         }
         _ => invalid(path, e.to_string()),
     };
+    // Not UTF-8 is refused before whether it exists is asked: making it would not help.
+    let named = std::path::absolute(target).unwrap_or_else(|_| target.to_path_buf());
+    if named.to_str().is_none() {
+        return Err(invalid(
+            &named,
+            "is not valid UTF-8, and the journal must name the target exactly".into(),
+        ));
+    }
     let abs =
         std::fs::canonicalize(target).map_err(|e| failed(target, "resolving the target", e))?;
     // The PREPARED record names the target as text: a path that is not UTF-8 could not be

@@ -285,7 +285,8 @@ cli::with_limit_options! {
         /// an interpreter or a shell behaves (docs/registry.md); repeatable
         #[argh(option)]
         pub env: Vec<proto::EnvName>,
-        /// the plugin version (default 0.1.0)
+        /// the plugin's version written into the entry (semantic version, default 0.1.0; not
+        /// the tool's own -V/--version)
         #[argh(option, default = "String::from(\"0.1.0\")")]
         pub version: String,
         /// the protocol requirement (default ">=1.0, <2")
@@ -553,7 +554,8 @@ cli::with_limit_options! {
         /// an interpreter or a shell behaves (docs/registry.md); repeatable
         #[argh(option)]
         pub env: Vec<proto::EnvName>,
-        /// the plugin version (semantic version)
+        /// the plugin's version written into the entry (semantic version; not the tool's own
+        /// -V/--version)
         #[argh(option)]
         pub version: String,
         /// the protocol requirement (default ">=1.0, <2")

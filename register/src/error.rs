@@ -48,6 +48,15 @@ pub enum RegisterError {
     },
     #[error("{} is neither an ELF executable nor a script (its first bytes are {start}, not \"\\x7fELF\" or \"#!\"): the kernel cannot execute it (\"Exec format error\"); a script's first line names its interpreter, e.g. #!/bin/sh", .path.display())]
     UnknownFormat { path: PathBuf, start: String },
+    /// `mask`/`unmask` while `DOT_ROOT` names a root: the launches of this environment read that
+    /// root, which no mask of the system layers affects.
+    #[error("DOT_ROOT is set ({}): dot-launch and dot-verify here read that root, and a mask applies only to the system layers, which they do not read while it is set; to {command} {name:?} in the system layers all the same, name them with --sysroot (/ for this machine's), or unset DOT_ROOT", .root.display())]
+    MaskUnderDotRoot {
+        command: &'static str,
+        name: String,
+        root: PathBuf,
+        next: Next,
+    },
     #[error("--input {spec:?}: {reason}")]
     InputSpec { spec: String, reason: String },
     #[error("--version {value:?} is not a semantic version: {reason}")]
@@ -150,7 +159,7 @@ impl ToErrorObject for RegisterError {
             RegisterError::ChangesNeedConsent { .. } => Kind::ChangesNeedConsent,
             RegisterError::TransitionMissing { .. } => Kind::TransitionMissing,
             RegisterError::TransitionInvalid { .. } => Kind::TransitionInvalid,
-            RegisterError::Usage(_) => Kind::Usage,
+            RegisterError::Usage(_) | RegisterError::MaskUnderDotRoot { .. } => Kind::Usage,
         }
     }
 
@@ -195,6 +204,9 @@ impl ToErrorObject for RegisterError {
             ),
             RegisterError::TransitionInvalid { path, .. } => obj.path(path),
             RegisterError::Usage(_) => obj,
+            RegisterError::MaskUnderDotRoot { root, next, .. } => {
+                obj.field("DOT_ROOT").path(root).next(next)
+            }
             RegisterError::KeyWasRevoked { key_id, path, .. }
             | RegisterError::KeyUnknown { key_id, path, .. } => {
                 obj.path(path).value(key_id.clone())

@@ -77,7 +77,7 @@ pub fn init(root: &Root, dev: bool, layer: bool) -> Result<InitReport, RegisterE
             verify::root::check_private(&marker, &m)?;
             true
         }
-        Err(e) if e.kind() == ErrorKind::NotFound => false,
+        Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => false,
         Err(e) => return Err(VerifyError::io(&marker, e).into()),
     };
     let existing = !missing.iter().any(|p| p == &root.plugins());
@@ -94,8 +94,9 @@ pub fn init(root: &Root, dev: bool, layer: bool) -> Result<InitReport, RegisterE
 
     // Everything is checked before anything is made: each directory to make goes inside one that
     // exists or is made before it.
+    let again = InitFlags { dev, layer };
     for (i, p) in missing.iter().enumerate() {
-        check_makeable(p, &missing[..i], root)?;
+        check_makeable(p, &missing[..i], root, again)?;
     }
 
     let mut created = Vec::new();
@@ -143,12 +144,29 @@ pub fn registered(root: &Root) -> Result<Vec<String>, RegisterError> {
     Ok(holds)
 }
 
+/// The flags of `init` that say which kind of root it makes, kept by every command it offers.
+#[derive(Clone, Copy, Debug)]
+struct InitFlags {
+    dev: bool,
+    layer: bool,
+}
+
+impl InitFlags {
+    /// `cmd` with `--dev` and `--layer` as they were given.
+    fn on(self, cmd: Next) -> Next {
+        cmd.flag_if(self.dev, "--dev")
+            .flag_if(self.layer, "--layer")
+    }
+}
+
 /// `p` can be made: it names something, and its parent is an existing directory or one of
-/// `before` (made first).
+/// `before` (made first). The command offered when it cannot is `init` again with the same
+/// `flags`: it makes the same kind of root.
 fn check_makeable(
     p: &Path,
     before: &[std::path::PathBuf],
     root: &Root,
+    flags: InitFlags,
 ) -> Result<(), RegisterError> {
     let which = if p == root.path() {
         "--root"
@@ -180,9 +198,9 @@ fn check_makeable(
                 parent.display(),
                 sys::fs::file_kind(&m)
             ),
-            next: Next::cmd("dot-register")
+            next: flags.on(Next::cmd("dot-register")
                 .args(["init", "--root"])
-                .raw("DIR"),
+                .raw("DIR")),
         }
         .into()),
         Err(e) if e.kind() == ErrorKind::NotFound => Err(VerifyError::RootMissing {
@@ -195,7 +213,7 @@ fn check_makeable(
             next: Next::cmd("mkdir")
                 .arg("-p")
                 .arg(parent)
-                .then(Next::cmd("dot-register").arg("init").root(root)),
+                .then(flags.on(Next::cmd("dot-register").arg("init").root(root))),
         }
         .into()),
         Err(e) => Err(VerifyError::io(parent, e).into()),
@@ -234,7 +252,8 @@ fn inspect_dir(p: &Path, follow: bool) -> Result<bool, RegisterError> {
             verify::root::check_private(p, &m)?;
             Ok(true)
         }
-        Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
+        // A parent that is a file: nothing is there; `check_makeable` says why it cannot be made.
+        Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => Ok(false),
         Err(e) => Err(VerifyError::io(p, e).into()),
     }
 }

@@ -247,6 +247,7 @@ pub fn remove(root: &Root, plugin: &Name) -> Result<RemoveReport, RegisterError>
                 next: Next::cmd("dot-register")
                     .args(["list", "--root"])
                     .arg(root.path()),
+                searched: None,
             }
             .into())
         }

@@ -120,10 +120,12 @@ pub fn run(args: Args) -> Result<Output, RegisterError> {
         },
         Command::Mask(a) => {
             let n = name(&a.name)?;
+            not_under_dot_root("mask", &n, a.sysroot.as_deref())?;
             Ok(Output::json(&layers::mask(&layers::system(a.sysroot), &n)?))
         }
         Command::Unmask(a) => {
             let n = name(&a.name)?;
+            not_under_dot_root("unmask", &n, a.sysroot.as_deref())?;
             Ok(Output::json(&layers::unmask(
                 &layers::system(a.sysroot),
                 &n,
@@ -159,6 +161,32 @@ pub fn run(args: Args) -> Result<Output, RegisterError> {
             PolicyCommand::Set(a) => Ok(Output::json(&policy::set(&Root::single(&a.root), &a)?)),
             PolicyCommand::Show(a) => Ok(Output::json(&policy::show(&Root::single(a.root))?)),
         },
+    }
+}
+
+/// `mask`/`unmask` refuse while `DOT_ROOT` names a root and no `--sysroot` was given: the
+/// launches of that environment read the root `DOT_ROOT` names, which a mask of the system layers
+/// does not affect, so the mask would silently do nothing for them. `--sysroot` names the system
+/// layers outright (as for every tool, it ignores `DOT_ROOT`); the refusal's `next` is the same
+/// command with `--sysroot /`, this machine's layers.
+fn not_under_dot_root(
+    command: &'static str,
+    name: &Name,
+    sysroot: Option<&std::path::Path>,
+) -> Result<(), RegisterError> {
+    let root = std::env::var_os(cli::ROOT_VAR).filter(|v| !v.is_empty());
+    match (root, sysroot) {
+        (Some(root), None) => Err(RegisterError::MaskUnderDotRoot {
+            command,
+            name: name.to_string(),
+            root: root.into(),
+            next: cli::Next::again(
+                vec![cli::next::Opt::with("--sysroot", "/")],
+                vec![],
+                cli::Next::cmd("dot-register").args([command, name.as_str()]),
+            ),
+        }),
+        _ => Ok(()),
     }
 }
 

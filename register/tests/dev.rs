@@ -389,3 +389,36 @@ fn refuses_a_script_without_an_interpreter_line() {
         .unwrap();
     testkit::assert_refused(&out, 1, Kind::ExeUnknownFormat);
 }
+
+/// `dev --version` is the plugin's version; the tool's own `-V, --version` works only as the first
+/// argument, and the help of a subcommand with both says them apart.
+#[test]
+fn the_plugins_version_option_is_told_apart_from_the_tools() {
+    for sub in [&["dev"][..], &["entry", "new"][..]] {
+        let out = cargo_bin_cmd!("dot-register")
+            .args(sub)
+            .arg("--help")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        let help = String::from_utf8_lossy(&out.stdout);
+        let own = help
+            .lines()
+            .skip_while(|l| !l.trim_start().starts_with("--version "))
+            .take(2)
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(own.contains("the plugin's version"), "{sub:?}: {help}");
+        assert!(own.contains("not the tool's own"), "{sub:?}: {help}");
+        assert!(
+            help.contains("only as the first argument, before any"),
+            "{sub:?}: {help}"
+        );
+    }
+    let out = cargo_bin_cmd!("dot-register")
+        .args(["init", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(help.contains("(first argument only)"), "{help}");
+}

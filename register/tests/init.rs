@@ -272,3 +272,37 @@ fn an_audit_log_that_is_a_fifo_refuses_a_change_before_it_is_written() {
         "nothing written"
     );
 }
+
+/// A system layer (made by `init --layer`, readable by every user) that lost a registry directory
+/// is completed as a layer: the refusal's `next` is `init --layer`, which `init` without it would
+/// refuse (a layer is never made a private root).
+#[test]
+fn a_layer_missing_a_directory_is_completed_as_a_layer() {
+    let d = TempDir::new();
+    let layer = d.join("layer");
+    let mut cmd = cargo_bin_cmd!("dot-register");
+    testkit::assert_ok::<InitReport>(
+        &cmd.args(["init", "--layer", "--root"])
+            .arg(&layer)
+            .output()
+            .unwrap(),
+    );
+    fs::remove_dir(layer.join("plugins.d")).unwrap();
+    let out = cargo_bin_cmd!("dot-register")
+        .args(["list", "--root"])
+        .arg(&layer)
+        .output()
+        .unwrap();
+    let e = testkit::assert_refused(&out, 1, Kind::RootMissing);
+    let argv = e.next_argv.expect("one command");
+    assert_eq!(
+        argv[1..],
+        ["init", "--layer", "--root", layer.to_str().unwrap()].map(String::from),
+    );
+    let mut redo = cargo_bin_cmd!("dot-register");
+    testkit::assert_ok::<InitReport>(&redo.args(&argv[1..]).output().unwrap());
+    assert_eq!(
+        fs::metadata(layer.join("plugins.d")).unwrap().mode() & 0o777,
+        0o755
+    );
+}

@@ -136,3 +136,46 @@ fn dot_root_gives_way_to_journal_files() {
         .unwrap();
     testkit::assert_refused(&out, 2, proto::Kind::Usage);
 }
+
+/// `dot-register mask` and `unmask` change the system layers, which launches in an environment with
+/// `DOT_ROOT` do not read: with it set they refuse (usage), write nothing, and offer the same
+/// command with `--sysroot /`, which names the system layers outright (as for every tool,
+/// `--sysroot` ignores `DOT_ROOT`).
+#[test]
+fn mask_refuses_while_dot_root_names_a_root_unless_sysroot_names_the_layers() {
+    let dir = TempDir::new();
+    let root = dir.join("root");
+    init_dev_root(&root);
+    let sysroot = dir.join("sys");
+    let layers = proto::layers::SystemLayers::new(Some(&sysroot));
+    for command in ["mask", "unmask"] {
+        let before = testkit::tree_snapshot(&root);
+        let out = tool("dot-register")
+            .env("DOT_ROOT", &root)
+            .args([command, "hello"])
+            .output()
+            .unwrap();
+        let e = testkit::assert_refused(&out, 2, proto::Kind::Usage);
+        assert_eq!(e.field.as_deref(), Some("DOT_ROOT"), "{e:?}");
+        assert!(e.message.contains("DOT_ROOT is set"), "{e:?}");
+        let argv = e.next_argv.clone().expect("one command");
+        assert_eq!(
+            argv[1..],
+            [command, "hello", "--sysroot", "/"].map(String::from),
+            "{e:?}"
+        );
+        assert_eq!(before, testkit::tree_snapshot(&root), "nothing written");
+    }
+    assert!(!sysroot.exists());
+    // --sysroot names the layers: the mask is made there, DOT_ROOT or not.
+    ok(
+        tool("dot-register")
+            .env("DOT_ROOT", &root)
+            .args(["mask", "hello", "--sysroot"])
+            .arg(&sysroot)
+            .output()
+            .unwrap(),
+        "mask --sysroot",
+    );
+    assert!(proto::layers::mask_path(&layers.admin, &proto::Name::new("hello").unwrap()).is_file());
+}

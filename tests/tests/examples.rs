@@ -166,7 +166,14 @@ fn the_python_host_example_reads_results_and_errors_as_documented() {
         format!("status: committed (schema 1)\noutput: hello.txt 12 bytes sha256:{sha}\n")
     );
 
+    // An audit entry launched with the sandbox required: refused, and no command is offered
+    // (running it without the sandbox is the invoker's decision, docs/errors.md).
     let (code, text) = host("hello", "--require-process-sandbox", &["name=again"]);
+    assert_eq!(code, Some(1), "{text}");
+    assert_eq!(text, "refused: consent-mismatch (exit 1)\n");
+    // A process entry launched with audit's flag: the stricter flag is offered, runnable as is.
+    env.register("hello-p", &workspace_bin("hello"), "process", &["name"]);
+    let (code, text) = host("hello-p", "--allow-audit-plugin", &["name=again"]);
     assert_eq!(code, Some(1), "{text}");
     let mut lines = text.lines();
     assert_eq!(lines.next(), Some("refused: consent-mismatch (exit 1)"));
@@ -177,7 +184,7 @@ fn the_python_host_example_reads_results_and_errors_as_documented() {
     let argv: Vec<String> = serde_json::from_str(next).unwrap();
     assert_eq!(
         argv.last().map(String::as_str),
-        Some("--allow-audit-plugin")
+        Some("--require-process-sandbox")
     );
     let run = Command::new(&argv[0]).args(&argv[1..]).output().unwrap();
     assert_eq!(result(&run).status, proto::result::RunStatus::Committed);

@@ -78,7 +78,7 @@ fn has_comment_section(path: &Path) -> bool {
 /// The installed tool `name`, run with an empty environment but for a PATH that holds nothing.
 /// The installed bash completion knows every tool on PATH, and completes subcommands and options
 /// from the tools' own help: `dot-launch --rep` is `--report-denials`, `dot-register publisher ro`
-/// is `rotate`, `dot-verify doc` is `doctor`.
+/// is `rotate`, `dot-verify doc` is `doctor`, and `dot-register policy set --inp` is nothing.
 fn completes(dir: &Path) {
     let script = dir.join("dot-launch");
     let probe = r#"
@@ -87,6 +87,7 @@ fn completes(dir: &Path) {
         ask dot-launch --rep
         ask dot-register publisher ro
         ask dot-verify doc
+        ask dot-register policy set --inp
         complete -p | grep -c _dot_complete
     "#;
     let out = Command::new("bash")
@@ -96,17 +97,45 @@ fn completes(dir: &Path) {
         .expect("bash");
     let text = String::from_utf8_lossy(&out.stdout);
     let lines: Vec<&str> = text.lines().collect();
+    // An option named in a description (`policy set --sensitive-input`: "dot-launch
+    // --input-file refuses") is not offered: `policy set --inp` completes to nothing.
     assert_eq!(
-        lines.get(..3),
-        Some(&["--report-denials", "rotate", "doctor"][..]),
+        lines.get(..4),
+        Some(&["--report-denials", "rotate", "doctor", ""][..]),
         "{text}"
     );
     let tools = makefile_tools().len() - common::makefile_libexec_tools().len();
     assert_eq!(
-        lines.get(3).copied(),
+        lines.get(4).copied(),
         Some(tools.to_string().as_str()),
         "every tool on PATH completes: {text}"
     );
+}
+
+/// Every relative link of the installed Markdown pages under `docdir` names an installed file.
+fn links_hold(docdir: &Path) {
+    let mut pages = vec![docdir.join("README.md")];
+    for e in std::fs::read_dir(docdir.join("docs")).unwrap() {
+        pages.push(e.unwrap().path());
+    }
+    for page in pages {
+        let text = std::fs::read_to_string(&page).unwrap();
+        for link in text.split("](").skip(1) {
+            let Some(target) = link.split(')').next() else {
+                continue;
+            };
+            let file = target.split('#').next().unwrap_or_default();
+            if file.is_empty() || file.contains("://") || file.starts_with("mailto:") {
+                continue;
+            }
+            let at = page.parent().unwrap().join(file);
+            assert!(
+                at.exists(),
+                "{}: the link {target} names nothing installed",
+                page.display()
+            );
+        }
+    }
 }
 
 fn installed(bindir: &Path, name: &str) -> Command {
@@ -120,7 +149,11 @@ fn install_layout_launch_from_the_installed_tree_and_uninstall_leaves_no_file() 
     require_program("make", "make");
     let tmp = TempDir::new();
     let destdir = tmp.join("pkg");
+    // Nothing is written outside DESTDIR: not the generated completion beside the binaries.
+    let stale = bin_dir().join("dot.bash");
+    let _ = std::fs::remove_file(&stale);
     make("install", &destdir);
+    assert!(!stale.exists(), "install wrote {}", stale.display());
 
     // The layout: every tool in BINDIR, a page per tool in man1, dot.7, the docs.
     let usr = destdir.join("usr");
@@ -142,14 +175,17 @@ fn install_layout_launch_from_the_installed_tree_and_uninstall_leaves_no_file() 
     }
     expected.insert(PathBuf::from("usr/share/man/man7/dot.7"));
     expected.insert(PathBuf::from("usr/share/doc/dot/README.md"));
-    // The Makefile's DOCS: docs/*.md (docs/architecture.json is the drawing's data, not a page).
+    expected.insert(PathBuf::from("usr/share/doc/dot/BENCHMARKS.md"));
+    // The Makefile's SUB_DOCS: docs/*.md (docs/architecture.json is the drawing's data, not a
+    // page), under docs/ as in the source tree.
     for doc in std::fs::read_dir(repo_root().join("docs")).unwrap() {
         let name = doc.unwrap().file_name();
         if Path::new(&name).extension().is_some_and(|e| e == "md") {
-            expected.insert(Path::new("usr/share/doc/dot").join(name));
+            expected.insert(Path::new("usr/share/doc/dot/docs").join(name));
         }
     }
     assert_eq!(files_under(&destdir), expected);
+    links_hold(&usr.join("share/doc/dot"));
     completes(&usr.join("share/bash-completion/completions"));
     for t in makefile_tools() {
         use std::os::unix::fs::PermissionsExt;
@@ -229,7 +265,11 @@ fn install_layout_launch_from_the_installed_tree_and_uninstall_leaves_no_file() 
     );
     assert!(
         !usr.join("share/doc/dot").exists(),
-        "DOCDIR is dot's own and goes"
+        "DOCDIR (and its docs/) is dot's own and goes"
+    );
+    assert!(
+        usr.join("share/bash-completion/completions").is_dir(),
+        "COMPLETIONSDIR is bash-completion's and stays"
     );
     assert!(bindir.is_dir(), "BINDIR is shared and stays");
     assert!(

@@ -117,3 +117,64 @@ fn make_install_installs_the_build_there_is_unless_its_layers_differ() {
     assert!(said.contains("no release build in"), "{said}");
     assert!(plan.contains("cargo build --locked --release"), "{plan}");
 }
+
+/// A packager who is not root installs from a build tree they cannot write (root's, after a
+/// `sudo make build`): `make install` writes nothing outside DESTDIR — the bash completion it
+/// generates from the tools' `--help` goes through a temporary file, not beside the binaries.
+#[test]
+fn make_install_writes_only_into_destdir_so_a_packager_need_not_own_the_build() {
+    common::require_program("setpriv", "util-linux");
+    common::require_program("objcopy", "binutils");
+    let dir = TempDir::new();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    // The sources `install` reads, root's and read-only to the packager.
+    let src = dir.join("src");
+    for sub in ["man", "docs", "packaging"] {
+        std::fs::create_dir_all(src.join(sub)).unwrap();
+    }
+    for f in ["Makefile", "Cargo.toml", "README.md", "BENCHMARKS.md"] {
+        std::fs::copy(repo_root().join(f), src.join(f)).unwrap();
+    }
+    for sub in ["man", "docs"] {
+        for e in std::fs::read_dir(repo_root().join(sub)).unwrap() {
+            let e = e.unwrap();
+            std::fs::copy(e.path(), src.join(sub).join(e.file_name())).unwrap();
+        }
+    }
+    std::fs::copy(
+        repo_root().join("packaging/completion.sh"),
+        src.join("packaging/completion.sh"),
+    )
+    .unwrap();
+    let tools = common::makefile_tools();
+    let names: Vec<&str> = tools.iter().map(String::as_str).collect();
+    let built = testkit::nobody::copy_tools(dir.path(), &names);
+    let stage = dir.join("stage");
+    std::fs::create_dir(&stage).unwrap();
+    let nobody = testkit::nobody::NOBODY;
+    std::os::unix::fs::chown(&stage, Some(nobody), Some(nobody)).unwrap();
+    let out = testkit::nobody::command(Path::new("/usr/bin/make"))
+        .args(["--no-print-directory", "-C"])
+        .arg(&src)
+        .args(["install", "PREFIX=/usr", "PROFILE=debug"])
+        .arg(format!("DESTDIR={}", stage.display()))
+        .arg(format!("BUILT={}", built.display()))
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stage.join("usr/bin/dot-launch").is_file());
+    assert!(stage
+        .join("usr/share/bash-completion/completions/dot-launch")
+        .is_file());
+    let beside: Vec<String> = std::fs::read_dir(&built)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| !tools.contains(n))
+        .collect();
+    assert_eq!(
+        beside,
+        Vec::<String>::new(),
+        "nothing written beside the binaries"
+    );
+}

@@ -93,3 +93,27 @@ fn a_missing_input_file_is_file_missing_not_unsafe() {
     assert_eq!(e.value.as_deref(), Some("data"));
     assert!(env.runs().is_empty());
 }
+
+/// A message is one line: argh's list of missing options (one per indented line) is joined after
+/// its colon, for every tool (`dot-reap` without `--pgid`, `dot-register init` without `--root`).
+#[test]
+fn a_missing_option_is_named_on_one_line() {
+    for (tool_name, args, missing) in [
+        ("dot-reap", &[][..], "--pgid"),
+        ("dot-register", &["init"][..], "--root"),
+        (
+            "dot-verify",
+            &["signature", "f"][..],
+            "--pubkey, --signature",
+        ),
+    ] {
+        let out = common::tool(tool_name).args(args).output().unwrap();
+        let e = testkit::assert_refused(&out, 2, proto::Kind::Usage);
+        assert_eq!(
+            e.message,
+            format!("Required options not provided: {missing}"),
+            "{tool_name}"
+        );
+        assert!(!e.message.contains('\n'), "{e:?}");
+    }
+}

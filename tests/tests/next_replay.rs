@@ -236,25 +236,56 @@ fn consent_is_the_same_launch_with_every_argument_and_the_flag() {
         "with the input it was given"
     );
 
+    // An audit entry launched with --require-process-sandbox: giving up the sandbox the invoker
+    // required is theirs to decide, so no command is offered.
     std::fs::remove_file(o.target.join("hello.txt")).unwrap();
-    let e = assert_refused(
-        &launch(&["--require-process-sandbox"]),
-        1,
-        Kind::ConsentMismatch,
+    for given in [
+        &["--require-process-sandbox"][..],
+        &["--require-process-sandbox", "--allow-audit-plugin"][..],
+    ] {
+        let e = assert_refused(&launch(given), 1, Kind::ConsentMismatch);
+        assert_eq!(
+            (e.next.as_deref(), e.next_argv.as_ref()),
+            (None, None),
+            "{given:?}: {e:?}"
+        );
+        assert!(e.message.contains("no command is offered"), "{e:?}");
+    }
+    assert!(!o.target.join("hello.txt").exists(), "nothing ran");
+
+    // A process entry launched with --allow-audit-plugin: the stricter flag is offered.
+    ok(
+        o.dev(
+            "hello-p",
+            &workspace_bin("hello"),
+            "process",
+            &["--input", "name:string:optional"],
+        ),
+        "dev process",
     );
+    let out = o
+        .launch(
+            "hello-p",
+            &["--input", "name=kept 'it'", "--allow-audit-plugin"],
+        )
+        .arg("--target")
+        .arg(&o.target)
+        .output()
+        .unwrap();
+    let e = assert_refused(&out, 1, Kind::ConsentMismatch);
+    let next = e.next.as_deref().unwrap();
     assert!(
-        !e.next
-            .as_deref()
-            .unwrap()
-            .contains("--require-process-sandbox"),
+        !next.contains("--allow-audit-plugin") && next.ends_with("--require-process-sandbox"),
         "{e:?}"
     );
     let out = replay(&e, &o.base);
     replayed(
         &out,
         Kind::ConsentMismatch,
-        "the launch runs with the right flag only",
+        "the launch runs with the stricter flag only",
     );
+    let r: proto::result::RunResult = testkit::decode_json(&out.stdout);
+    assert_eq!(r.containment, proto::Containment::Process);
     assert_eq!(o.hello_txt(), "hello, kept 'it'\n");
 }
 
@@ -618,8 +649,9 @@ fn a_denied_digest_offers_no_way_around_the_deny() {
     assert_refused(&launch(), 1, Kind::Denied);
 }
 
+/// The policy's limits are the registry keeper's: a size over one names no command raising it.
 #[test]
-fn a_size_over_the_policy_is_allowed_by_its_next() {
+fn a_size_over_the_policy_offers_no_way_around_the_policy() {
     let o = Odd::new();
     ok(
         o.register()
@@ -632,9 +664,12 @@ fn a_size_over_the_policy_is_allowed_by_its_next() {
     );
     let hello = workspace_bin("hello");
     let e = assert_refused(&o.dev("hello", &hello, "audit", &[]), 1, Kind::TooLarge);
-    let out = replay(&e, &o.base);
-    replayed(&out, Kind::TooLarge, "the policy raised to the size");
-    ok(o.dev("hello", &hello, "audit", &[]), "dev");
+    assert_eq!(
+        (e.next.as_deref(), e.next_argv.as_ref()),
+        (None, None),
+        "{e:?}"
+    );
+    assert_eq!(e.field.as_deref(), Some("max_exe_bytes"), "{e:?}");
 }
 
 #[test]
@@ -899,7 +934,7 @@ fn signed_registration_refusals_are_resolved_by_their_next() {
 }
 
 #[test]
-fn thresholds_levels_names_and_sensitive_inputs_are_resolved_by_their_next() {
+fn thresholds_and_sensitive_inputs_are_resolved_by_their_next_levels_and_names_are_not() {
     let o = Odd::new();
     let keys = [
         KeyPair::generate(),
@@ -1007,7 +1042,8 @@ fn thresholds_levels_names_and_sensitive_inputs_are_resolved_by_their_next() {
     replayed(&out, Kind::ThresholdNotMet, "registered again with three");
     ok(verify(), "verifies with three");
     threshold("1");
-    // A verified publisher's audit entry: the level back to trusted.
+    // A verified publisher's audit entry: the level is the registry keeper's restriction, and the
+    // refusal offers no command lowering it.
     ok(
         reg(&[
             &os("publisher"),
@@ -1020,13 +1056,12 @@ fn thresholds_levels_names_and_sensitive_inputs_are_resolved_by_their_next() {
         "publisher level",
     );
     let e = assert_refused(&verify(), 1, Kind::LevelNeedsProcess);
-    replayed(
-        &replay(&e, &o.base),
-        Kind::LevelNeedsProcess,
-        "level trusted",
+    assert_eq!(
+        (e.next.as_deref(), e.next_argv.as_ref()),
+        (None, None),
+        "{e:?}"
     );
-    ok(verify(), "verifies at trusted");
-    // A name outside the publisher's pins: the pins with the name added.
+    // A name outside the publisher's pins: no command widening them either.
     ok(
         reg(&[
             &os("publisher"),
@@ -1041,12 +1076,11 @@ fn thresholds_levels_names_and_sensitive_inputs_are_resolved_by_their_next() {
     let e2 = write_entry("world", "world.json");
     let w0 = sign(&e2, 0, "world.json.minisig");
     let e = assert_refused(&add(&e2, &[&w0]), 1, Kind::NameNotDelegated);
-    replayed(
-        &replay(&e, &o.base),
-        Kind::NameNotDelegated,
-        "world pinned too",
+    assert_eq!(
+        (e.next.as_deref(), e.next_argv.as_ref()),
+        (None, None),
+        "{e:?}"
     );
-    ok(add(&e2, &[&w0]), "world registered");
     // A sensitive input file: the same launch, the input allowed by name.
     ok(
         o.dev("files", &hello, "audit", &["--input", "data:file"]),
@@ -1258,4 +1292,130 @@ fn no_dev_root_is_a_dead_end() {
         "a dev root in a new directory",
     );
     ok(dev_in(&other), "dev in the other directory");
+}
+
+/// `init --dev` or `init --layer` whose parent is missing: the `next` that makes the parent makes
+/// the same kind of root, never a plain private one.
+#[test]
+fn a_missing_parent_is_made_and_the_same_kind_of_root_in_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = TempDir::new();
+    let base = dir.join(ODD);
+    std::fs::create_dir(&base).unwrap();
+    for flag in ["--dev", "--layer"] {
+        let root = base.join(format!("no parent {flag}")).join("r 'x'");
+        let out = tool("dot-register")
+            .args(["init", flag, "--root"])
+            .arg(&root)
+            .output()
+            .unwrap();
+        let e = assert_refused(&out, 1, Kind::RootMissing);
+        let next = e.next.as_deref().unwrap();
+        assert!(
+            next.starts_with("mkdir -p ") && next.ends_with(flag),
+            "{flag}: {e:?}"
+        );
+        replayed(&replay(&e, &base), Kind::RootMissing, "the parent and root");
+        let mode = std::fs::metadata(&root).unwrap().permissions().mode() & 0o777;
+        match flag {
+            "--dev" => {
+                assert!(proto::layout::Root::single(&root).dev_marker().is_file());
+                assert_eq!(mode, 0o700);
+            }
+            _ => {
+                assert_eq!(mode, 0o755, "a layer every user reads");
+                assert!(!root.join("txn").exists(), "a layer holds no state");
+            }
+        }
+    }
+    // A parent that is a file: the directory is yours to choose, the kind of root stays.
+    let file = base.join("a file");
+    std::fs::write(&file, b"").unwrap();
+    let out = tool("dot-register")
+        .args(["init", "--dev", "--root"])
+        .arg(file.join("r"))
+        .output()
+        .unwrap();
+    let e = assert_refused(&out, 1, Kind::RootMissing);
+    let elsewhere = base.join("elsewhere");
+    ok(
+        replay_filled(&e, &[("DIR", &elsewhere)], &base),
+        "init DIR --dev",
+    );
+    assert!(proto::layout::Root::single(&elsewhere)
+        .dev_marker()
+        .is_file());
+}
+
+/// No `--root`, no `DOT_ROOT`, and no layer has the name: the refusal names each layer it
+/// searched, and where the admin layer does not exist its `next` makes it as a layer (readable
+/// by every user, as launches from the system layers need), not as a private root; then the
+/// refusal offers the `add` into it.
+#[test]
+fn no_entry_in_the_system_layers_names_them_and_makes_the_admin_layer_a_layer() {
+    use std::os::unix::fs::PermissionsExt;
+    let o = Odd::new();
+    let sysroot = o.base.join("sys root");
+    let layers = proto::layers::SystemLayers::new(Some(&sysroot));
+    let verify = || {
+        tool("dot-verify")
+            .args(["entry", "hello", "--sysroot"])
+            .arg(&sysroot)
+            .env_remove("DOT_ROOT")
+            .output()
+            .unwrap()
+    };
+    let e = assert_refused(&verify(), 1, Kind::EntryMissing);
+    for dir in [&layers.vendor, &layers.admin] {
+        assert!(
+            e.message.contains(&dir.display().to_string()),
+            "names {}: {e:?}",
+            dir.display()
+        );
+    }
+    assert!(!e.message.contains("in this root"), "{e:?}");
+    let next = e.next.as_deref().unwrap();
+    assert!(next.contains(" init --layer --root "), "{e:?}");
+    replayed(
+        &replay(&e, &o.base),
+        Kind::EntryMissing,
+        "the admin layer made",
+    );
+    let mode = std::fs::metadata(&layers.admin)
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o755, "a layer");
+    // The layer there, the refusal offers registering the entry in it.
+    let e = assert_refused(&verify(), 1, Kind::EntryMissing);
+    says_what_to_supply(&e, "FILE is the plugin's executable");
+    let next = e.next.as_deref().unwrap();
+    assert!(
+        next.contains(" add --root ") && next.contains(&cli::next::quote(layers.admin.as_os_str())),
+        "{e:?}"
+    );
+}
+
+/// A tool run through a link of another name (`/x/dot-launch2 -> …/dot-launch`): its `next`
+/// names the sibling of the real executable, which exists, not one beside the link.
+#[test]
+fn a_tool_run_through_a_link_names_the_real_tools_siblings() {
+    let dir = TempDir::new();
+    let base = dir.join(ODD);
+    let links = base.join("links");
+    std::fs::create_dir_all(&links).unwrap();
+    std::os::unix::fs::symlink(bin_dir().join("dot-launch"), links.join("dot-launch2")).unwrap();
+    let root = base.join("a root");
+    let out = Command::new(links.join("dot-launch2"))
+        .arg("--root")
+        .arg(&root)
+        .arg("hello")
+        .output()
+        .unwrap();
+    let e = assert_refused(&out, 1, Kind::RootMissing);
+    let argv = e.next_argv.clone().expect("one command");
+    let real = std::fs::canonicalize(bin_dir().join("dot-register")).unwrap();
+    assert_eq!(Path::new(&argv[0]), real, "{e:?}");
+    replayed(&replay(&e, &base), Kind::RootMissing, "the root made");
+    assert!(root.join("plugins.d").is_dir());
 }

@@ -229,6 +229,12 @@ fn every_readme_example_runs_verbatim() {
                 "example {name}: stdout has no line {want:?}\n{stdout}"
             );
         }
+        if name == "last-failed-run" {
+            the_last_failed_run_of_a_root_without_one(code);
+        }
+        if name == "publisher-workflow" {
+            the_publisher_workflow_with_the_root_in_the_working_directory(code);
+        }
         if name == "discard-after-review" {
             assert!(
                 !root.join("txn").join(ABANDONED).exists(),
@@ -240,4 +246,102 @@ fn every_readme_example_runs_verbatim() {
             );
         }
     }
+}
+
+/// The `last-failed-run` example on a root whose runs all committed (here: none at all) says so
+/// and succeeds, instead of handing `null` to `dot-journal-fmt`.
+fn the_last_failed_run_of_a_root_without_one(code: &str) {
+    let dir = TempDir::new();
+    let work = dir.join("work");
+    std::fs::create_dir(&work).unwrap();
+    let root = dir.join("root");
+    common::init_dev_root(&root);
+    let out = Command::new("bash")
+        .args(["-euo", "pipefail", "-c", code])
+        .current_dir(&work)
+        .env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("HOME", dir.path())
+        .env("B", bin_dir())
+        .env("R", &root)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "last-failed-run on a root without one: {out:?}"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "no run left uncommitted\n"
+    );
+}
+
+/// The publisher workflow with `$R` inside the working directory (`R=$PWD/root`, as a newcomer
+/// may set it): its launch's target does not hold the root, so it still commits.
+fn the_publisher_workflow_with_the_root_in_the_working_directory(code: &str) {
+    let dir = TempDir::new();
+    let work = dir.join("work");
+    std::fs::create_dir(&work).unwrap();
+    let out = Command::new("bash")
+        .args(["-euo", "pipefail", "-c", code])
+        .current_dir(&work)
+        .env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("HOME", dir.path())
+        .env("B", bin_dir())
+        .env("R", work.join("root"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("hello, world"));
+}
+
+/// The README says what `make demo` prints last, as the Makefile's `demo` recipe has it: the result
+/// of its last launch (the entry it names) and then the file that launch wrote (its `name` input).
+#[test]
+fn the_readme_shows_what_make_demo_prints_last() {
+    let makefile = repo_file("Makefile");
+    let recipe: Vec<&str> = makefile
+        .lines()
+        .skip_while(|l| !l.starts_with("demo:"))
+        .skip(1)
+        .take_while(|l| l.starts_with('\t'))
+        .collect();
+    assert!(
+        recipe.last().is_some_and(|l| l.contains("hello.txt")),
+        "the recipe ends by showing the file: {recipe:?}"
+    );
+    let launch = recipe
+        .iter()
+        .rev()
+        .find(|l| l.contains("/dot-launch "))
+        .expect("a launch");
+    let word_after = |marker: &str| {
+        launch
+            .split(marker)
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .unwrap_or_else(|| panic!("{marker} in {launch}"))
+            .to_owned()
+    };
+    let entry = word_after("--root $(DEMO_ROOT) ");
+    let input = word_after("--input name=");
+    let readme = repo_file("README.md");
+    let block: Vec<&str> = readme
+        .split("`make demo` prints")
+        .nth(1)
+        .and_then(|rest| rest.split("```text\n").nth(1))
+        .and_then(|rest| rest.split("```").next())
+        .expect("the README's make demo block")
+        .lines()
+        .collect();
+    let [.., result, file] = block[..] else {
+        panic!("two lines at least: {block:?}");
+    };
+    assert_eq!(file, format!("demo/out/hello.txt: hello, {input}"));
+    assert!(
+        result.contains(&format!("\"name\":\"{entry}\"")),
+        "{result}"
+    );
 }

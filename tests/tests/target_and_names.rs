@@ -220,3 +220,30 @@ fn a_runner_that_cannot_be_executed_is_refused_before_the_launch_is_allowed() {
     assert_eq!(last["outcome"], "refused", "{last}");
     assert_eq!(last["kind"], "sandbox-unusable", "{last}");
 }
+
+/// A `--target` whose path is not UTF-8 is refused for that, whether it exists or not: no
+/// `mkdir -p` is offered for a directory that would be refused once made.
+#[test]
+fn a_target_that_is_not_utf8_is_refused_before_it_is_looked_for() {
+    use std::os::unix::ffi::OsStrExt;
+    let env = Env::new();
+    for exists in [false, true] {
+        let target = env.dir.join(std::ffi::OsStr::from_bytes(&[
+            b't',
+            b'0' + u8::from(exists),
+            0xff,
+        ]));
+        if exists {
+            std::fs::create_dir(&target).unwrap();
+        }
+        let out = common::launch_into(&env.root, "hello", &target, &["--allow-audit-plugin"])
+            .output()
+            .unwrap();
+        let err = failure(&out, 2);
+        testkit::assert_kind!(err, Kind::TargetInvalid, "exists: {exists}");
+        assert!(err.message.contains("not valid UTF-8"), "{err:?}");
+        assert_eq!((err.next, err.next_argv), (None, None), "exists: {exists}");
+        assert_eq!(target.exists(), exists, "nothing made");
+        assert_eq!(env.runs(), Vec::<String>::new(), "nothing was started");
+    }
+}

@@ -101,7 +101,12 @@ pub struct DoctorArgs {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DigestLine {
+    /// The path as given; a byte that is not UTF-8 shows as U+FFFD (JSON text cannot carry it).
     pub path: String,
+    /// Only for a path that is not UTF-8: the path quoted for POSIX `sh` as `next` quotes it
+    /// (each such byte as `"$(printf '\NNN')"`), which the shell turns back into its bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path_sh: Option<String>,
     pub sha256: Sha256,
     pub size: u64,
 }
@@ -189,6 +194,7 @@ pub fn run(args: Args) -> Result<Output, VerifyError> {
                     "--sysroot moves the system layers; it cannot go with --root".into(),
                 )
             })?;
+            refuse_reserved(&reg, &name)?;
             let (v, answer) = layers::verify_named(&reg, &name)?;
             Ok(Output::json(&EntryReport::new(&v, &answer)))
         }
@@ -211,6 +217,30 @@ pub fn run(args: Args) -> Result<Output, VerifyError> {
     }
 }
 
+/// A reserved name (`recover`, a `dot-launch` subcommand) is never an entry's: refused as the
+/// entry would be (`entry-malformed`, field `name`), not looked up, so that no command offering
+/// to register it follows.
+fn refuse_reserved(reg: &Registry, name: &Name) -> Result<(), VerifyError> {
+    if !proto::entry::RESERVED_PLUGIN_NAMES.contains(&name.as_str()) {
+        return Ok(());
+    }
+    let path = match reg {
+        Registry::Root(root) => root.entry(name),
+        Registry::System(sys) => proto::layout::Root::single(&sys.admin).entry(name),
+    };
+    Err(VerifyError::EntryMalformed {
+        path,
+        source: proto::entry::EntryError::Invalid {
+            field: "name",
+            value: name.to_string(),
+            message: format!(
+                "{:?} is reserved (a dot-launch subcommand); no plugin can be registered under it",
+                name.as_str()
+            ),
+        },
+    })
+}
+
 fn digest(files: &[PathBuf]) -> Result<Output, VerifyError> {
     let mut out = String::new();
     for path in files {
@@ -220,6 +250,10 @@ fn digest(files: &[PathBuf]) -> Result<Output, VerifyError> {
             crate::digest::digest_mapped(&file).map_err(|e| VerifyError::io(path, e))?;
         let line = DigestLine {
             path: path.display().to_string(),
+            path_sh: path
+                .to_str()
+                .is_none()
+                .then(|| cli::next::quote(path.as_os_str())),
             sha256,
             size,
         };

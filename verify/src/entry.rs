@@ -335,6 +335,7 @@ pub(crate) fn verify_checked_with(
                 name: name.to_string(),
                 path: entry_path.clone(),
                 next: register_hint(root, name, info.dev),
+                searched: None,
             }
         })?;
     ctx.check_size(root, &entry_path, Limit::Entry, entry_bytes.len() as u64)?;

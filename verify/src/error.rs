@@ -18,11 +18,13 @@ pub enum VerifyError {
     Usage(String),
     #[error("{0}")]
     BadName(NameError),
-    #[error("no registry entry {name:?} in this root")]
+    #[error("no registry entry {name:?} {}", .searched.as_deref().unwrap_or("in this root"))]
     EntryMissing {
         name: String,
         path: PathBuf,
         next: Next,
+        /// Where the name was looked for, when not in one root: the system layers, each named.
+        searched: Option<String>,
     },
     /// No `next`: a mask is the administrator's decision, which only the administrator
     /// reverses (`dot-register unmask`, docs/registry.md).
@@ -569,36 +571,10 @@ impl ToErrorObject for VerifyError {
                     None => obj,
                 }
             }
-            E::LevelNeedsProcess { id, root, .. } => obj.field("level").value("verified").next(
-                &Next::cmd("dot-register")
-                    .args(["publisher", "level", "--root"])
-                    .arg(root)
-                    .args(["--id", id, "--level", "trusted"]),
-            ),
-            E::NameNotDelegated(u) => {
-                let Undelegated {
-                    name,
-                    id,
-                    claimed_by,
-                    globs,
-                    root,
-                    ..
-                } = &**u;
-                let obj = obj.field("names").value(name.clone());
-                match claimed_by {
-                    Some(_) => obj,
-                    None => {
-                        let mut cmd = Next::cmd("dot-register")
-                            .args(["publisher", "names", "--root"])
-                            .arg(root)
-                            .args(["--id", id]);
-                        for g in globs.iter().chain(std::iter::once(name)) {
-                            cmd = cmd.args(["--names", g]);
-                        }
-                        obj.next(&cmd)
-                    }
-                }
-            }
+            // No `next`: a publisher's level and name pins are the registry keeper's restrictions,
+            // never lifted from the refusal they cause (docs/errors.md "`next`").
+            E::LevelNeedsProcess { .. } => obj.field("level").value("verified"),
+            E::NameNotDelegated(u) => obj.field("names").value(u.name.clone()),
             E::SizeMismatch { found, .. } => obj.field("size").value(found.to_string()),
             E::DigestMismatch { found, .. } => obj.field("sha256").value(found.to_hex()),
             E::StoreTampered { next: Some(n), .. } => obj.next_to_fill(
@@ -620,15 +596,8 @@ impl ToErrorObject for VerifyError {
                 obj.field("key_id").value(key_id.clone())
             }
             E::EntryExpired { expires, .. } => obj.field("expires").value(expires.to_string()),
-            E::TooLarge {
-                field, size, root, ..
-            } => obj.field(*field).value(size.to_string()).next(
-                &Next::cmd("dot-register")
-                    .args(["policy", "set", "--root"])
-                    .arg(root)
-                    .arg(format!("--{}", field.replace('_', "-")))
-                    .arg(size.to_string()),
-            ),
+            // No `next`: the policy's limits are the registry keeper's; raising one is a decision.
+            E::TooLarge { field, size, .. } => obj.field(*field).value(size.to_string()),
             _ => obj,
         }
     }

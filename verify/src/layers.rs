@@ -256,13 +256,44 @@ fn answer_in(
     }
 }
 
-/// No layer has `name`: registering it signed in the admin layer is the remedy.
+/// No layer has `name` (no `--root` was given, nor `DOT_ROOT`): the message names each layer
+/// searched. Registering it signed in the admin layer is the remedy (`next`); where that layer
+/// does not exist, `next` makes it first, as a layer (`init --layer`: readable by every user, as a
+/// launch from the system layers needs), never as a private root; the refusal that follows offers
+/// the `add`.
 fn missing(sys: &SystemLayers, name: &Name) -> VerifyError {
     let admin = Root::single(sys.admin.clone());
+    let layers: Vec<String> = sys
+        .each()
+        .iter()
+        .map(|(layer, dir)| {
+            let state = match dir.is_dir() {
+                true => "",
+                false => ", which does not exist",
+            };
+            format!("the {} layer {}{state}", layer.as_str(), dir.display())
+        })
+        .collect();
+    let exists = sys.admin.is_dir();
+    let then = match exists {
+        true => "",
+        false => {
+            "; make the admin layer (next), trust the entry's publisher there, then register it"
+        }
+    };
+    let searched = format!(
+        "in the system layers (no --root nor DOT_ROOT was given): {}{then}",
+        layers.join("; ")
+    );
+    let next = match exists {
+        true => entry::signed_hint(&admin, name),
+        false => root::init_layer(&sys.admin),
+    };
     VerifyError::EntryMissing {
         name: name.to_string(),
         path: admin.entry(name),
-        next: entry::signed_hint(&admin, name),
+        next,
+        searched: Some(searched),
     }
 }
 
@@ -367,6 +398,7 @@ fn verify_in_layer_when(
             name: name.to_string(),
             path: PathBuf::from(name.as_str()),
             next: Next::cmd("dot-register").arg("list"),
+            searched: None,
         });
     };
     let mut ctx = TrustContext::load(root)?;

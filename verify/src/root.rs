@@ -247,19 +247,29 @@ fn absent_state(root: &Root) -> VerifyError {
 }
 
 fn missing(root: &Root, path: &Path, what: &str) -> VerifyError {
+    let registry_dir = REGISTRY_DIRS.iter().any(|d| path == root.path().join(d));
     VerifyError::RootMissing {
         path: path.to_path_buf(),
         root: root.path().to_path_buf(),
         what: what.to_owned(),
-        next: Next::cmd("dot-register").arg("init").root(root),
+        // A registry directory missing from a system layer: the layer is completed as one.
+        next: match registry_dir && is_layer_dir(root.path()) {
+            true => init_layer_cmd(root.path()),
+            false => Next::cmd("dot-register").arg("init").root(root),
+        },
     }
 }
 
 /// The root does not exist. `init` makes it only inside an existing directory, so when the parent
-/// is missing too, the command makes that first.
+/// is missing too, the command makes that first. A system layer's directory (the admin or vendor
+/// layer this build reads) is made as a layer (`init --layer`), never as a private root.
 fn absent(root: &Root) -> VerifyError {
     let dir = root.path();
-    let init = cli::next::init_root(dir);
+    let layer = is_layer_dir(dir) && root.is_single();
+    let init = match layer {
+        true => init_layer_cmd(dir),
+        false => cli::next::init_root(dir),
+    };
     let parent = dir.parent().filter(|p| !p.as_os_str().is_empty());
     let (what, next) = match parent {
         Some(p) if !p.is_dir() => (
@@ -268,11 +278,44 @@ fn absent(root: &Root) -> VerifyError {
         ),
         _ => ("it does not exist".to_owned(), init),
     };
+    let what = match layer {
+        true => format!("{what} (it is a system layer: `init --layer` makes it)"),
+        false => what,
+    };
     VerifyError::RootMissing {
         path: dir.to_path_buf(),
         root: dir.to_path_buf(),
         what,
         next,
+    }
+}
+
+/// Whether `dir` is a system layer: one of the layer directories this build reads, or an existing
+/// directory every user may read (what `init --layer` makes; a private root is 0700).
+fn is_layer_dir(dir: &Path) -> bool {
+    let builtin = proto::layers::SystemLayers::new(None);
+    if dir == builtin.admin || dir == builtin.vendor {
+        return true;
+    }
+    std::fs::metadata(dir).is_ok_and(|m| m.is_dir() && m.mode() & 0o005 == 0o005)
+}
+
+/// `dot-register init --layer --root DIR`.
+fn init_layer_cmd(dir: &Path) -> Next {
+    Next::cmd("dot-register")
+        .args(["init", "--layer", "--root"])
+        .arg(dir)
+}
+
+/// `dot-register init --layer --root DIR`, after `mkdir -p` of its parent when that is missing:
+/// what makes a missing system layer.
+pub fn init_layer(dir: &Path) -> Next {
+    match dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(p) if !p.is_dir() => Next::cmd("mkdir")
+            .arg("-p")
+            .arg(p)
+            .then(init_layer_cmd(dir)),
+        _ => init_layer_cmd(dir),
     }
 }
 

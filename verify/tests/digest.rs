@@ -25,6 +25,7 @@ fn prints_one_line_per_file_with_sha256_and_size() {
         vec![
             DigestLine {
                 path: a.display().to_string(),
+                path_sh: None,
                 sha256: Sha256::parse_hex(
                     "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
                 )
@@ -33,11 +34,39 @@ fn prints_one_line_per_file_with_sha256_and_size() {
             },
             DigestLine {
                 path: b.display().to_string(),
+                path_sh: None,
                 sha256: Sha256::of(&big),
                 size: big.len() as u64,
             },
         ]
     );
+}
+
+/// A path that is not UTF-8 cannot be JSON text: `path_sh` gives it quoted for `sh`, and the
+/// shell turns it back into the file's own name.
+#[test]
+fn a_path_that_is_not_utf8_round_trips_through_path_sh() {
+    use std::os::unix::ffi::OsStrExt;
+    let d = TempDir::new();
+    let name = std::ffi::OsStr::from_bytes(b"he\xffllo 'x'");
+    let a = d.join(name);
+    fs::write(&a, b"abc").unwrap();
+    let out = cargo_bin_cmd!("dot-verify")
+        .arg("digest")
+        .arg(&a)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let lines: Vec<DigestLine> = testkit::decode_json_lines(&out.stdout);
+    let quoted = lines[0].path_sh.as_deref().expect("path_sh");
+    let listed = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("ls -d -- {quoted}"))
+        .output()
+        .unwrap();
+    assert_eq!(listed.status.code(), Some(0), "{listed:?}");
+    assert_eq!(listed.stdout, [a.as_os_str().as_bytes(), b"\n"].concat());
+    assert!(lines[0].path.contains('\u{FFFD}'), "{:?}", lines[0]);
 }
 
 #[test]

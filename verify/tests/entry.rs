@@ -181,6 +181,18 @@ fn refuses_bad_names() {
     }
 }
 
+/// `recover` is a `dot-launch` subcommand, never an entry's name: refused as the name of an entry
+/// (`entry-malformed`, field `name`), with no command offering to register what cannot be.
+#[test]
+fn refuses_the_reserved_name_recover_and_offers_no_registration() {
+    let fx = root(true);
+    let e = fx.refused("recover", 2, Kind::EntryMalformed);
+    assert_eq!(e.field.as_deref(), Some("name"), "{e:?}");
+    assert_eq!(e.value.as_deref(), Some("recover"), "{e:?}");
+    assert_eq!((e.next, e.next_argv), (None, None));
+    assert!(e.message.contains("reserved"));
+}
+
 #[test]
 fn refuses_missing_entry_and_says_how_to_register() {
     let fx = root(false);
