@@ -54,7 +54,7 @@ pub(crate) fn record_decision(
             Some(kind) => Err(verify::VerifyError::RootUnsafe {
                 path,
                 reason: format!(
-                    "the audit log is a {kind}, not a regular file; nothing is appended to it and nothing runs (remove it: the next launch creates it)"
+                    "the audit log is a {kind}, not a plain regular file of the root's own; nothing is appended to it and nothing runs (remove it: the next launch creates it)"
                 ),
             }
             .into()),

@@ -269,11 +269,12 @@ pub fn check_registry_writable(root: &Root) -> Result<verify::root::RootInfo, Re
 /// written but unlogged. The append itself refuses one that appears later, without blocking.
 fn check_change_log(root: &Root) -> Result<(), RegisterError> {
     let path = root.change_log();
-    match std::fs::symlink_metadata(&path) {
-        Ok(m) if !m.file_type().is_file() => Err(log_not_regular(&path, sys::fs::file_kind(&m))),
-        Ok(_) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(VerifyError::io(&path, e).into()),
+    match sys::fs::check_log(&path) {
+        Ok(()) => Ok(()),
+        Err(e) => match sys::fs::not_regular(&e) {
+            Some(kind) => Err(log_not_regular(&path, kind)),
+            None => Err(VerifyError::io(&path, e).into()),
+        },
     }
 }
 
@@ -282,7 +283,7 @@ fn log_not_regular(path: &Path, kind: &str) -> RegisterError {
     VerifyError::RootUnsafe {
         path: path.to_path_buf(),
         reason: format!(
-            "the log is a {kind}, not a regular file; nothing is appended to it (remove it: the next change creates it)"
+            "the log is a {kind}, not a plain regular file of the root's own; nothing is appended to it (remove it: the next change creates it)"
         ),
     }
     .into()
