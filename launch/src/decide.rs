@@ -171,8 +171,6 @@ pub(crate) struct Decided {
     pub runner: Option<Runner>,
     /// The run's network, IPC and UTS namespaces in the making (`crate::namespaces`).
     pub namespaces: Option<EarlyNamespaces>,
-    /// The leased copy's digest, running on a thread of its own ([`confirm_digest`]).
-    pub digest: Option<Digesting>,
     /// The entry's limits, lowered as the invoker asked.
     pub limits: proto::limits::Limits,
     /// The system layer that answered (`None` for `--root`).
@@ -187,20 +185,14 @@ pub(crate) fn decide(
     opts: &Options,
     checked: verify::layers::Checked,
 ) -> Result<Decided, LaunchError> {
-    // A leased executable is digested on a thread of its own while the checks go on (and at
-    // `process` while its runner starts: `crate::run`); nothing runs before it is confirmed.
+    // A leased executable is digested after the checks (and at `process` while its runner starts:
+    // `crate::run`); nothing runs before it is confirmed.
     let (mut verified, answer) = verify::layers::verify_checked_named(
         &opts.registry,
         checked,
         name,
         verify::entry::Digest::AfterLease,
     )?;
-    let digest = verified.pending_digest().and_then(|job| {
-        std::thread::Builder::new()
-            .name("digest".to_owned())
-            .spawn(move || job.check())
-            .ok()
-    });
     match checks(root, opts, &verified) {
         Ok(Checked {
             inputs,
@@ -214,31 +206,15 @@ pub(crate) fn decide(
             target,
             runner,
             namespaces,
-            digest,
             layer: (answer.layer != proto::layers::Layer::Root).then_some(answer.layer),
             limits,
         }),
         // A copy that is not the entry's is reported before anything else, as when it is
         // digested first.
         Err(e) => {
-            confirm_digest(&mut verified, digest)?;
+            verified.confirm_digest()?;
             Err(e)
         }
-    }
-}
-
-/// A leased copy's digest running on a thread of its own (`verify::entry::PendingDigest`).
-pub(crate) type Digesting = std::thread::JoinHandle<Result<(), verify::VerifyError>>;
-
-/// Confirms the leased copy's digest: the outcome of `digest` when one runs, else taken now.
-pub(crate) fn confirm_digest(
-    verified: &mut verify::entry::Verified,
-    digest: Option<Digesting>,
-) -> Result<(), verify::VerifyError> {
-    match digest.map(std::thread::JoinHandle::join) {
-        Some(Ok(outcome)) => verified.digest_checked(outcome),
-        // No thread, or one that did not finish: digested here instead.
-        Some(Err(_)) | None => verified.confirm_digest(),
     }
 }
 

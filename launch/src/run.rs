@@ -105,8 +105,7 @@ pub fn launch(opts: &Options) -> Result<RunResult, LaunchError> {
 }
 
 /// A `process` run's runner started at its gate (`pinning::start_early`, in the state's `txn/`),
-/// then the digest of the leased executable — running on a thread of its own since verification
-/// (`decide`) — confirmed (`verify::entry::Digest::AfterLease`): the runner's start and the steps
+/// then the digest of the leased executable confirmed (`verify::entry::Digest::AfterLease`): the runner's start and the steps
 /// it makes before its gate overlap the digest, the decision's record and the run directory. A digest that does not match is the decision (`store-tampered`), and the
 /// runner is killed and reaped without having run anything of the plugin's.
 fn start_and_confirm(
@@ -127,7 +126,7 @@ fn start_and_confirm(
         &d.inputs,
         d.namespaces.take(),
     );
-    match crate::decide::confirm_digest(&mut d.verified, d.digest.take()) {
+    match d.verified.confirm_digest() {
         Ok(()) => (Ok(d), early),
         Err(e) => (Err(e.into()), None),
     }
@@ -171,7 +170,6 @@ fn proceed(
         target,
         runner,
         namespaces: _,
-        digest: _,
         limits: run_limits,
         layer,
     } = decided;

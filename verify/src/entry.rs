@@ -66,9 +66,8 @@ pub enum Digest {
     #[default]
     Now,
     /// For a leased executable: every other check now, the digest by
-    /// [`Verified::confirm_digest`] (or a [`PendingDigest`] on another thread) — a launcher
-    /// finishes its checks and starts a `process` runner meanwhile, and executes nothing before
-    /// the digest is confirmed. A sealed copy is digested now whatever this says (the copy is made
+    /// [`Verified::confirm_digest`] — a launcher finishes its checks and starts a `process`
+    /// runner first, and executes nothing before the digest is confirmed. A sealed copy is digested now whatever this says (the copy is made
     /// in the same pass).
     AfterLease,
 }
@@ -177,54 +176,9 @@ impl Verified {
         let Some(u) = self.unconfirmed.as_ref() else {
             return Ok(());
         };
-        let outcome = u.check(&self.exe, &self.exe_path, &self.entry);
-        self.digest_checked(outcome)
-    }
-
-    /// The digest [`Verified::confirm_digest`] would take, as a job of its own for another
-    /// thread (the leased copy's descriptor duplicated: the lease is the open file's, so the job
-    /// reads exactly the bytes that run). `None` when nothing is pending or the descriptor cannot
-    /// be duplicated (then `confirm_digest` takes it).
-    pub fn pending_digest(&self) -> Option<PendingDigest> {
-        let u = self.unconfirmed.as_ref()?;
-        Some(PendingDigest {
-            exe: self.exe.try_clone().ok()?,
-            path: self.exe_path.clone(),
-            size: self.entry.size,
-            sha256: self.entry.sha256,
-            unconfirmed: u.clone(),
-        })
-    }
-
-    /// Takes the outcome of the [`PendingDigest`] of this copy: confirmed, or the error it is.
-    pub fn digest_checked(&mut self, outcome: Result<(), VerifyError>) -> Result<(), VerifyError> {
-        outcome?;
+        u.check(&self.exe, &self.exe_path, &self.entry)?;
         self.unconfirmed = None;
         Ok(())
-    }
-}
-
-/// A leased copy's digest left for later ([`Verified::pending_digest`]), to run on any thread.
-#[derive(Debug)]
-pub struct PendingDigest {
-    exe: File,
-    path: PathBuf,
-    size: u64,
-    sha256: Sha256,
-    unconfirmed: Unconfirmed,
-}
-
-impl PendingDigest {
-    /// Digests the copy and checks it against the entry: `store-tampered` on a mismatch. Hand the
-    /// outcome to [`Verified::digest_checked`].
-    pub fn check(&self) -> Result<(), VerifyError> {
-        let bytes = tampered_by_digest(
-            &self.exe,
-            &self.path,
-            (self.size, &self.sha256),
-            self.unconfirmed.next.clone(),
-        );
-        bytes.map_err(|e| self.unconfirmed.in_its_layer(e))
     }
 }
 
