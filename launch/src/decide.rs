@@ -3,7 +3,6 @@
 //! `audit` records whatever it is.
 
 use crate::exec::Runner;
-use crate::namespaces::EarlyNamespaces;
 use crate::{hooks, inputs, target, LaunchError, Options};
 use cli::next::Opt;
 use cli::Next;
@@ -90,11 +89,10 @@ fn check_protocol(entry: &Entry) -> Result<(), LaunchError> {
 }
 
 /// For `process`: the kernel must be able to enforce it, checked before anything is created.
-/// Returns the identity the run's runner takes.
-fn check_process_support() -> Result<proto::runner::IdentityKind, LaunchError> {
+fn check_process_support() -> Result<(), LaunchError> {
     let probe = probe::decision_probe().capped(hooks::pretend_landlock_abi());
     match probe.why_not {
-        None => Ok(probe.identity),
+        None => Ok(()),
         Some(why) => Err(LaunchError::ProcessUnsupported { why }),
     }
 }
@@ -169,8 +167,6 @@ pub(crate) struct Decided {
     pub inputs: inputs::Inputs,
     pub target: target::Target,
     pub runner: Option<Runner>,
-    /// The run's network, IPC and UTS namespaces in the making (`crate::namespaces`).
-    pub namespaces: Option<EarlyNamespaces>,
     /// The entry's limits, lowered as the invoker asked.
     pub limits: proto::limits::Limits,
     /// The system layer that answered (`None` for `--root`).
@@ -194,18 +190,11 @@ pub(crate) fn decide(
         verify::entry::Digest::AfterLease,
     )?;
     match checks(root, opts, &verified) {
-        Ok(Checked {
-            inputs,
-            target,
-            runner,
-            namespaces,
-            limits,
-        }) => Ok(Decided {
+        Ok((inputs, target, runner, limits)) => Ok(Decided {
             verified,
             inputs,
             target,
             runner,
-            namespaces,
             layer: (answer.layer != proto::layers::Layer::Root).then_some(answer.layer),
             limits,
         }),
@@ -218,23 +207,20 @@ pub(crate) fn decide(
     }
 }
 
-/// What `decide`'s checks after verification found.
-struct Checked {
-    inputs: inputs::Inputs,
-    target: target::Target,
-    runner: Option<Runner>,
-    namespaces: Option<EarlyNamespaces>,
-    limits: proto::limits::Limits,
-}
-
-/// What `decide` checks after verification. For a `process` run launched by root of the initial
-/// user namespace, its network, IPC and UTS namespaces are made meanwhile, once the kernel is
-/// known to support the run (`crate::namespaces`).
+/// What `decide` checks after verification.
 fn checks(
     root: &Root,
     opts: &Options,
     verified: &verify::entry::Verified,
-) -> Result<Checked, LaunchError> {
+) -> Result<
+    (
+        inputs::Inputs,
+        target::Target,
+        Option<Runner>,
+        proto::limits::Limits,
+    ),
+    LaunchError,
+> {
     let entry = &verified.entry;
     check_consent(&entry.name, entry.containment, opts.consent, opts.command())?;
     if opts.streams.report_denials && entry.containment == Containment::Audit {
@@ -244,13 +230,9 @@ fn checks(
             entry.name
         )));
     }
-    let namespaces = match entry.containment {
-        Containment::Process => match check_process_support()? {
-            proto::runner::IdentityKind::PerRunUid => EarlyNamespaces::start(),
-            proto::runner::IdentityKind::UserNamespace => None,
-        },
-        Containment::Audit => None,
-    };
+    if entry.containment == Containment::Process {
+        check_process_support()?;
+    }
     check_protocol(entry)?;
     let limits = check_limits(entry, opts)?;
     let sensitive = verify::layers::sensitive_inputs(&opts.registry)?;
@@ -292,13 +274,7 @@ fn checks(
         Containment::Process => Some(open_runner()?),
         Containment::Audit => None,
     };
-    Ok(Checked {
-        inputs,
-        target,
-        runner,
-        namespaces,
-        limits,
-    })
+    Ok((inputs, target, runner, limits))
 }
 
 /// The entry's limits lowered as the invoker asked; a value above the entry's is refused, never

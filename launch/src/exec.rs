@@ -3,7 +3,6 @@
 //! reaped before anything is decided.
 
 use crate::error::LaunchError;
-use crate::namespaces::EarlyNamespaces;
 use nix::poll::{PollFd, PollFlags, PollTimeout};
 use proto::limits::Limits;
 use proto::runner::{Invocation, Message, RunnerLimits, SandboxReport, MAX_REPORT};
@@ -193,7 +192,7 @@ pub struct Plan<'a> {
 /// Spawns the plugin (started in `workdir`, `crate::stage::prepare`) and supervises it to the end,
 /// group reaped: [`start`] then [`finish`]. A `process` runner is given its go at once.
 pub fn run(plan: &Plan<'_>, workdir: &Path, request: &[u8]) -> Result<Ran, LaunchError> {
-    match start(plan, workdir, None)? {
+    match start(plan, workdir)? {
         Start::Started(started) => finish(started, plan, workdir, request),
         Start::WriterWaiting => Ok(Ran::WriterWaiting),
     }
@@ -207,8 +206,6 @@ pub struct Started {
     report: Option<OwnedFd>,
     /// With `--report-denials`: the read end of the run's init's denials pipe.
     denials: Option<File>,
-    /// The launcher's thread making the run's namespaces (`--launcher-namespaces`).
-    namespaces: Option<EarlyNamespaces>,
     started: Instant,
     executed_at: Option<Instant>,
 }
@@ -234,14 +231,8 @@ pub enum Start {
 /// that needs nothing of the launcher's (its identity, the namespaces, the stage's tmpfs, the
 /// private root, the plugin's process) and waits for [`finish`]'s go before anything of the
 /// plugin's runs — so a launcher may start it before the digest of the leased executable is
-/// confirmed and the run directory exists, and `dir` need not be the stage. With `namespaces`
-/// (started by the launcher for this run), the runner takes its network, IPC and UTS namespaces
-/// from it, on the report socket it made (`--launcher-namespaces`).
-pub fn start(
-    plan: &Plan<'_>,
-    dir: &Path,
-    mut namespaces: Option<EarlyNamespaces>,
-) -> Result<Start, LaunchError> {
+/// confirmed and the run directory exists, and `dir` need not be the stage.
+pub fn start(plan: &Plan<'_>, dir: &Path) -> Result<Start, LaunchError> {
     let started = Instant::now();
     let Plan {
         exe,
@@ -279,12 +270,7 @@ pub fn start(
             report_write = None;
         }
         Some(r) => {
-            let early = namespaces.as_mut().and_then(EarlyNamespaces::take_socket);
-            let launcher_namespaces = early.is_some();
-            let (rd, wr) = match early {
-                Some(pair) => pair,
-                None => report_socket()?,
-            };
+            let (rd, wr) = report_socket()?;
             report_read = Some(rd);
             let invocation = Invocation {
                 // Test builds only: a pretended Landlock ABI reaches the runner, which builds its
@@ -293,7 +279,6 @@ pub fn start(
                 runtime: runtime.to_vec(),
                 gate: true,
                 denials_fd: report_denials.then_some(DENIALS_FD),
-                launcher_namespaces,
                 ..Invocation::new(limits.runner(inputs), argv0.parse()?)
             };
             if report_denials {
@@ -360,7 +345,6 @@ pub fn start(
         child: Some(child),
         report: report_read,
         denials: denials_read,
-        namespaces,
         started,
         executed_at,
     }))
@@ -390,10 +374,6 @@ pub fn finish(
     if let Some(report) = &report_read {
         crate::hooks::sleep_before_spawn();
         crate::cancel::check(crate::cancel::During::Stage)?;
-        // The namespaces message goes first.
-        if let Some(mut ns) = run.namespaces.take() {
-            ns.sent();
-        }
         send_go(report, workdir)?;
     }
     let Some(mut child) = run.child.take() else {
@@ -471,15 +451,7 @@ fn send_go(report: &OwnedFd, dir: &Path) -> Result<(), LaunchError> {
         .map_err(|e| LaunchError::io("opening the stage for the runner", dir, e.into()))?;
     match sys::process::send_with_fd(report.as_fd(), proto::runner::GATE_MESSAGE, stage.as_fd()) {
         Ok(_) => Ok(()),
-        // Gone, or gone with the namespaces message unread (the kernel resets the socket then).
-        Err(e)
-            if matches!(
-                e.raw_os_error(),
-                Some(nix::libc::EPIPE | nix::libc::ECONNRESET)
-            ) =>
-        {
-            Ok(())
-        }
+        Err(e) if e.raw_os_error() == Some(nix::libc::EPIPE) => Ok(()),
         Err(e) => Err(LaunchError::io("sending the runner its go", dir, e)),
     }
 }
@@ -502,7 +474,7 @@ fn runner_exec_busy(report: &[u8]) -> bool {
 
 /// The report channel: a unix `SOCK_SEQPACKET` pair (close-on-exec), so the runner can hand over the
 /// stage's descriptor in a message of its own before its report line.
-pub(crate) fn report_socket() -> Result<(OwnedFd, OwnedFd), LaunchError> {
+fn report_socket() -> Result<(OwnedFd, OwnedFd), LaunchError> {
     use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
     socketpair(
         AddressFamily::Unix,

@@ -37,7 +37,6 @@ pub mod hooks;
 pub mod inputs;
 pub mod judge;
 pub mod names;
-mod namespaces;
 mod pinning;
 pub mod progress;
 pub mod recover;

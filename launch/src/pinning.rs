@@ -69,7 +69,6 @@ pub(crate) fn start_early(
     dir: &Path,
     limits: &exec::RunLimits,
     inputs: &Inputs,
-    namespaces: Option<crate::namespaces::EarlyNamespaces>,
 ) -> Option<exec::Started> {
     runner?;
     let verify::entry::Pinned::Leased { since } = verified.pinned else {
@@ -88,7 +87,7 @@ pub(crate) fn start_early(
         runtime: &verified.entry.runtime,
         env: &inputs.env,
     };
-    match exec::start(&plan, dir, namespaces) {
+    match exec::start(&plan, dir) {
         Ok(exec::Start::Started(s)) => Some(s),
         _ => None,
     }

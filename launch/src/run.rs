@@ -124,7 +124,6 @@ fn start_and_confirm(
         &root.txn(),
         &limits,
         &d.inputs,
-        d.namespaces.take(),
     );
     match d.verified.confirm_digest() {
         Ok(()) => (Ok(d), early),
@@ -169,7 +168,6 @@ fn proceed(
         inputs,
         target,
         runner,
-        namespaces: _,
         limits: run_limits,
         layer,
     } = decided;

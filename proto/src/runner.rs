@@ -34,18 +34,6 @@
 //! ended, and closed its end — and the runner exits without executing anything. Without `--gate`
 //! the runner reads the inputs from its working directory at its start, as below.
 //!
-//! **The launcher's namespaces** (`--launcher-namespaces`, [`Invocation::launcher_namespaces`]):
-//! making a network namespace is most of the cost of a run's namespaces (the kernel registers a
-//! loopback device and every protocol's tables for it), and it needs nothing of the run. A launcher
-//! that is root of the initial user namespace (the per-run uid identity, where the runner makes no
-//! user namespace) may have one of its threads make new network, IPC and UTS namespaces while it
-//! finishes its checks, and send them before anything else on the report socket:
-//! [`NAMESPACES_MESSAGE`] with three descriptors, in the order of [`LAUNCHER_NAMESPACES`], or with
-//! none when it could not make them. The runner waits for that message before its namespaces step,
-//! checks each descriptor is a namespace of its type other than its own, and enters them; with
-//! none, or without the option, it makes all five itself. Every run still gets namespaces of its
-//! own: the thread makes them for this run only, and holds them only until they are sent.
-//!
 //! On the report socket the runner sends, in this order: the stage message ([`STAGE_MESSAGE`],
 //! one NUL byte carrying a descriptor of its private stage's root), once the stage exists; then one
 //! report line ([`SandboxReport`]: what it enforced, or why it refused). The socket closes when the
@@ -180,9 +168,6 @@ pub struct Invocation {
     /// `--denials-fd N`: every `EPERM` refusal of the seccomp filter is sent to the run's init,
     /// which answers it with the same `EPERM` and writes a [`denial_line`] for it to descriptor N.
     pub denials_fd: Option<i32>,
-    /// The launcher sends the run's network, IPC and UTS namespaces first on the report socket
-    /// (`--launcher-namespaces`; the module documentation).
-    pub launcher_namespaces: bool,
 }
 
 impl Invocation {
@@ -197,7 +182,6 @@ impl Invocation {
             plugin: PLUGIN_PATH.to_owned(),
             gate: false,
             denials_fd: None,
-            launcher_namespaces: false,
         }
     }
 
@@ -233,9 +217,6 @@ impl Invocation {
         }
         if self.gate {
             argv.push("--gate".to_owned());
-        }
-        if self.launcher_namespaces {
-            argv.push("--launcher-namespaces".to_owned());
         }
         if let Some(fd) = self.denials_fd {
             argv.push("--denials-fd".to_owned());
@@ -358,15 +339,6 @@ pub struct Denial {
 /// and runs as root on the host) is skipped at exactly 1, the kernel's own guard against a handler
 /// that dumps core. 0 would still start a pipe handler.
 pub const CORE_LIMIT: u64 = 1;
-
-/// The launcher's namespaces for a runner started with `--launcher-namespaces`: these bytes,
-/// carrying the descriptors of [`LAUNCHER_NAMESPACES`] in that order, or none (the runner makes
-/// them itself).
-pub const NAMESPACES_MESSAGE: &[u8] = b"ns";
-
-/// The namespaces a launcher may make for its runner, as `/proc/self/ns` names them, in the order
-/// [`NAMESPACES_MESSAGE`] carries them.
-pub const LAUNCHER_NAMESPACES: [&str; 3] = ["net", "ipc", "uts"];
 
 /// The launcher's go to a runner started with `--gate`: these bytes, carrying a descriptor of the
 /// on-disk stage (`SCM_RIGHTS`), from the launcher to the runner on the report socket.

@@ -10,10 +10,9 @@
 //!    namespace. The inputs in the on-disk stage's `in/` are opened now
 //! 3. parent-death signal SIGKILL (after the user namespace, which clears it), and exit if the
 //!    parent is already gone
-//! 4. new mount, PID, IPC, network, UTS and cgroup namespaces (with `--launcher-namespaces`, the network,
-//!    IPC and UTS ones as the launcher made them, checked and entered), and a fork into the PID
-//!    namespace (`namespaces`): this process stays behind only to wait and end as the plugin ends;
-//!    the child is the run's init (pid 1)
+//! 4. new mount, PID, IPC, network, UTS and cgroup namespaces, and a fork into the PID namespace
+//!    (`namespaces`): this process stays behind only to wait and end as the plugin ends; the
+//!    child is the run's init (pid 1)
 //! 5. init: parent-death signal; the stage (`stage`), a private tmpfs bounded in bytes and
 //!    inodes; every mount private, the run's own host name, the stage attached and made the root
 //!    (`pivot_root`), the host's tree detached; a fork: init waits, the child (pid 2) goes on
@@ -21,7 +20,7 @@
 //!    the launcher's go; then root switches to the per-run uid; the stage is filled as its owner
 //!    and handed to the launcher
 //! 7. parent-death signal again (the identity change clears it); the parent must be init
-//! 8. hard rlimits, soft = hard: AS, FSIZE, NOFILE, NPROC from the arguments, CORE = 0,
+//! 8. hard rlimits, soft = hard: AS, FSIZE, NOFILE, NPROC from the arguments, CORE = 1,
 //!    MEMLOCK = 0, SIGPENDING; CPU soft from the arguments (SIGXCPU), hard one second more
 //! 9. ambient, effective, permitted and inheritable capabilities cleared, and checked
 //! 10. `no_new_privs`
@@ -747,7 +746,7 @@ fn confine_and_exec(
     t.identity_us = laps.lap();
     parent_death_signal()?;
     t.parent_death_us = laps.lap();
-    namespaces::make(report, inv.launcher_namespaces).map_err(ns_err)?;
+    namespaces::unshare_all().map_err(ns_err)?;
     let pipe =
         namespaces::StatusPipe::new().map_err(|source| ns_err(("the status pipe", source)))?;
     let status = match namespaces::fork_init(pipe).map_err(ns_err)? {

@@ -11,8 +11,8 @@
 
 use proto::canary::{CanaryResult, ProbeSpec};
 use proto::runner::{
-    Invocation, Message, RunnerLimits, SandboxReport, GATE_MESSAGE, MAX_REPORT, NAMESPACES_MESSAGE,
-    PLUGIN_FD, REPORT_FD, RUNNER_FD, RUNNER_PATH,
+    Invocation, Message, RunnerLimits, SandboxReport, GATE_MESSAGE, MAX_REPORT, PLUGIN_FD,
+    REPORT_FD, RUNNER_FD, RUNNER_PATH,
 };
 use std::fs::File;
 use std::io::{self, Read, Write};
@@ -85,7 +85,7 @@ impl Run<'_> {
         let mut cmd = Command::new(RUNNER_PATH);
         cmd.arg0(argv0).args(args).process_group(0);
         let moves = [(runner.as_fd(), RUNNER_FD), (plugin.as_fd(), PLUGIN_FD)];
-        self.spawn(cmd, &moves, Some(report_socket()?), true, None, None)
+        self.spawn(cmd, &moves, Some(report_socket()?), true, None)
     }
 
     /// [`Run::runner`] for `argv` with `--gate`: the runner gets its go (the stage's descriptor)
@@ -101,30 +101,13 @@ impl Run<'_> {
         let mut cmd = Command::new(RUNNER_PATH);
         cmd.arg0(argv0).args(args).process_group(0);
         let moves = [(runner.as_fd(), RUNNER_FD), (plugin.as_fd(), PLUGIN_FD)];
-        self.spawn(cmd, &moves, Some(report_socket()?), true, Some(go), None)
-    }
-
-    /// [`Run::runner_at_gate`] (with its go) for `argv` with `--launcher-namespaces`: the
-    /// namespaces message carrying `namespaces` is sent first, as `dot-launch` sends it.
-    pub fn runner_with_namespaces(
-        &self,
-        runner: &File,
-        plugin: &File,
-        argv: &[String],
-        namespaces: &[BorrowedFd<'_>],
-    ) -> io::Result<RunOutput> {
-        let (argv0, args) = argv.split_first().ok_or(io::ErrorKind::InvalidInput)?;
-        let mut cmd = Command::new(RUNNER_PATH);
-        cmd.arg0(argv0).args(args).process_group(0);
-        let moves = [(runner.as_fd(), RUNNER_FD), (plugin.as_fd(), PLUGIN_FD)];
-        let report = Some(report_socket()?);
-        self.spawn(cmd, &moves, report, true, Some(true), Some(namespaces))
+        self.spawn(cmd, &moves, Some(report_socket()?), true, Some(go))
     }
 
     /// Runs `cmd` itself, unconfined, in the caller's process group, with `fds` moved into place
     /// (they stay open in the plugin); no report socket.
     pub fn direct(&self, cmd: Command, fds: &[(BorrowedFd<'_>, i32)]) -> io::Result<RunOutput> {
-        self.spawn(cmd, fds, None, false, None, None)
+        self.spawn(cmd, fds, None, false, None)
     }
 
     fn spawn(
@@ -134,7 +117,6 @@ impl Run<'_> {
         report: Option<(OwnedFd, OwnedFd)>,
         group: bool,
         go: Option<bool>,
-        namespaces: Option<&[BorrowedFd<'_>]>,
     ) -> io::Result<RunOutput> {
         cmd.env_clear()
             .current_dir(self.stage)
@@ -180,18 +162,10 @@ impl Run<'_> {
                 }
             })
         };
-        if let (Some(rx), Some(fds)) = (&report_rx, namespaces) {
-            // A runner that refused before reading it resets the socket: its report says why.
-            let _ = sys::process::send_with_fds(rx.as_fd(), NAMESPACES_MESSAGE, fds);
-        }
         if let (Some(rx), Some(go)) = (&report_rx, go) {
             if go {
                 let stage = sys::fs::open_dir(self.stage).map_err(io::Error::from)?;
-                match sys::process::send_with_fd(rx.as_fd(), GATE_MESSAGE, stage.as_fd()) {
-                    // Gone already (it refused; its report says why), as dot-launch allows.
-                    Err(e) if matches!(e.raw_os_error(), Some(libc::EPIPE | libc::ECONNRESET)) => {}
-                    other => drop(other?),
-                }
+                sys::process::send_with_fd(rx.as_fd(), GATE_MESSAGE, stage.as_fd())?;
             } else {
                 nix::sys::socket::shutdown(rx.as_raw_fd(), nix::sys::socket::Shutdown::Write)?;
             }
@@ -251,13 +225,9 @@ fn report_socket() -> io::Result<(OwnedFd, OwnedFd)> {
 fn read_report(rx: &OwnedFd) -> io::Result<(Vec<u8>, Option<OwnedFd>)> {
     let (mut report, mut stage) = (Vec::new(), None);
     let mut buf = [0u8; 4096];
-    let mut reset = false;
     loop {
         match sys::process::recv_with_fds(rx.as_fd(), &mut buf) {
             Ok((0, _)) => return Ok((report, stage)),
-            // A runner that ended with a message of ours unread resets the socket: the kernel
-            // says so once, before the messages it still holds (as dot-launch reads it).
-            Err(e) if e.raw_os_error() == Some(libc::ECONNRESET) && !reset => reset = true,
             Ok((n, fds)) => match Message::of(&buf[..n], fds.len()) {
                 Message::Stage if stage.is_none() => stage = fds.into_iter().next(),
                 Message::Report => {

@@ -109,11 +109,6 @@ pub struct ExecArgs {
     /// --report-denials passes 6)
     #[argh(option)]
     pub denials_fd: Option<i32>,
-    /// the launcher sends the run's network, IPC and UTS namespaces first on the report socket
-    /// (a message carrying their descriptors, or none: then the runner makes them itself); each
-    /// must be a namespace of its type other than the runner's own, or the run is refused
-    #[argh(switch)]
-    pub launcher_namespaces: bool,
     /// the plugin's argv[0]: its registry name
     #[argh(option)]
     pub argv0: Name,
@@ -142,7 +137,6 @@ impl ExecArgs {
             plugin: self.plugin.clone(),
             gate: self.gate,
             denials_fd: self.denials_fd,
-            launcher_namespaces: self.launcher_namespaces,
         }
     }
 }
@@ -296,7 +290,6 @@ mod tests {
             ],
             gate: true,
             denials_fd: Some(6),
-            launcher_namespaces: true,
         };
         for inv in [plain, knob, odd] {
             match parse(&inv.argv()) {

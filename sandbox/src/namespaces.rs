@@ -39,7 +39,7 @@ pub fn names(with_user: bool) -> Vec<String> {
 
 /// Makes the mount, PID, IPC, network, UTS and cgroup namespaces (the caller is in its user
 /// namespace already, or is root). The PID namespace is the one of the next child.
-fn unshare_all() -> Result<(), (&'static str, io::Error)> {
+pub fn unshare_all() -> Result<(), (&'static str, io::Error)> {
     use nix::sched::{unshare, CloneFlags};
     unshare(
         CloneFlags::CLONE_NEWNS
@@ -55,91 +55,6 @@ fn unshare_all() -> Result<(), (&'static str, io::Error)> {
             e.into(),
         )
     })
-}
-
-/// The run's namespaces: with `from_launcher` (`--launcher-namespaces`), the network, IPC and UTS
-/// namespaces the launcher sends first on `report` are checked and entered, and the mount, PID and
-/// cgroup namespaces made; without it, or when the launcher sent none, all six are made here
-/// ([`unshare_all`]).
-pub fn make(report: &File, from_launcher: bool) -> Result<(), (&'static str, io::Error)> {
-    if from_launcher {
-        let given = receive_launcher_namespaces(report)?;
-        if !given.is_empty() {
-            return enter_launcher_namespaces(&given);
-        }
-    }
-    unshare_all()
-}
-
-/// Waits for the launcher's [`NAMESPACES_MESSAGE`](proto::runner::NAMESPACES_MESSAGE): its
-/// descriptors, or none. Anything else (the socket closed, another message) is an error.
-fn receive_launcher_namespaces(report: &File) -> Result<Vec<OwnedFd>, (&'static str, io::Error)> {
-    const STEP: &str = "receiving the launcher's namespaces";
-    let mut buf = [0u8; 16];
-    loop {
-        return match sys::process::recv_with_fds(report.as_fd(), &mut buf) {
-            Ok((n, fds)) if &buf[..n] == proto::runner::NAMESPACES_MESSAGE => match fds.len() {
-                0 => Ok(fds),
-                n if n == proto::runner::LAUNCHER_NAMESPACES.len() => Ok(fds),
-                n => Err((
-                    STEP,
-                    io::Error::other(format!("{n} descriptors instead of 0 or 3")),
-                )),
-            },
-            Ok((0, _)) => Err((
-                STEP,
-                io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "the launcher closed the report socket",
-                ),
-            )),
-            Ok((n, fds)) => Err((
-                STEP,
-                io::Error::other(format!(
-                    "a message of {n} bytes and {} descriptors instead of the namespaces",
-                    fds.len()
-                )),
-            )),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => Err((STEP, e)),
-        };
-    }
-}
-
-/// Enters the launcher's network, IPC and UTS namespaces (each checked to be a namespace of its
-/// type other than this process's own: made for this run), then makes the mount, PID and cgroup
-/// ones.
-fn enter_launcher_namespaces(given: &[OwnedFd]) -> Result<(), (&'static str, io::Error)> {
-    use nix::sched::{setns, unshare, CloneFlags};
-    let types = [
-        CloneFlags::CLONE_NEWNET,
-        CloneFlags::CLONE_NEWIPC,
-        CloneFlags::CLONE_NEWUTS,
-    ];
-    for ((fd, name), flag) in given
-        .iter()
-        .zip(proto::runner::LAUNCHER_NAMESPACES)
-        .zip(types)
-    {
-        let other = sys::namespace::is_other_namespace(fd.as_fd(), flag.bits(), name)
-            .map_err(|e| ("checking a namespace from the launcher", e))?;
-        if !other {
-            return Err((
-                "checking a namespace from the launcher",
-                io::Error::other(format!(
-                    "the {name} descriptor is not a {name} namespace other than the runner's own"
-                )),
-            ));
-        }
-        setns(fd, flag).map_err(|e| ("entering a namespace from the launcher", e.into()))?;
-    }
-    unshare(CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWPID | CloneFlags::CLONE_NEWCGROUP)
-        .map_err(|e| {
-            (
-                "unshare(CLONE_NEWNS|CLONE_NEWPID|CLONE_NEWCGROUP)",
-                e.into(),
-            )
-        })
 }
 
 /// The pipe on which init hands the plugin's wait status to the runner.

@@ -5,7 +5,6 @@
 use std::ffi::CStr;
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd};
-use std::os::unix::fs::MetadataExt;
 
 fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
     if ret < 0 {
@@ -206,25 +205,4 @@ pub fn mount_pid_proc(at: &CStr) -> io::Result<()> {
         )
     })
     .map(drop)
-}
-
-/// `NS_GET_NSTYPE` (linux/nsfs.h): the `CLONE_NEW*` flag of the namespace a descriptor refers to.
-const NS_GET_NSTYPE: libc::c_ulong = 0xb703;
-
-/// The `CLONE_NEW*` type of the namespace `fd` refers to (`ENOTTY` when it is not a namespace).
-pub fn namespace_type(fd: BorrowedFd<'_>) -> io::Result<libc::c_int> {
-    // SAFETY: NS_GET_NSTYPE takes no argument and writes no memory of ours; `fd` is open for the
-    // whole call (borrowed).
-    check(unsafe { libc::ioctl(fd.as_raw_fd(), NS_GET_NSTYPE) })
-}
-
-/// Whether `fd` is a namespace of type `flag` (`CLONE_NEWNET`, …) other than the one this process
-/// is in now (`/proc/self/ns/NAME`): a namespace made for the caller, not the caller's own.
-pub fn is_other_namespace(fd: BorrowedFd<'_>, flag: libc::c_int, name: &str) -> io::Result<bool> {
-    if namespace_type(fd)? != flag {
-        return Ok(false);
-    }
-    let own = std::fs::metadata(format!("/proc/self/ns/{name}"))?;
-    let given = nix::sys::stat::fstat(fd).map_err(io::Error::from)?;
-    Ok((given.st_dev, given.st_ino) != (own.dev(), own.ino()))
 }

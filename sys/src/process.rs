@@ -209,22 +209,11 @@ pub fn exit_usage(pid: i32) -> io::Result<ExitUsage> {
 
 /// Sends `data` on the unix socket `sock` with `fd` attached (`SCM_RIGHTS`), in one `sendmsg`.
 pub fn send_with_fd(sock: BorrowedFd<'_>, data: &[u8], fd: BorrowedFd<'_>) -> io::Result<usize> {
-    send_with_fds(sock, data, &[fd])
-}
-
-/// Sends `data` on the unix socket `sock` with every descriptor of `fds` attached, in order
-/// (`SCM_RIGHTS`; none attached when `fds` is empty), in one `sendmsg`.
-pub fn send_with_fds(
-    sock: BorrowedFd<'_>,
-    data: &[u8],
-    fds: &[BorrowedFd<'_>],
-) -> io::Result<usize> {
     use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags};
-    let raw: Vec<RawFd> = fds.iter().map(|fd| fd.as_raw_fd()).collect();
-    let rights = [ControlMessage::ScmRights(&raw)];
-    let cmsg: &[ControlMessage<'_>] = if raw.is_empty() { &[] } else { &rights };
+    let fds = [fd.as_raw_fd()];
+    let cmsg = [ControlMessage::ScmRights(&fds)];
     let iov = [std::io::IoSlice::new(data)];
-    sendmsg::<()>(sock.as_raw_fd(), &iov, cmsg, MsgFlags::MSG_NOSIGNAL, None)
+    sendmsg::<()>(sock.as_raw_fd(), &iov, &cmsg, MsgFlags::MSG_NOSIGNAL, None)
         .map_err(io::Error::from)
 }
 
