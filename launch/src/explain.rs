@@ -191,6 +191,7 @@ fn runner_policy(runner: &Runner, loaded: bool) -> Option<(Sha256, Vec<String>)>
         dir: c"/",
         moves: &[(runner.file.as_fd(), RUNNER_FD)],
         env: &[],
+        elsewhere: false,
     })
     .ok()?;
     drop(child.stdin.take());

@@ -34,6 +34,41 @@ pub struct Exec<'a> {
     pub moves: &'a [(BorrowedFd<'a>, i32)],
     /// The child's whole environment, `NAME=VALUE` each (empty: none at all).
     pub env: &'a [CString],
+    /// Start the child on another CPU than the caller's, when it may use one ([`Elsewhere`]).
+    pub elsewhere: bool,
+}
+
+/// Where a child that must run beside its parent starts: a child executed here starts on its
+/// parent's CPU and, on the machines measured (a two-CPU VM), keeps it — the parent, woken at the
+/// exec, waited for the child's own first millisecond of work while the other CPU stayed idle. So
+/// the child narrows its affinity to the other CPUs before its exec, and the parent gives it back
+/// whole right after: the child then runs where it started, and every CPU stays allowed.
+#[derive(Clone, Copy)]
+struct Elsewhere {
+    /// The caller's affinity, given back to the child after its exec.
+    all: libc::cpu_set_t,
+    /// It without the caller's current CPU, which the child takes before its exec.
+    others: libc::cpu_set_t,
+}
+
+impl Elsewhere {
+    /// `None` when the caller may run on one CPU only (or its affinity cannot be read).
+    fn here() -> Option<Elsewhere> {
+        // SAFETY: an all-zero cpu_set_t is a valid (empty) set.
+        let mut all: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        let size = std::mem::size_of::<libc::cpu_set_t>();
+        // SAFETY: the kernel writes at most `size` bytes into `all`, which is that large.
+        if unsafe { libc::sched_getaffinity(0, size, &mut all) } != 0 {
+            return None;
+        }
+        // SAFETY: sched_getcpu takes no arguments.
+        let cpu = usize::try_from(unsafe { libc::sched_getcpu() }).ok()?;
+        let mut others = all;
+        // SAFETY: `cpu` is below CPU_SETSIZE (the kernel's number of the CPU this thread is on).
+        unsafe { libc::CPU_CLR(cpu, &mut others) };
+        // SAFETY: CPU_COUNT reads the set only.
+        (unsafe { libc::CPU_COUNT(&others) } > 0).then_some(Elsewhere { all, others })
+    }
 }
 
 /// A child started by [`spawn`], which the caller is the parent of: its pid, the parent's ends of
@@ -92,9 +127,20 @@ pub fn spawn(e: &Exec<'_>) -> io::Result<Child> {
         placed: &placement.plan,
         first_free: placement.first_free,
         parent: std::process::id() as libc::pid_t,
+        cpus: None,
         failed: AtomicI32::new(0),
     };
+    let elsewhere = e.elsewhere.then(Elsewhere::here).flatten();
+    let plan = Plan {
+        cpus: elsewhere.map(|c| c.others),
+        ..plan
+    };
     let pid = clone_vfork(&plan)?;
+    if let Some(c) = elsewhere {
+        // SAFETY: the kernel reads `size` bytes of `c.all`; `pid` is our child (or gone: ESRCH).
+        let _ =
+            unsafe { libc::sched_setaffinity(pid, std::mem::size_of::<libc::cpu_set_t>(), &c.all) };
+    }
     let failed = plan.failed.load(Ordering::Acquire);
     // The child has its copies (or is gone): the lifted duplicates and the child's ends of the
     // pipes close here.
@@ -121,6 +167,8 @@ struct Plan<'a> {
     placed: &'a [(RawFd, RawFd)],
     first_free: u32,
     parent: libc::pid_t,
+    /// The CPUs the child starts on, when not its parent's ([`Elsewhere`]).
+    cpus: Option<libc::cpu_set_t>,
     /// The errno of the step that failed, 0 while none has.
     failed: AtomicI32,
 }
@@ -195,6 +243,11 @@ fn child_steps(plan: &Plan<'_>) -> Result<(), i32> {
     // SAFETY: `dir` is a NUL-terminated string the parent keeps alive; setpgid takes integers.
     if unsafe { libc::chdir(plan.dir) } != 0 || unsafe { libc::setpgid(0, 0) } != 0 {
         return Err(errno());
+    }
+    if let Some(cpus) = &plan.cpus {
+        // Only where the child starts: a failure changes nothing else.
+        // SAFETY: the kernel reads `size` bytes of `cpus`, part of the plan the parent keeps alive.
+        let _ = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), cpus) };
     }
     // SAFETY: `program`, `argv` and `envp` are NUL-terminated strings and NULL-terminated arrays
     // of them that the parent keeps alive; execve returns only on failure.

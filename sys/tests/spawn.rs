@@ -26,6 +26,7 @@ fn start(
         dir: &dir,
         moves,
         env: &[],
+        elsewhere: false,
     })
 }
 
@@ -67,6 +68,7 @@ fn the_child_gets_exactly_the_environment_given() {
         dir: c"/",
         moves: &[],
         env: &env,
+        elsewhere: false,
     })
     .expect("spawn");
     let pid = child.id();
@@ -197,4 +199,28 @@ fn a_failed_exec_is_its_errno_and_leaves_no_child() {
     assert_eq!(err.raw_os_error(), Some(libc::ENOENT));
     let err = start("/bin/sh", &["sh"], Path::new("/nonexistent/dir"), &[]).expect_err("no dir");
     assert_eq!(err.raw_os_error(), Some(libc::ENOENT));
+}
+
+/// A child started elsewhere (on another CPU than its parent's, where there is one) may run on
+/// every CPU its parent may once it has executed its program.
+#[test]
+fn a_child_started_elsewhere_gets_every_cpu_back() {
+    let argv = [c("sleep"), c("30")];
+    let mut child = spawn(&Exec {
+        program: &c("/bin/sleep"),
+        argv: &argv,
+        dir: c"/",
+        moves: &[],
+        env: &[],
+        elsewhere: true,
+    })
+    .expect("spawn");
+    let theirs = status_field(child.id(), "Cpus_allowed_list");
+    let mine = status_field(std::process::id(), "Cpus_allowed_list");
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    let _ = child.wait();
+    assert_eq!(theirs, mine);
 }

@@ -112,6 +112,28 @@ fn a_root_launcher_outside_the_hosts_pid_namespace_refuses_process() {
     assert_eq!(result(&out).status, RunStatus::Committed);
 }
 
+/// The runner starts on another CPU than the launcher (so its start overlaps the launcher's
+/// digest), and the launcher gives it back every CPU right after: the plugin may run on as many
+/// CPUs as the launcher.
+#[test]
+fn a_process_plugin_may_run_on_every_cpu_its_launcher_may() {
+    let env = Env::with_process_fixture();
+    let out = env
+        .launch(
+            "fixture-p",
+            &["--require-process-sandbox", "--input", "mode=cpus"],
+        )
+        .output()
+        .unwrap();
+    assert_eq!(result(&out).status, RunStatus::Committed);
+    let mine = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)).unwrap();
+    let count = (0..nix::sched::CpuSet::count())
+        .filter(|&c| mine.is_set(c).unwrap_or(false))
+        .count();
+    let theirs = std::fs::read_to_string(env.target.join("result.txt")).unwrap();
+    assert_eq!(theirs, count.to_string());
+}
+
 /// A private copy of dot-launch whose sibling dot-sandbox the test controls.
 fn launcher_dir(sandbox: impl FnOnce(&Path)) -> (TempDir, PathBuf) {
     let dir = TempDir::new();

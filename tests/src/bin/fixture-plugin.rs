@@ -218,6 +218,16 @@ fn main() -> ExitCode {
             let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGKILL);
             ExitCode::SUCCESS
         }
+        // How many CPUs it may run on (its affinity), in out/result.txt.
+        "cpus" => {
+            let set = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0));
+            let n = set.map_or(0, |s| {
+                (0..nix::sched::CpuSet::count())
+                    .filter(|&c| s.is_set(c).unwrap_or(false))
+                    .count()
+            });
+            respond_ok(&n.to_string())
+        }
         "abort" => {
             // SIGABRT, a signal whose default action dumps core.
             std::process::abort()
