@@ -173,18 +173,7 @@ fn settle(env: &Env, what: &str) {
 }
 
 fn launch(env: &Env) -> Command {
-    env.launch(
-        "fixture",
-        &[
-            "--allow-audit-plugin",
-            "--input",
-            "mode=two-outputs",
-            "--input",
-            "a=new a\n",
-            "--input",
-            "b=new b\n",
-        ],
-    )
+    env.two_new_outputs_into(&env.target)
 }
 
 fn reset(env: &Env) {

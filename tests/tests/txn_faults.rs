@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::{discard, launch_into, names, recover, require_program, tool, Env};
+use common::{discard, names, recover, require_program, tool, Env};
 use discard::State;
 use launch::recover::RecoverReport;
 use proto::Kind;
@@ -19,20 +19,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 fn two_outputs(env: &Env, target: &Path) -> Command {
-    launch_into(
-        &env.root,
-        "fixture",
-        target,
-        &[
-            "--allow-audit-plugin",
-            "--input",
-            "mode=two-outputs",
-            "--input",
-            "a=new a\n",
-            "--input",
-            "b=new b\n",
-        ],
-    )
+    env.two_new_outputs_into(target)
 }
 
 /// The only run under `txn/`.

@@ -142,6 +142,25 @@ impl Env {
         )
     }
 
+    /// The fixture at audit in mode `two-outputs` into `target`, its files `a.txt` and `b.txt`
+    /// holding `new a` and `new b` (one line each).
+    pub fn two_new_outputs_into(&self, target: &Path) -> Command {
+        launch_into(
+            &self.root,
+            "fixture",
+            target,
+            &[
+                "--allow-audit-plugin",
+                "--input",
+                "mode=two-outputs",
+                "--input",
+                "a=new a\n",
+                "--input",
+                "b=new b\n",
+            ],
+        )
+    }
+
     /// The names in the target directory, sorted.
     pub fn target_files(&self) -> Vec<String> {
         names(&self.target)
