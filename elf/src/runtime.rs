@@ -214,6 +214,10 @@ fn trusted_owner(uid: u32) -> bool {
 /// `sticky_ok`: a sticky directory writable by others is allowed (a directory on the way).
 fn unsafe_because(meta: &std::fs::Metadata, sticky_ok: bool) -> Option<String> {
     use std::os::unix::fs::MetadataExt;
+    // A link's own mode means nothing, and only who may write its directory can replace it.
+    if meta.file_type().is_symlink() {
+        return None;
+    }
     if !trusted_owner(meta.uid()) {
         return Some(format!("is owned by uid {}", meta.uid()));
     }
@@ -273,39 +277,13 @@ fn check_dir_path(dir: &Path) -> Result<(), RuntimeError> {
     Ok(())
 }
 
-/// The filesystems that are the kernel's view of the host (processes, devices, the kernel's own
-/// state), by `statfs` magic number (linux/magic.h): never a runtime.
-const KERNEL_FILESYSTEMS: &[(i64, &str)] = &[
-    (0x9fa0, "proc"),
-    (0x6265_6572, "sysfs"),
-    (0x1cd1, "devpts"),
-    (0x0027_e0eb, "cgroup"),
-    (0x6367_7270, "cgroup2"),
-    (0x6462_6720, "debugfs"),
-    (0x7472_6163, "tracefs"),
-    (0x7363_6673, "securityfs"),
-    (0xcafe_4a11, "bpf"),
-    (0x6265_6570, "configfs"),
-    (0x1980_0202, "mqueue"),
-    (0x6165_676c, "pstore"),
-    (0xde5e_81e4, "efivarfs"),
-    (0x6573_5543, "fusectl"),
-    (0x4249_4e4d, "binfmt_misc"),
-    (0x6e73_6673, "nsfs"),
-    (0x0187, "autofs"),
-];
-
-/// The kernel filesystem `dir` is on, if it is one of [`KERNEL_FILESYSTEMS`].
+/// The kernel filesystem `dir` is on, if it is one (`proto::entry::KERNEL_FILESYSTEMS`).
 fn kernel_filesystem(dir: &Path) -> Result<Option<&'static str>, RuntimeError> {
     let fs = nix::sys::statfs::statfs(dir).map_err(|e| RuntimeError::BadDir {
         dir: dir.display().to_string(),
         reason: format!("statfs: {e}"),
     })?;
-    let magic = fs.filesystem_type().0 as i64;
-    Ok(KERNEL_FILESYSTEMS
-        .iter()
-        .find(|(m, _)| *m == magic)
-        .map(|(_, name)| *name))
+    Ok(proto::entry::kernel_filesystem(fs.filesystem_type().0))
 }
 
 /// A file the run executes or maps from its runtime (`resolved`, inside `dir`): it and every
@@ -343,6 +321,12 @@ fn inside(dirs: &[PathBuf], what: &'static str, path: &Path) -> Result<PathBuf, 
         name: path.display().to_string(),
         searched: String::new(),
     })?;
+    // The directory the path is named in, when that is inside a runtime too: whoever could write
+    // it could replace a link there that leads to the file resolved.
+    if let (Some(dir), Some(named_in)) = (dirs.iter().find(|d| path.starts_with(d)), path.parent())
+    {
+        check_held(dir, "the directory", named_in)?;
+    }
     // The directories are real paths already (`check_dir_path`: no symbolic link, normalized).
     if let Some(dir) = dirs.iter().find(|d| resolved.starts_with(d)) {
         check_held(dir, what, &resolved)?;

@@ -149,3 +149,25 @@ fn a_runtime_named_through_a_symbolic_link_is_refused_with_the_real_directory_to
     assert_eq!(e.kind(), Kind::RuntimeUnresolved);
     assert!(e.to_string().contains("symbolic link"), "{e}");
 }
+
+/// An interpreter named through a link in a directory others can write is theirs to replace,
+/// wherever the link leads.
+#[test]
+fn an_interpreter_named_through_a_link_in_a_directory_others_can_write_is_unsafe() {
+    let r = Runtime::new();
+    let named_in = r.rt.join("alt");
+    std::fs::create_dir(&named_in).expect("mkdir");
+    chmod(&named_in, 0o755);
+    std::os::unix::fs::symlink(&r.interp, named_in.join("interp")).expect("link");
+    std::fs::write(
+        &r.script,
+        format!("#!{}\n", named_in.join("interp").display()),
+    )
+    .expect("script");
+    assert!(r.check(&r.rt).is_ok());
+    chmod(&named_in, 0o777);
+    assert_eq!(
+        refused(r.check(&r.rt)),
+        (Kind::RuntimeUnsafe, named_in.display().to_string())
+    );
+}

@@ -14,8 +14,9 @@
 //! 2. resolved (`/proc/self/fd/N`), and that path walked again one component at a time without
 //!    following any link must reach the very file opened (device and inode), else
 //!    `input-file-unsafe`: renamed, deleted, or on a mount this namespace does not show there;
-//! 3. matched: a file of the kernel's proc or sysfs filesystem is sensitive wherever it is
-//!    mounted (`/proc/**`, `/sys/**`), any other by its resolved path.
+//! 3. matched: a file of one of the kernel's own filesystems (`proto::entry::KERNEL_FILESYSTEMS`:
+//!    proc, sysfs, cgroup, debugfs, securityfs, efivarfs, …) is sensitive wherever it is mounted
+//!    (`/proc/**`, `/sys/**`, or the filesystem's name), any other by its resolved path.
 
 use crate::error::LaunchError;
 use proto::protocol::{Request, PROTOCOL_VERSION};
@@ -177,17 +178,15 @@ fn resolves_to(resolved: &Path, file: &File) -> bool {
         .is_ok_and(|m| (m.dev(), m.ino()) == (st.st_dev, st.st_ino))
 }
 
-/// The sensitive pattern a file of the kernel's proc or sysfs filesystem counts as, wherever it
-/// is mounted (step 3 of the module documentation).
+/// The sensitive pattern a file of one of the kernel's filesystems (`proto::entry::
+/// KERNEL_FILESYSTEMS`) counts as, wherever it is mounted (step 3 of the module documentation):
+/// `/proc/**` and `/sys/**` for proc and sysfs, the filesystem's name for the others.
 fn kernel_view(file: &File) -> Option<&'static str> {
-    use nix::sys::statfs::{fstatfs, PROC_SUPER_MAGIC, SYSFS_MAGIC};
-    let fs = fstatfs(file).ok()?.filesystem_type();
-    if fs == PROC_SUPER_MAGIC {
-        Some("/proc/**")
-    } else if fs == SYSFS_MAGIC {
-        Some("/sys/**")
-    } else {
-        None
+    let fs = nix::sys::statfs::fstatfs(file).ok()?.filesystem_type();
+    match proto::entry::kernel_filesystem(fs.0)? {
+        "proc" => Some("/proc/**"),
+        "sysfs" => Some("/sys/**"),
+        other => Some(other),
     }
 }
 

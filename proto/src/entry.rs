@@ -242,6 +242,38 @@ impl fmt::Display for EnvName {
 /// The most runtime directories an entry may declare.
 pub const MAX_RUNTIME_DIRS: usize = 16;
 
+/// The filesystems that are the kernel's view of the host (processes, devices, the kernel's own
+/// state), by `statfs` magic number (linux/magic.h), with their names: never a runtime, and a file
+/// input on one is sensitive wherever it is mounted.
+pub const KERNEL_FILESYSTEMS: &[(i64, &str)] = &[
+    (0x9fa0, "proc"),
+    (0x6265_6572, "sysfs"),
+    (0x1cd1, "devpts"),
+    (0x0027_e0eb, "cgroup"),
+    (0x6367_7270, "cgroup2"),
+    (0x6462_6720, "debugfs"),
+    (0x7472_6163, "tracefs"),
+    (0x7363_6673, "securityfs"),
+    (0xcafe_4a11, "bpf"),
+    (0x6265_6570, "configfs"),
+    (0x1980_0202, "mqueue"),
+    (0x6165_676c, "pstore"),
+    (0xde5e_81e4, "efivarfs"),
+    (0x6573_5543, "fusectl"),
+    (0x4249_4e4d, "binfmt_misc"),
+    (0x6e73_6673, "nsfs"),
+    (0x0187, "autofs"),
+];
+
+/// The name of the kernel filesystem with `statfs` magic number `magic`, if it is one of
+/// [`KERNEL_FILESYSTEMS`].
+pub fn kernel_filesystem(magic: i64) -> Option<&'static str> {
+    KERNEL_FILESYSTEMS
+        .iter()
+        .find(|(m, _)| *m == magic)
+        .map(|(_, name)| *name)
+}
+
 /// A runtime directory of an entry: an absolute, normalized path of a directory other than `/`
 /// (no `.` or `..` component, no repeated or trailing `/`, no control character), at most 255 bytes.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -559,6 +591,23 @@ impl Entry {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_kernels_filesystems_are_known_by_their_magic_and_others_are_not() {
+        assert_eq!(kernel_filesystem(0x9fa0), Some("proc"));
+        assert_eq!(kernel_filesystem(0x6367_7270), Some("cgroup2"));
+        // tmpfs and ext4 hold files of their own.
+        assert_eq!(kernel_filesystem(0x0102_1994), None);
+        assert_eq!(kernel_filesystem(0xef53), None);
+        let mut magics: Vec<i64> = KERNEL_FILESYSTEMS.iter().map(|(m, _)| *m).collect();
+        magics.sort_unstable();
+        magics.dedup();
+        assert_eq!(
+            magics.len(),
+            KERNEL_FILESYSTEMS.len(),
+            "one row per filesystem"
+        );
+    }
 
     fn sample() -> String {
         format!(

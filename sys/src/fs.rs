@@ -6,7 +6,7 @@ use nix::sys::stat::Mode;
 use std::ffi::CStr;
 use std::fs::{File, Metadata, OpenOptions};
 use std::io::{self, Read, Write};
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
@@ -802,6 +802,36 @@ pub fn seals(file: &File) -> io::Result<libc::c_int> {
 /// Whether `file` carries every seal [`sealed_copy`] sets.
 pub fn is_frozen(file: &File) -> bool {
     seals(file).is_ok_and(|s| s & FROZEN == FROZEN)
+}
+
+/// The id of the mount the open file `fd` is on: a bind mount has a mount id of its own even
+/// where it shows the same device and inode numbers as the directory it mounts. One `statx`
+/// (`STATX_MNT_ID`, Linux 5.8); on an older kernel, `mnt_id` in `/proc/self/fdinfo/FD`.
+pub fn mount_id(fd: BorrowedFd<'_>) -> io::Result<u64> {
+    // SAFETY: an all-zero statx is a valid buffer for the kernel to fill.
+    let mut stx: libc::statx = unsafe { std::mem::zeroed() };
+    // SAFETY: the path is a NUL-terminated literal, `stx` is a statx the kernel writes only;
+    // `fd` is open for the whole call (borrowed).
+    let ret = unsafe {
+        libc::statx(
+            fd.as_raw_fd(),
+            c"".as_ptr(),
+            libc::AT_EMPTY_PATH,
+            libc::STATX_MNT_ID,
+            &mut stx,
+        )
+    };
+    if ret != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if stx.stx_mask & libc::STATX_MNT_ID != 0 {
+        return Ok(stx.stx_mnt_id);
+    }
+    std::fs::read_to_string(format!("/proc/self/fdinfo/{}", fd.as_raw_fd()))?
+        .lines()
+        .find_map(|l| l.strip_prefix("mnt_id:"))
+        .and_then(|v| v.trim().parse().ok())
+        .ok_or_else(|| io::Error::from_raw_os_error(libc::ENODATA))
 }
 
 #[cfg(test)]

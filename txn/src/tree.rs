@@ -119,18 +119,9 @@ pub struct Rules {
     pub mnt: Option<u64>,
 }
 
-/// The id of the mount the open file `fd` is on (`mnt_id` in `/proc/self/fdinfo/FD`): a bind
-/// mount has a mount id of its own even where it shows the same device and inode numbers as the
-/// directory it mounts.
-pub fn mount_id(fd: impl AsFd) -> nix::Result<u64> {
-    use std::os::fd::AsRawFd;
-    let path = format!("/proc/self/fdinfo/{}", fd.as_fd().as_raw_fd());
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(Errno::EIO as i32)))?;
-    text.lines()
-        .find_map(|l| l.strip_prefix("mnt_id:"))
-        .and_then(|v| v.trim().parse().ok())
-        .ok_or(Errno::ENODATA)
+/// The id of the mount the open file `fd` is on (`sys::fs::mount_id`).
+pub fn mount_id(fd: impl AsFd) -> std::io::Result<u64> {
+    sys::fs::mount_id(fd.as_fd())
 }
 
 /// Checks that the open directory `fd` (`rel` in messages) is on the mount `rules.mnt`.

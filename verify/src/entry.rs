@@ -192,6 +192,9 @@ pub fn check_runtime_allowed(
     entry: &Entry,
     entry_path: &Path,
 ) -> Result<(), VerifyError> {
+    if entry.runtime.is_empty() {
+        return Ok(());
+    }
     let absolute = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
     let held = [absolute(root.path()), absolute(root.state())];
     for dir in &entry.runtime {
