@@ -281,20 +281,7 @@ fn every_io_fault_of_a_commit_recover_and_discard_is_reported_and_settles() {
         &["openat", "read", "pread64"],
         "dot-launch (process)",
         &reset,
-        &|env| {
-            env.launch(
-                "fixture-p",
-                &[
-                    "--require-process-sandbox",
-                    "--input",
-                    "mode=two-outputs",
-                    "--input",
-                    "a=new a\n",
-                    "--input",
-                    "b=new b\n",
-                ],
-            )
-        },
+        &|env| env.two_new_outputs_as("fixture-p", "--require-process-sandbox", &env.target),
         &|state, kind, out| match (out.status.code(), kind) {
             (Some(0), _) | (Some(4), None) => state == Some(true),
             _ => state.is_some(),

@@ -145,12 +145,17 @@ impl Env {
     /// The fixture at audit in mode `two-outputs` into `target`, its files `a.txt` and `b.txt`
     /// holding `new a` and `new b` (one line each).
     pub fn two_new_outputs_into(&self, target: &Path) -> Command {
+        self.two_new_outputs_as("fixture", "--allow-audit-plugin", target)
+    }
+
+    /// [`Env::two_new_outputs_into`] of the fixture registered as `name`, launched with `consent`.
+    pub fn two_new_outputs_as(&self, name: &str, consent: &str, target: &Path) -> Command {
         launch_into(
             &self.root,
-            "fixture",
+            name,
             target,
             &[
-                "--allow-audit-plugin",
+                consent,
                 "--input",
                 "mode=two-outputs",
                 "--input",
