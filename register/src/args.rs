@@ -199,7 +199,7 @@ pub struct PublisherRevokeArgs {
     /// why (recorded in the trust store)
     #[argh(option)]
     pub reason: String,
-    /// revoke only this key id (16 uppercase hex digits)
+    /// revoke only this key id (up to 16 uppercase hex digits, as minisign prints it)
     #[argh(option)]
     pub key: Option<String>,
 }
@@ -392,7 +392,7 @@ pub struct DenyAddArgs {
     /// a sha256 (64 lowercase hex digits) of an executable or an entry file
     #[argh(option)]
     pub sha256: Option<String>,
-    /// a minisign key id (16 uppercase hex digits); the bytes of the trust store's key of that
+    /// a minisign key id (up to 16 uppercase hex digits, as minisign prints it); the bytes of the trust store's key of that
     /// id are denied with it
     #[argh(option)]
     pub key: Option<String>,
