@@ -171,6 +171,20 @@ pub(crate) struct Decided {
     pub limits: proto::limits::Limits,
     /// The system layer that answered (`None` for `--root`).
     pub layer: Option<proto::layers::Layer>,
+    /// A `process` run's runner, started at its gate as soon as what it is given was checked
+    /// ([`Start::Early`], `crate::pinning::start_early`): `None` at `audit`, for `--explain`, or
+    /// when it could not be started then (the run starts it in its place).
+    pub early: Option<crate::exec::Started>,
+}
+
+/// Whether [`decide`] starts a `process` run's runner as soon as it can.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Start {
+    /// A launch: the runner starts once the checks it depends on passed, and the target and the
+    /// pending runs are checked while it starts (a refusal then ends it, before its gate).
+    Early,
+    /// `--explain`: nothing is started.
+    Never,
 }
 
 /// Steps 1–3: verification, consent, kernel support, protocol, inputs, target, runner.
@@ -180,6 +194,7 @@ pub(crate) fn decide(
     name: &Name,
     opts: &Options,
     checked: verify::layers::Checked,
+    start: Start,
 ) -> Result<Decided, LaunchError> {
     // A leased executable is digested after the checks (and at `process` while its runner starts:
     // `crate::run`); nothing runs before it is confirmed.
@@ -189,14 +204,21 @@ pub(crate) fn decide(
         name,
         verify::entry::Digest::AfterLease,
     )?;
-    match checks(root, opts, &verified) {
-        Ok((inputs, target, runner, limits)) => Ok(Decided {
+    match checks(root, opts, &verified, start) {
+        Ok(Checked {
+            inputs,
+            target,
+            runner,
+            limits,
+            early,
+        }) => Ok(Decided {
             verified,
             inputs,
             target,
             runner,
             layer: (answer.layer != proto::layers::Layer::Root).then_some(answer.layer),
             limits,
+            early,
         }),
         // A copy that is not the entry's is reported before anything else, as when it is
         // digested first.
@@ -207,20 +229,25 @@ pub(crate) fn decide(
     }
 }
 
-/// What `decide` checks after verification.
+/// What [`checks`] found.
+struct Checked {
+    inputs: inputs::Inputs,
+    target: target::Target,
+    runner: Option<Runner>,
+    limits: proto::limits::Limits,
+    early: Option<crate::exec::Started>,
+}
+
+/// What `decide` checks after verification. The checks that decide what the runner is given come
+/// first; then (at [`Start::Early`]) the runner starts, and the target and the pending runs are
+/// checked while it starts — a refusal of either drops it (`exec::Started` ends and reaps it
+/// before its gate, where it waits before anything of the plugin's is read or executed).
 fn checks(
     root: &Root,
     opts: &Options,
     verified: &verify::entry::Verified,
-) -> Result<
-    (
-        inputs::Inputs,
-        target::Target,
-        Option<Runner>,
-        proto::limits::Limits,
-    ),
-    LaunchError,
-> {
+    start: Start,
+) -> Result<Checked, LaunchError> {
     let entry = &verified.entry;
     check_consent(&entry.name, entry.containment, opts.consent, opts.command())?;
     if opts.streams.report_denials && entry.containment == Containment::Audit {
@@ -250,19 +277,33 @@ fn checks(
         }
         other => other,
     })?;
-    let target = target::check(&opts.target, root)?;
+    let runner = match entry.containment {
+        Containment::Process => Some(open_runner()?),
+        Containment::Audit => None,
+    };
+    let early = match start {
+        Start::Early => crate::pinning::start_early(
+            verified,
+            runner.as_ref(),
+            &root.txn(),
+            &crate::exec::RunLimits::new(&limits, opts.streams),
+            &inputs,
+        ),
+        Start::Never => None,
+    };
     // Outputs never land in a system layer either, whichever registry the launch reads: the
-    // layers built into the tools always, and those under `--sysroot` when it moves them.
+    // layers built into the tools always, and those under `--sysroot` when it moves them. The
+    // target is resolved and walked once, and held against the root, then each layer in turn.
     let builtin = proto::layers::SystemLayers::new(None);
     let moved = match &opts.registry {
         verify::layers::Registry::System(sys) if *sys != builtin => Some(sys),
         _ => None,
     };
-    for sys in std::iter::once(&builtin).chain(moved) {
-        for (_, dir) in sys.each() {
-            target::check(&opts.target, &Root::split(dir, root.state()))?;
-        }
-    }
+    let layers = std::iter::once(&builtin)
+        .chain(moved)
+        .flat_map(|sys| sys.each().map(|(_, dir)| Root::split(dir, root.state())));
+    let roots: Vec<Root> = std::iter::once(root.clone()).chain(layers).collect();
+    let target = target::check(&opts.target, &roots)?;
     if let Some(txid) = txn::pending::find(&root.txn(), None, &target.path, &target.dir, false) {
         return Err(LaunchError::TargetPending {
             target: target.path,
@@ -270,11 +311,13 @@ fn checks(
             txid,
         });
     }
-    let runner = match entry.containment {
-        Containment::Process => Some(open_runner()?),
-        Containment::Audit => None,
-    };
-    Ok((inputs, target, runner, limits))
+    Ok(Checked {
+        inputs,
+        target,
+        runner,
+        limits,
+        early,
+    })
 }
 
 /// The entry's limits lowered as the invoker asked; a value above the entry's is refused, never

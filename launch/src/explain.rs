@@ -6,7 +6,7 @@
 //! asked of the validated runner itself (`--version`, executed from its opened descriptor): the
 //! only process started.
 
-use crate::decide::{decide, Decided};
+use crate::decide::{decide, Decided, Start};
 use crate::exec::Runner;
 use crate::{LaunchError, Options};
 use proto::explain::{
@@ -57,7 +57,7 @@ pub fn explain(opts: &Options) -> Result<Explanation, LaunchError> {
         runner,
         limits: run_limits,
         ..
-    } = decide(root, &name, opts, checked)?;
+    } = decide(root, &name, opts, checked, Start::Never)?;
     let entry = &verified.entry;
     let limits = &crate::exec::RunLimits::new(&run_limits, opts.streams);
     let runner_limits = limits.runner(inputs.totals());

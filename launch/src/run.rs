@@ -4,7 +4,7 @@
 use crate::audit::{record_decision, AuditSync};
 use crate::cancel::{self, During};
 use crate::commit::{self, CommitError};
-use crate::decide::{decide, Consent, Decided};
+use crate::decide::{decide, Consent, Decided, Start};
 use crate::exec::{self, RunLimits, StreamLimits};
 use crate::judge::{self, PluginFailure, Unconfirmed};
 use crate::rundir::{now_ms, End, RunDir};
@@ -78,11 +78,11 @@ pub fn launch(opts: &Options) -> Result<RunResult, LaunchError> {
     // and nothing is decided (or recorded in its audit log) in a state that is not ours alone.
     let checked = verify::layers::check_registry(&opts.registry, &name)?;
     verify::root::ensure_state(root, opts.default_state)?;
-    let decision = decide(root, &name, opts, checked);
     // Every process this launch starts is its descendant, the runner started early included.
     sys::process::set_child_subreaper()
         .map_err(|e| LaunchError::io("becoming a child subreaper", "prctl", e))?;
-    let (decision, early) = start_and_confirm(decision, root, opts);
+    let decision = decide(root, &name, opts, checked, Start::Early);
+    let (decision, early) = confirm(decision);
     let mut audit = record_decision(root, &name, &decision)?;
     let decided = decision?;
     hooks::pause_after_verify();
@@ -104,27 +104,20 @@ pub fn launch(opts: &Options) -> Result<RunResult, LaunchError> {
     }
 }
 
-/// A `process` run's runner started at its gate (`pinning::start_early`, in the state's `txn/`),
-/// then the digest of the leased executable confirmed (`verify::entry::Digest::AfterLease`): the runner's start and the steps
-/// it makes before its gate overlap the digest, the decision's record and the run directory. A digest that does not match is the decision (`store-tampered`), and the
-/// runner is killed and reaped without having run anything of the plugin's.
-fn start_and_confirm(
+/// The digest of the leased executable confirmed (`verify::entry::Digest::AfterLease`), and a
+/// `process` run's runner, started at its gate by `decide` (`pinning::start_early`), taken out of
+/// the decision: the runner's start and the steps it makes before its gate overlap the target's
+/// checks, the digest, the decision's record and the run directory. A digest that does not match
+/// is the decision (`store-tampered`), and the runner is ended and reaped without having run
+/// anything of the plugin's.
+fn confirm(
     decision: Result<Decided, LaunchError>,
-    root: &Root,
-    opts: &Options,
 ) -> (Result<Decided, LaunchError>, Option<exec::Started>) {
     let mut d = match decision {
         Ok(d) => d,
         Err(e) => return (Err(e), None),
     };
-    let limits = RunLimits::new(&d.limits, opts.streams);
-    let early = pinning::start_early(
-        &d.verified,
-        d.runner.as_ref(),
-        &root.txn(),
-        &limits,
-        &d.inputs,
-    );
+    let early = d.early.take();
     match d.verified.confirm_digest() {
         Ok(()) => (Ok(d), early),
         Err(e) => (Err(e.into()), None),
@@ -170,6 +163,7 @@ fn proceed(
         runner,
         limits: run_limits,
         layer,
+        early: _,
     } = decided;
     let limits = RunLimits::new(&run_limits, opts.streams);
     let entry = verified.entry.clone();

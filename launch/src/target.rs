@@ -115,11 +115,13 @@ fn host_error(e: nix::errno::Errno) -> bool {
 }
 
 /// Checks `target` and holds it open: it must exist, be a directory, and lie neither inside
-/// `root` (any directory of its layout, reached however) nor above it. The path is made
+/// any of `roots` (any directory of its layout, reached however) nor above one. The path is made
 /// absolute and canonical, then opened one component at a time without following a link
-/// (`sys::fs::open_dir_nofollow`), and the checks of parents are made from that descriptor.
+/// (`sys::fs::open_dir_nofollow`), and the checks of parents are made from that descriptor —
+/// once, whatever the number of roots: each root is then held against the same chain, in order
+/// (the first that refuses is the error).
 /// An I/O error of the host on the way is `io`, not `target-invalid`.
-pub fn check(target: &Path, root: &Root) -> Result<Target, LaunchError> {
+pub fn check(target: &Path, roots: &[Root]) -> Result<Target, LaunchError> {
     let invalid = |path: &Path, why: String| LaunchError::Target {
         path: path.to_path_buf(),
         why,
@@ -175,31 +177,34 @@ pub fn check(target: &Path, root: &Root) -> Result<Target, LaunchError> {
             invalid(&abs, format!("walking its parents: {e}"))
         }
     })?;
+    for root in roots {
+        held_against(&parents, root).map_err(|why| invalid(&abs, why))?;
+    }
+    Target::held(abs, dir)
+}
+
+/// Why the target whose chain of parents is `parents` (itself first) may not be used with `root`:
+/// it is inside one of its directories, or above one.
+fn held_against(parents: &[Ident], root: &Root) -> Result<(), String> {
     let inside = root_dirs(root);
     if parents.iter().any(|id| inside.contains(id)) {
-        return Err(invalid(
-            &abs,
-            format!(
-                "is inside the platform root {}: a plugin's outputs could replace the registry, the trust store or the audit log",
-                root.path().display()
-            ),
+        return Err(format!(
+            "is inside the platform root {}: a plugin's outputs could replace the registry, the trust store or the audit log",
+            root.path().display()
         ));
     }
     // The root is checked by the verification that ran before, so its chain can be walked.
     for dir in std::iter::once(root.path()).chain(root.separate_state()) {
         if let Ok(above) = chain(dir) {
-            if above.contains(&parents[0]) {
-                return Err(invalid(
-                    &abs,
-                    format!(
-                        "holds the platform root {}: outputs are committed next to it",
-                        dir.display()
-                    ),
+            if parents.first().is_some_and(|t| above.contains(t)) {
+                return Err(format!(
+                    "holds the platform root {}: outputs are committed next to it",
+                    dir.display()
                 ));
             }
         }
     }
-    Target::held(abs, dir)
+    Ok(())
 }
 
 #[cfg(test)]

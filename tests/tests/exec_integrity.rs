@@ -292,3 +292,45 @@ fn a_runner_started_before_the_digest_runs_no_other_bytes() {
         proto::result::RunStatus::Committed
     );
 }
+
+/// A `process` runner starts before the target is checked (docs/design.md, step 3b): a target the
+/// checks then refuse ends it before its gate — the refusal is the target's, nothing was created,
+/// no process is left, and the next launch to a good target runs.
+#[test]
+fn a_runner_started_before_the_targets_checks_is_ended_when_they_refuse() {
+    let env = Env::new();
+    env.register("hello-p", &workspace_bin("hello"), "process", &["name"]);
+    let file = env.dir.join("a-file");
+    std::fs::write(&file, b"not a directory").unwrap();
+    let refused = [
+        ("inside the root", env.root.join("store")),
+        ("a file", file),
+        ("missing", env.dir.join("no-such-dir")),
+    ];
+    for (what, target) in refused {
+        let out = common::launch_into(
+            &env.root,
+            "hello-p",
+            &target,
+            &["--require-process-sandbox"],
+        )
+        .output()
+        .unwrap();
+        let err = common::failure(&out, 2);
+        testkit::assert_kind!(err, Kind::TargetInvalid, "{what}: {}", err.message);
+        assert_eq!(env.runs(), Vec::<String>::new(), "{what}");
+        assert_eq!(
+            common::processes_under(&env.root),
+            Vec::<String>::new(),
+            "{what}"
+        );
+    }
+    let out = env
+        .launch("hello-p", &["--require-process-sandbox"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        common::result(&out).status,
+        proto::result::RunStatus::Committed
+    );
+}
