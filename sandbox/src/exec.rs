@@ -269,6 +269,18 @@ fn parent_death_signal() -> Result<(), ExecError> {
     }
 }
 
+/// The CPUs the launcher may use, taken before init and the plugin are forked (they inherit
+/// them). A launcher starts its runner on another CPU than its own and gives it every CPU back
+/// right after its exec (`sys::spawn::Exec::elsewhere`); a launcher that is not scheduled again
+/// before the runner forks would leave the plugin on one CPU, so the runner takes them itself.
+/// Where they cannot be read or set, the runner keeps what it has (a matter of speed only).
+fn take_parents_cpus() {
+    use nix::sched::{sched_getaffinity, sched_setaffinity};
+    if let Ok(cpus) = sched_getaffinity(nix::unistd::getppid()) {
+        let _ = sched_setaffinity(nix::unistd::Pid::from_raw(0), &cpus);
+    }
+}
+
 /// The plugin's parent-death signal (its parent is the run's init, pid 1 of its namespace; when
 /// init dies the kernel kills the plugin anyway).
 fn plugin_parent_death_signal() -> Result<(), ExecError> {
@@ -745,6 +757,7 @@ fn confine_and_exec(
     };
     t.identity_us = laps.lap();
     parent_death_signal()?;
+    take_parents_cpus();
     t.parent_death_us = laps.lap();
     namespaces::unshare_all().map_err(ns_err)?;
     let pipe =

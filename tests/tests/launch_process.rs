@@ -316,3 +316,51 @@ fn two_runs_share_no_namespace_with_the_host_or_each_other() {
         let _ = c.wait();
     }
 }
+
+/// The runner takes its launcher's CPUs itself before it forks the plugin, whenever the launcher
+/// gives them back: a runner started from a thread narrowed to one CPU (what a give-back that
+/// comes late leaves it with) still gives its plugin every CPU its parent — here this test's
+/// process — may run on.
+#[test]
+fn a_runner_started_on_one_cpu_gives_its_plugin_its_parents_cpus() {
+    use nix::sched::{sched_getaffinity, sched_setaffinity, CpuSet};
+    use nix::unistd::Pid;
+    let count = |s: CpuSet| {
+        (0..CpuSet::count())
+            .filter(|&c| s.is_set(c).unwrap_or(false))
+            .count()
+    };
+    let parents = count(sched_getaffinity(Pid::from_raw(std::process::id() as i32)).unwrap());
+    let scratch = sandbox::Scratch::new("cpus").unwrap();
+    let plugin = std::fs::File::open(workspace_bin("fixture-plugin")).unwrap();
+    let runner = std::fs::File::open(workspace_bin("dot-sandbox")).unwrap();
+    let argv =
+        proto::runner::Invocation::new(sandbox::PROVE_LIMITS, proto::Name::new("fixture").unwrap())
+            .argv();
+    let request = br#"{"protocol":"1.0","plugin":"fixture","inputs":{"mode":"cpus"}}"#;
+    let run = std::thread::scope(|s| {
+        s.spawn(|| {
+            // This thread (only) on the CPU it is on: the runner inherits that.
+            let mut one = CpuSet::new();
+            one.set(nix::sched::sched_getcpu().unwrap()).unwrap();
+            sched_setaffinity(Pid::from_raw(0), &one).unwrap();
+            sandbox::Run {
+                stage: &scratch.stage,
+                request,
+                input: sandbox::Input::Pipe,
+                timeout: std::time::Duration::from_secs(60),
+            }
+            .runner(&runner, &plugin, &argv)
+            .unwrap()
+        })
+        .join()
+        .unwrap()
+    });
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let theirs = run.read_stage_file("out/result.txt").unwrap();
+    assert_eq!(String::from_utf8_lossy(&theirs), parents.to_string());
+}
