@@ -16,6 +16,7 @@ command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
 command -v minisign >/dev/null 2>&1 || need+=(minisign)
 [ -x /usr/bin/time ] || need+=(time)
+command -v gcc >/dev/null 2>&1 || need+=(gcc libc6-dev)
 if [ ${#need[@]} -gt 0 ]; then
   echo "bench: installing ${need[*]}" >&2
   apt-get update -qq
@@ -64,9 +65,17 @@ pair_spec() {
   printf '[{"name":"%s","argv":%s},\n{"name":"%s","argv":%s}]\n' \
     "$2" "$(json_argv $3)" "$4" "$(json_argv $5)" >"$1"
 }
+# What one process start costs here, without the program: an empty static C program (glibc's
+# start-up, as every dot tool, the runner and hello have it) against one with no libc at all.
+printf 'int main(void) { return 0; }\n' >"$W/start.c"
+printf 'void _start(void) { __asm__ volatile("mov $60, %%eax; xor %%edi, %%edi; syscall"); }\n' >"$W/raw.c"
+gcc -O2 -static -o "$W/start-static" "$W/start.c"
+gcc -O2 -static -nostdlib -o "$W/start-raw" "$W/raw.c"
 {
   printf '[\n'
   printf '{"name":"hello","argv":%s,"stdin":"%s","cwd":"%s"},\n' "$(json_argv "$HELLO")" "$REQ" "$W/stage"
+  printf '{"name":"start-static","argv":%s},\n' "$(json_argv "$W/start-static")"
+  printf '{"name":"start-raw","argv":%s},\n' "$(json_argv "$W/start-raw")"
   printf '{"name":"launch-audit","argv":%s},\n' "$(json_argv "${LAUNCH_AUDIT[@]}")"
   printf '{"name":"launch-process","argv":%s},\n' "$(json_argv "${LAUNCH_PROCESS[@]}")"
   printf '{"name":"digest-hello","argv":%s},\n' "$(json_argv "$REL/dot-verify" digest "$HELLO")"

@@ -580,6 +580,19 @@ pub fn write(dir: &Path) -> Result<String, BenchError> {
                 ),
                 _ => String::new(),
             };
+            // What a process start costs without the program: glibc's start-up per image.
+            let glibc = match (median("start-static"), median("start-raw")) {
+                (Some(st), Some(raw)) => format!(
+                    " One empty static C program starts and ends in {} here, one without libc \
+                     in {}: {} of glibc's own start-up per image, which the confined launch \
+                     pays three times (dot-launch, dot-sandbox, the plugin) and bwrap-full twice \
+                     (bwrap, the plugin).",
+                    ms(st),
+                    ms(raw),
+                    ms((st - raw).max(0.0))
+                ),
+                _ => String::new(),
+            };
             let _ = writeln!(
                 notes,
                 "- **P1**: a confined launch is three process images in a row (dot-launch, \
@@ -591,8 +604,8 @@ pub fn write(dir: &Path) -> Result<String, BenchError> {
                  + the runner's confinement without its wait at the gate ({}, of which the \
                  namespaces step {}) = {}, against {} measured; the rest, {}, is the launcher's \
                  own work before the runner starts (entry checks, kernel probe, target) and \
-                 after the plugin ends (reap, the run directory removed, the result).{bwrap_ns} \
-                 Launcher work measured as audit − hello: {}.",
+                 after the plugin ends (reap, the run directory removed, the result).{bwrap_ns}\
+                 {glibc} Launcher work measured as audit − hello: {}.",
                 hello_size(dir),
                 digest.map_or("not measured".into(), ms),
                 ms(h),
