@@ -45,15 +45,78 @@ pub const WINDOW: usize = 1 << 20;
 /// [`WINDOW`] at a time (`sys::fs::map_leased_range`), no copy made — about half the system time
 /// of reading it. Else, and from the first window the lease no longer covers, read as
 /// [`digest_file`] does. The lease is released before it returns.
+///
+/// A file of [`PIPELINED_FROM`] bytes or more is read instead, on a second thread while this one
+/// hashes what was read ([`digest_pipelined`], still under the lease where one was taken): on a
+/// big file the mapping's cost is its pages' TLB misses while they are hashed, which a reading
+/// thread moves off the hashing one. Measured on a two-CPU VM, `dot-bench wall`, 30 runs each,
+/// mapped / on two threads / `openssl dgst -sha256`: 8 MiB 5.6 / 6.7 / 8.1 ms, 16 MiB 10.4 / 12.0
+/// / 13.6 ms, 32 MiB 29.0 / 23.0 / 29.2 ms, 64 MiB 57.9 / 45.6 / 56.0 ms.
 pub fn digest_mapped(file: &File) -> io::Result<(Sha256, u64)> {
+    let big = file.metadata()?.len() >= PIPELINED_FROM;
     if sys::fs::read_lease(file).is_err() {
-        return digest_file(file);
+        return if big {
+            digest_pipelined(file)
+        } else {
+            digest_file(file)
+        };
     }
-    let digested = digest_windows(file);
+    let digested = if big {
+        digest_pipelined(file)
+    } else {
+        digest_windows(file)
+    };
     let released = sys::fs::release_lease(file);
     let digested = digested?;
     released?;
     Ok(digested)
+}
+
+/// The size from which [`digest_mapped`] reads on a second thread (the smallest measured where
+/// that was faster than the mapping: see there).
+pub const PIPELINED_FROM: u64 = 32 * WINDOW as u64;
+
+/// The SHA-256 and byte length of `file`, read from offset 0 to its end in [`CHUNK`]-sized
+/// positioned reads on a second thread while this one hashes the chunks already read, in order.
+/// Buffers go back and forth between the two by move (a few in flight), never copied.
+pub fn digest_pipelined(file: &File) -> io::Result<(Sha256, u64)> {
+    use std::sync::mpsc;
+    const IN_FLIGHT: usize = 4;
+    let (to_hasher, chunks) = mpsc::sync_channel::<Vec<u8>>(IN_FLIGHT);
+    let (give_back, spare) = mpsc::channel::<Vec<u8>>();
+    std::thread::scope(|scope| {
+        let reader = scope.spawn(move || -> io::Result<u64> {
+            let mut offset: u64 = 0;
+            loop {
+                let mut buf = spare.try_recv().unwrap_or_else(|_| vec![0u8; CHUNK]);
+                buf.resize(CHUNK, 0);
+                let n = loop {
+                    match file.read_at(&mut buf, offset) {
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                        other => break other?,
+                    }
+                };
+                if n == 0 {
+                    return Ok(offset);
+                }
+                buf.truncate(n);
+                offset += n as u64;
+                if to_hasher.send(buf).is_err() {
+                    return Ok(offset); // the hasher is gone: nothing more is wanted
+                }
+            }
+        });
+        let mut hasher = sha2::Sha256::new();
+        for chunk in chunks {
+            hasher.update(&chunk);
+            // The reader may be done already.
+            let _ = give_back.send(chunk);
+        }
+        let read = reader
+            .join()
+            .unwrap_or_else(|_| Err(io::Error::other("the reading thread panicked")))?;
+        Ok((Sha256(hasher.finalize().into()), read))
+    })
 }
 
 fn digest_windows(file: &File) -> io::Result<(Sha256, u64)> {
@@ -178,6 +241,27 @@ mod tests {
         std::fs::remove_file(&path).expect("cleanup");
         assert_eq!(n, data.len() as u64);
         assert_eq!(d, Sha256::of(&data));
+    }
+
+    #[test]
+    fn a_big_file_is_digested_whole_and_in_order_on_two_threads() {
+        let path = std::env::temp_dir().join(format!("verify-pipelined-{}", std::process::id()));
+        // Past the pipelined size, not a whole number of chunks.
+        let len = PIPELINED_FROM as usize + CHUNK * 3 + 4099;
+        let data: Vec<u8> = (0..len)
+            .map(|i| (i % 241) as u8 ^ (i >> 17) as u8)
+            .collect();
+        std::fs::write(&path, &data).expect("write");
+        let f = File::open(&path).expect("open");
+        let want = (Sha256::of(&data), data.len() as u64);
+        assert_eq!(digest_pipelined(&f).expect("pipelined"), want);
+        assert_eq!(digest_mapped(&f).expect("leased"), want);
+        assert!(!sys::fs::lease_held(&f), "the lease was released");
+        // A writer has it open: no lease, read all the same.
+        let writer = File::options().append(true).open(&path).expect("writer");
+        assert_eq!(digest_mapped(&f).expect("unleased"), want);
+        drop(writer);
+        std::fs::remove_file(&path).expect("cleanup");
     }
 
     #[test]
