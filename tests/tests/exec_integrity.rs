@@ -283,14 +283,7 @@ fn a_runner_started_before_the_digest_runs_no_other_bytes() {
         );
     }
     rewrite(&|_| {});
-    let out = env
-        .launch("hello-p", &["--require-process-sandbox"])
-        .output()
-        .unwrap();
-    assert_eq!(
-        common::result(&out).status,
-        proto::result::RunStatus::Committed
-    );
+    commits(&env, "hello-p");
 }
 
 /// A `process` runner starts before the target is checked (docs/design.md, step 3b): a target the
@@ -325,10 +318,15 @@ fn a_runner_started_before_the_targets_checks_is_ended_when_they_refuse() {
             "{what}"
         );
     }
+    commits(&env, "hello-p");
+}
+
+/// A launch of the `process` entry `name` commits.
+fn commits(env: &Env, name: &str) {
     let out = env
-        .launch("hello-p", &["--require-process-sandbox"])
+        .launch(name, &["--require-process-sandbox"])
         .output()
-        .unwrap();
+        .expect("dot-launch");
     assert_eq!(
         common::result(&out).status,
         proto::result::RunStatus::Committed

@@ -93,19 +93,10 @@ pub fn digest_pipelined(file: &File) -> io::Result<(Sha256, u64)> {
         let reader = scope.spawn(move || -> io::Result<u64> {
             let mut offset: u64 = 0;
             loop {
-                let mut buf = spare.try_recv().unwrap_or_else(|_| vec![0u8; CHUNK]);
-                buf.resize(CHUNK, 0);
-                let n = loop {
-                    match file.read_at(&mut buf, offset) {
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                        other => break other?,
-                    }
-                };
-                if n == 0 {
+                let Some(buf) = next_chunk(file, offset, &spare)? else {
                     return Ok(offset);
-                }
-                buf.truncate(n);
-                offset += n as u64;
+                };
+                offset += buf.len() as u64;
                 if to_hasher.send(buf).is_err() {
                     return Ok(offset); // the hasher is gone: nothing more is wanted
                 }
@@ -172,6 +163,29 @@ fn read_from(
     Ok((Sha256(hasher.finalize().into()), offset))
 }
 
+/// The next chunk of `file` from `offset` (at most [`CHUNK`] bytes, read in a buffer given back on
+/// `spare` or a new one), `None` at its end: the reading side of [`digest_pipelined`] and
+/// [`digest_into`].
+fn next_chunk(
+    file: &File,
+    offset: u64,
+    spare: &std::sync::mpsc::Receiver<Vec<u8>>,
+) -> io::Result<Option<Vec<u8>>> {
+    let mut buf = spare.try_recv().unwrap_or_else(|_| vec![0u8; CHUNK]);
+    buf.resize(CHUNK, 0);
+    let n = loop {
+        match file.read_at(&mut buf, offset) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            other => break other?,
+        }
+    };
+    if n == 0 {
+        return Ok(None);
+    }
+    buf.truncate(n);
+    Ok(Some(buf))
+}
+
 /// The SHA-256 and byte length of `src`'s contents, each chunk written to `dst` after it is hashed:
 /// `dst` receives exactly the bytes that were digested, whatever happens to `src` meanwhile. The
 /// writes run on a second thread while the next chunks are read and hashed (on a sealed copy of a
@@ -196,20 +210,11 @@ pub fn digest_into(src: &File, dst: &File) -> io::Result<(Sha256, u64)> {
         let mut offset: u64 = 0;
         let read = (|| -> io::Result<()> {
             loop {
-                let mut buf = spare.try_recv().unwrap_or_else(|_| vec![0u8; CHUNK]);
-                buf.resize(CHUNK, 0);
-                let n = loop {
-                    match src.read_at(&mut buf, offset) {
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                        other => break other?,
-                    }
-                };
-                if n == 0 {
+                let Some(buf) = next_chunk(src, offset, &spare)? else {
                     return Ok(());
-                }
-                buf.truncate(n);
+                };
                 hasher.update(&buf);
-                offset += n as u64;
+                offset += buf.len() as u64;
                 if to_writer.send(buf).is_err() {
                     return Ok(()); // the writer failed: its error is reported below
                 }
