@@ -597,14 +597,15 @@ pub fn write(dir: &Path) -> Result<String, BenchError> {
                 notes,
                 "- **P1**: a confined launch is three process images in a row (dot-launch, \
                  dot-sandbox, the plugin) where bubblewrap has two. The runner is started at \
-                 its gate before the digest of the leased copy is confirmed, so the digest of \
-                 the {} plugin ({}, from `dot-verify digest` − `hello`) runs while the runner \
-                 starts and makes its namespaces, off the critical path while it is the shorter \
-                 of the two. Floor: three process starts at the cost of `hello` direct ({} each) \
+                 its gate before the target is checked and the digest of the leased copy is \
+                 confirmed, so the target's checks and the digest of the {} plugin ({}, from \
+                 `dot-verify digest` − `hello`) run while the runner starts and makes its \
+                 namespaces, off the critical path while they are the shorter of the two. Floor: three process starts at the cost of `hello` direct ({} each) \
                  + the runner's confinement without its wait at the gate ({}, of which the \
                  namespaces step {}) = {}, against {} measured; the rest, {}, is the launcher's \
-                 own work before the runner starts (entry checks, kernel probe, target) and \
-                 after the plugin ends (reap, the run directory removed, the result).{bwrap_ns}\
+                 own work before the runner starts (the registry's and the entry's checks, the \
+                 kernel probe, the inputs) and after the plugin ends (reap, the run directory \
+                 removed, the result).{bwrap_ns}\
                  {glibc} Launcher work measured as audit − hello: {}.",
                 hello_size(dir),
                 digest.map_or("not measured".into(), ms),

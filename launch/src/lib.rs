@@ -3,9 +3,12 @@
 //! 1. verify the entry (`verify` library: deny list, schema, trust, expiry, the pinned copy opened
 //!    and digest-checked)
 //! 2. consent must match the entry's containment exactly; for `process`, the kernel must be able to
-//!    enforce it; inputs, protocol range and target are checked — nothing is created yet
-//! 3. for `process`, open and validate the sibling `dot-sandbox`; append the decision (allowed or
-//!    refused with its kind) to `ROOT/audit.log`
+//!    enforce it; protocol range, limits and inputs are checked; for `process`, the sibling
+//!    `dot-sandbox` is opened, validated and (with a leased copy) started at its gate, where it
+//!    waits before anything of the plugin's runs; then the target and the runs pending on it are
+//!    checked (a refusal ends the runner) — nothing is created yet
+//! 3. the leased copy's digest confirmed; append the decision (allowed or refused with its kind)
+//!    to `ROOT/audit.log`
 //! 4. create and lock `txn/TXID/`, append BEGIN, copy file inputs into the on-disk stage (made
 //!    only when something uses it: always at audit, at process only for file inputs)
 //! 5. spawn in a new process group with an empty environment, cwd = the on-disk stage, or the run
