@@ -183,8 +183,9 @@ hyperfine -N --style none -w 10 -r "$RUNS" --export-json "$R/launch-hyperfine.js
   "${LAUNCH_AUDIT[*]}" "${LAUNCH_PROCESS[*]}" >/dev/null
 
 say "commit"
-# Nothing of the earlier steps left to write back: the unsynced floor was otherwise throttled by
-# their writeback (seen: 1,000 outputs' floor 108 ms against 31 ms durable).
+# Nothing of the earlier steps left to write back while the commits are timed. (The unsynced
+# floor still varies from run to run on a disk mounted with `discard`: 1,000 outputs' floor was
+# 108 ms against 31 ms durable in one run; this sync did not make it steady.)
 sync
 for n in 1 8 9 100 1000; do
   runs=$((n == 1000 ? 10 : 30))

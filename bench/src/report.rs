@@ -600,7 +600,8 @@ pub fn write(dir: &Path) -> Result<String, BenchError> {
                  its gate before the target is checked and the digest of the leased copy is \
                  confirmed, so the target's checks and the digest of the {} plugin ({}, from \
                  `dot-verify digest` − `hello`) run while the runner starts and makes its \
-                 namespaces, off the critical path while they are the shorter of the two. Floor: three process starts at the cost of `hello` direct ({} each) \
+                 namespaces, off the critical path while they are the shorter of the two. \
+                 Floor: three process starts at the cost of `hello` direct ({} each) \
                  + the runner's confinement without its wait at the gate ({}, of which the \
                  namespaces step {}) = {}, against {} measured; the rest, {}, is the launcher's \
                  own work before the runner starts (the registry's and the entry's checks, the \

@@ -291,6 +291,9 @@ fn checks(
         ),
         Start::Never => None,
     };
+    if early.is_some() {
+        hooks::pause_at("after-runner-start");
+    }
     // Outputs never land in a system layer either, whichever registry the launch reads: the
     // layers built into the tools always, and those under `--sysroot` when it moves them. The
     // target is resolved and walked once, and held against the root, then each layer in turn.

@@ -43,7 +43,8 @@ fn ready_then_wait_for_go(path: &str) {
 #[inline(always)]
 pub fn pause_after_verify() {}
 
-/// Waits at the point `name` (`after-temp`, `after-prepared`, `recover-next`) when `DOT_PAUSE_AT` is `NAME:PATH`:
+/// Waits at the point `name` (`after-runner-start`, `after-temp`, `after-prepared`,
+/// `recover-next`) when `DOT_PAUSE_AT` is `NAME:PATH`:
 /// creates `PATH.ready`, waits for `PATH.go` (at most 30 s).
 #[cfg(feature = "test-hooks")]
 pub fn pause_at(name: &str) {

@@ -82,7 +82,7 @@ pub fn launch(opts: &Options) -> Result<RunResult, LaunchError> {
     sys::process::set_child_subreaper()
         .map_err(|e| LaunchError::io("becoming a child subreaper", "prctl", e))?;
     let decision = decide(root, &name, opts, checked, Start::Early);
-    let (decision, early) = confirm(decision);
+    let decision = confirm(decision);
     let mut audit = record_decision(root, &name, &decision)?;
     let decided = decision?;
     hooks::pause_after_verify();
@@ -90,7 +90,7 @@ pub fn launch(opts: &Options) -> Result<RunResult, LaunchError> {
 
     let mut run = RunDir::create(root)?;
     // The one place the run directory ends.
-    match proceed(decided, &mut run, opts, &mut audit, early) {
+    match proceed(decided, &mut run, opts, &mut audit) {
         Ok(Done::Committed {
             mut result,
             durable,
@@ -104,24 +104,16 @@ pub fn launch(opts: &Options) -> Result<RunResult, LaunchError> {
     }
 }
 
-/// The digest of the leased executable confirmed (`verify::entry::Digest::AfterLease`), and a
-/// `process` run's runner, started at its gate by `decide` (`pinning::start_early`), taken out of
-/// the decision: the runner's start and the steps it makes before its gate overlap the target's
-/// checks, the digest, the decision's record and the run directory. A digest that does not match
-/// is the decision (`store-tampered`), and the runner is ended and reaped without having run
-/// anything of the plugin's.
-fn confirm(
-    decision: Result<Decided, LaunchError>,
-) -> (Result<Decided, LaunchError>, Option<exec::Started>) {
-    let mut d = match decision {
-        Ok(d) => d,
-        Err(e) => return (Err(e), None),
-    };
-    let early = d.early.take();
-    match d.verified.confirm_digest() {
-        Ok(()) => (Ok(d), early),
-        Err(e) => (Err(e.into()), None),
-    }
+/// The digest of the leased executable confirmed (`verify::entry::Digest::AfterLease`). A
+/// `process` run's runner, started at its gate by `decide` (`pinning::start_early`), stays in the
+/// decision: its start and the steps it makes before its gate overlap the target's checks, the
+/// digest, the decision's record and the run directory. A digest that does not match is the
+/// decision (`store-tampered`), and the runner goes with the rest of the decision: ended and
+/// reaped without having run anything of the plugin's.
+fn confirm(decision: Result<Decided, LaunchError>) -> Result<Decided, LaunchError> {
+    let mut d = decision?;
+    d.verified.confirm_digest()?;
+    Ok(d)
 }
 
 /// A run that reached its end without failing.
@@ -154,7 +146,6 @@ fn proceed(
     run: &mut RunDir,
     opts: &Options,
     audit: &mut Option<AuditSync>,
-    early: Option<exec::Started>,
 ) -> Result<Done, Stop> {
     let Decided {
         mut verified,
@@ -163,7 +154,7 @@ fn proceed(
         runner,
         limits: run_limits,
         layer,
-        early: _,
+        early,
     } = decided;
     let limits = RunLimits::new(&run_limits, opts.streams);
     let entry = verified.entry.clone();

@@ -254,6 +254,8 @@ pub const KERNEL_FILESYSTEMS: &[(i64, &str)] = &[
     (0x6462_6720, "debugfs"),
     (0x7472_6163, "tracefs"),
     (0x7363_6673, "securityfs"),
+    (0xf97c_ff8c, "selinuxfs"),
+    (0x4341_5d53, "smackfs"),
     (0xcafe_4a11, "bpf"),
     (0x6265_6570, "configfs"),
     (0x1980_0202, "mqueue"),

@@ -446,7 +446,7 @@ pub struct ConfineTimings {
     pub gate_us: u64,
     /// The private tmpfs made, the inputs copied into it.
     pub stage_us: u64,
-    /// Parent-death signal and the parent check.
+    /// Parent-death signal and the parent check (and, in the runner, taking the parent's CPUs).
     pub parent_death_us: u64,
     pub rlimits_us: u64,
     /// Securebits, bounding set, ambient and capability sets, each checked afterwards.

@@ -9,7 +9,7 @@
 //! 2. the run's own identity (`identity`): root plans a per-run uid; anyone else enters a new user
 //!    namespace. The inputs in the on-disk stage's `in/` are opened now
 //! 3. parent-death signal SIGKILL (after the user namespace, which clears it), and exit if the
-//!    parent is already gone
+//!    parent is already gone; the parent's CPUs taken (`take_parents_cpus`, in this step's time)
 //! 4. new mount, PID, IPC, network, UTS and cgroup namespaces, and a fork into the PID namespace
 //!    (`namespaces`): this process stays behind only to wait and end as the plugin ends; the
 //!    child is the run's init (pid 1)

@@ -286,9 +286,10 @@ fn a_runner_started_before_the_digest_runs_no_other_bytes() {
     commits(&env, "hello-p");
 }
 
-/// A `process` runner starts before the target is checked (docs/design.md, step 3b): a target the
-/// checks then refuse ends it before its gate — the refusal is the target's, nothing was created,
-/// no process is left, and the next launch to a good target runs.
+/// A `process` runner starts before the target is checked (docs/design.md, step 3b): seen alive
+/// at the launch's pause just after its start, then a target the checks refuse ends it before its
+/// gate — the refusal is the target's, nothing was created, no process is left, and the next
+/// launch to a good target runs.
 #[test]
 fn a_runner_started_before_the_targets_checks_is_ended_when_they_refuse() {
     let env = Env::new();
@@ -300,15 +301,35 @@ fn a_runner_started_before_the_targets_checks_is_ended_when_they_refuse() {
         ("a file", file),
         ("missing", env.dir.join("no-such-dir")),
     ];
-    for (what, target) in refused {
-        let out = common::launch_into(
+    for (i, (what, target)) in refused.into_iter().enumerate() {
+        let pause = env.dir.join(format!("pause-{i}"));
+        let child = common::launch_into(
             &env.root,
             "hello-p",
             &target,
             &["--require-process-sandbox"],
         )
-        .output()
+        .env(
+            "DOT_PAUSE_AT",
+            format!("after-runner-start:{}", pause.display()),
+        )
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .unwrap();
+        let ready = std::path::PathBuf::from(format!("{}.ready", pause.display()));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !ready.exists() {
+            assert!(std::time::Instant::now() < deadline, "{what}: no pause");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert_eq!(
+            runners_of(child.id()),
+            1,
+            "{what}: the runner is started before the target is checked"
+        );
+        std::fs::write(format!("{}.go", pause.display()), b"").unwrap();
+        let out = child.wait_with_output().unwrap();
         let err = common::failure(&out, 2);
         testkit::assert_kind!(err, Kind::TargetInvalid, "{what}: {}", err.message);
         assert_eq!(env.runs(), Vec::<String>::new(), "{what}");
@@ -331,4 +352,20 @@ fn commits(env: &Env, name: &str) {
         common::result(&out).status,
         proto::result::RunStatus::Committed
     );
+}
+
+/// How many children of `pid` are a runner (`argv[0]` `dot-sandbox`).
+fn runners_of(pid: u32) -> usize {
+    std::fs::read_dir("/proc")
+        .expect("/proc")
+        .flatten()
+        .filter(|e| {
+            let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+            common::stat_state_ppid(&stat).is_some_and(|(_, ppid)| ppid == pid)
+        })
+        .filter(|e| {
+            let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+            cmdline.split(|b| *b == 0).next() == Some(proto::runner::RUNNER_ARGV0.as_bytes())
+        })
+        .count()
 }

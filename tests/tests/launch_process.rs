@@ -126,12 +126,17 @@ fn a_process_plugin_may_run_on_every_cpu_its_launcher_may() {
         .output()
         .unwrap();
     assert_eq!(result(&out).status, RunStatus::Committed);
-    let mine = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)).unwrap();
-    let count = (0..nix::sched::CpuSet::count())
-        .filter(|&c| mine.is_set(c).unwrap_or(false))
-        .count();
     let theirs = std::fs::read_to_string(env.target.join("result.txt")).unwrap();
-    assert_eq!(theirs, count.to_string());
+    assert_eq!(theirs, cpus_of(0).to_string());
+}
+
+/// How many CPUs the thread `tid` (0: the caller) may run on.
+fn cpus_of(tid: i32) -> usize {
+    use nix::sched::{sched_getaffinity, CpuSet};
+    let set = sched_getaffinity(nix::unistd::Pid::from_raw(tid)).expect("sched_getaffinity");
+    (0..CpuSet::count())
+        .filter(|&c| set.is_set(c).unwrap_or(false))
+        .count()
 }
 
 /// A private copy of dot-launch whose sibling dot-sandbox the test controls.
@@ -323,14 +328,9 @@ fn two_runs_share_no_namespace_with_the_host_or_each_other() {
 /// process — may run on.
 #[test]
 fn a_runner_started_on_one_cpu_gives_its_plugin_its_parents_cpus() {
-    use nix::sched::{sched_getaffinity, sched_setaffinity, CpuSet};
+    use nix::sched::{sched_setaffinity, CpuSet};
     use nix::unistd::Pid;
-    let count = |s: CpuSet| {
-        (0..CpuSet::count())
-            .filter(|&c| s.is_set(c).unwrap_or(false))
-            .count()
-    };
-    let parents = count(sched_getaffinity(Pid::from_raw(std::process::id() as i32)).unwrap());
+    let parents = cpus_of(std::process::id() as i32);
     let scratch = sandbox::Scratch::new("cpus").unwrap();
     let plugin = std::fs::File::open(workspace_bin("fixture-plugin")).unwrap();
     let runner = std::fs::File::open(workspace_bin("dot-sandbox")).unwrap();
