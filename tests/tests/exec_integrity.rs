@@ -303,32 +303,22 @@ fn a_runner_started_before_the_targets_checks_is_ended_when_they_refuse() {
     ];
     for (i, (what, target)) in refused.into_iter().enumerate() {
         let pause = env.dir.join(format!("pause-{i}"));
-        let child = common::launch_into(
-            &env.root,
-            "hello-p",
-            &target,
-            &["--require-process-sandbox"],
-        )
-        .env(
-            "DOT_PAUSE_AT",
-            format!("after-runner-start:{}", pause.display()),
-        )
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-        let ready = std::path::PathBuf::from(format!("{}.ready", pause.display()));
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        while !ready.exists() {
-            assert!(std::time::Instant::now() < deadline, "{what}: no pause");
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
+        let child = common::spawn_paused(
+            common::launch_into(
+                &env.root,
+                "hello-p",
+                &target,
+                &["--require-process-sandbox"],
+            ),
+            "after-runner-start",
+            &pause,
+        );
         assert_eq!(
             runners_of(child.id()),
             1,
             "{what}: the runner is started before the target is checked"
         );
-        std::fs::write(format!("{}.go", pause.display()), b"").unwrap();
+        common::go_on(&pause);
         let out = child.wait_with_output().unwrap();
         let err = common::failure(&out, 2);
         testkit::assert_kind!(err, Kind::TargetInvalid, "{what}: {}", err.message);

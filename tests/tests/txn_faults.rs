@@ -360,27 +360,11 @@ fn a_bind_mount_in_the_stage_is_never_entered_by_the_launchers_own_removal() {
     let env = Env::new();
     let keep = precious(&env);
     let pause = env.dir.join("pause");
-    let child = two_outputs(&env, &env.target)
-        .env(
-            "DOT_PAUSE_AT",
-            format!("after-prepared:{}", pause.display()),
-        )
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let ready = pause.with_extension("ready");
-    for _ in 0..3000 {
-        if ready.exists() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    assert!(ready.exists(), "the launch reached after-prepared");
+    let child = common::spawn_paused(two_outputs(&env, &env.target), "after-prepared", &pause);
     let txid = only_run(&env);
     let mnt = env.root.join("txn").join(&txid).join("stage/out/mnt");
     let bind = testkit::mount::Bind::mount(&keep, &mnt);
-    std::fs::write(pause.with_extension("go"), b"").unwrap();
+    common::go_on(&pause);
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(4), "{out:?}");
     let r: proto::result::RunResult = testkit::decode_json(&out.stdout);

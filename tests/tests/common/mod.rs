@@ -240,6 +240,33 @@ fn makefile_list(name: &str) -> Vec<String> {
         .collect()
 }
 
+/// Spawns `cmd` (a launch of a test build) to pause at the hook point `point` (`DOT_PAUSE_AT`,
+/// `launch::hooks::pause_at`), its output piped, and returns once it waits there (at most 30 s);
+/// [`go_on`] lets it go.
+pub fn spawn_paused(mut cmd: Command, point: &str, pause: &Path) -> std::process::Child {
+    let child = cmd
+        .env("DOT_PAUSE_AT", format!("{point}:{}", pause.display()))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawning the launch");
+    let ready = PathBuf::from(format!("{}.ready", pause.display()));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !ready.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the launch never paused at {point}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    child
+}
+
+/// Lets a launch paused by [`spawn_paused`] at `pause` go on.
+pub fn go_on(pause: &Path) {
+    std::fs::write(format!("{}.go", pause.display()), b"").expect("the go file");
+}
+
 /// `dot-launch --root R NAME --target TARGET` plus `args` (a target other than the Env's).
 pub fn launch_into(root: &Path, name: &str, target: &Path, args: &[&str]) -> Command {
     launch_with(&workspace_bin("dot-launch"), root, name, target, args)
