@@ -132,6 +132,27 @@ fn prepared_target(
         Err(Errno::ENOENT | Errno::ENOTDIR | Errno::ELOOP) => return Ok(None),
         Err(e) => return Err(unreadable(dir.to_path_buf())(e)),
     };
+    // Unless the caller holds the target's lock, the run's lock is taken before its journal is
+    // read, and held while it is: a launcher holds it from before BEGIN until its run is gone,
+    // so a PREPARED read under it is a run no one is finishing. (Read first and locked after, a
+    // launcher that committed, removed its run and let go in between was taken for pending.)
+    if !locked {
+        match fd.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => return Ok(None),
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(Unreadable {
+                    path: dir.to_path_buf(),
+                    source: e,
+                })
+            }
+        }
+        // Its launcher may have removed it and let go between our open and our lock.
+        match (fd.metadata(), std::fs::symlink_metadata(dir)) {
+            (Ok(held), Ok(linked)) if (held.dev(), held.ino()) == (linked.dev(), linked.ino()) => {}
+            _ => return Ok(None),
+        }
+    }
     let journal_path = dir.join(JOURNAL_FILE);
     let journal = match sys::fs::open_read_at(&fd, JOURNAL_FILE) {
         Ok(j) => std::fs::File::from(j),
@@ -153,10 +174,79 @@ fn prepared_target(
     let Some((target, id)) = journal.target() else {
         return Ok(None);
     };
-    let target = (target.to_owned(), id);
-    if locked {
-        return Ok(Some(target));
+    Ok(Some((target.to_owned(), id)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proto::journal::Record;
+    use std::fs::File;
+
+    /// A launcher holds its run's lock from before BEGIN until after COMMITTED, so a journal reads
+    /// PREPARED only while the lock is held: the unlocked check, run beside launchers that prepare
+    /// and commit over and over, never reports one pending (the lock is taken before the journal
+    /// is read, never after).
+    #[test]
+    fn a_run_committing_beside_the_check_is_never_taken_for_pending() {
+        let tmp = testkit::TempDir::new();
+        let (txn, target) = (tmp.path().join("txn"), tmp.path().join("target"));
+        std::fs::create_dir_all(&txn).expect("txn");
+        std::fs::create_dir(&target).expect("target");
+        let here = target.display().to_string();
+        let named = |mut r: Record| {
+            if let Record::Begin { target, .. } | Record::Prepared { target, .. } = &mut r {
+                target.clone_from(&here);
+            }
+            r
+        };
+        // More launchers and checks than CPUs, so a check is often preempted mid-way.
+        let (launchers, checks, rounds) = (4, 4, 2000);
+        let runs: Vec<(PathBuf, Vec<u8>, Vec<u8>)> = (0..launchers)
+            .map(|i| {
+                let txid = format!("{i:032x}");
+                let run = txn.join(&txid);
+                std::fs::create_dir(&run).expect("run");
+                let [begin, prepared, committed] = testkit::journal::records(&txid).map(named);
+                let prepared = testkit::journal::encode(&[begin, prepared]);
+                let committed = testkit::journal::encode(&[committed]);
+                std::fs::write(
+                    run.join(JOURNAL_FILE),
+                    [&prepared[..], &committed[..]].concat(),
+                )
+                .expect("journal");
+                (run, prepared, committed)
+            })
+            .collect();
+        let found = std::sync::atomic::AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            for (run, prepared, committed) in &runs {
+                s.spawn(move || {
+                    let journal = run.join(JOURNAL_FILE);
+                    for _ in 0..rounds {
+                        let lock = File::open(run).expect("run dir");
+                        lock.lock().expect("lock");
+                        std::fs::write(&journal, prepared).expect("prepared");
+                        let mut file = std::fs::OpenOptions::new()
+                            .append(true)
+                            .open(&journal)
+                            .expect("journal");
+                        std::io::Write::write_all(&mut file, committed).expect("committed");
+                        drop(lock);
+                    }
+                });
+            }
+            for _ in 0..checks {
+                s.spawn(|| {
+                    let dir = File::open(&target).expect("target dir");
+                    for _ in 0..rounds {
+                        if find(&txn, None, &target, &dir, false).is_some() {
+                            found.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        }
+                    }
+                });
+            }
+        });
+        assert_eq!(found.into_inner(), 0, "committing runs taken for pending");
     }
-    // Taken and let go at once; a lock held may be a live launcher's.
-    Ok(fd.try_lock().ok().map(|()| target))
 }
