@@ -132,32 +132,49 @@ fn prepared_target(
         Err(Errno::ENOENT | Errno::ENOTDIR | Errno::ELOOP) => return Ok(None),
         Err(e) => return Err(unreadable(dir.to_path_buf())(e)),
     };
-    // Unless the caller holds the target's lock, the run's lock is taken before its journal is
-    // read, and held while it is: a launcher holds it from before BEGIN until its run is gone,
-    // so a PREPARED read under it is a run no one is finishing. (Read first and locked after, a
-    // launcher that committed, removed its run and let go in between was taken for pending.)
-    if !locked {
-        match fd.try_lock() {
-            Ok(()) => {}
-            Err(std::fs::TryLockError::WouldBlock) => return Ok(None),
-            Err(std::fs::TryLockError::Error(e)) => {
-                return Err(Unreadable {
-                    path: dir.to_path_buf(),
-                    source: e,
-                })
-            }
-        }
-        // Its launcher may have removed it and let go between our open and our lock.
-        match (fd.metadata(), std::fs::symlink_metadata(dir)) {
-            (Ok(held), Ok(linked)) if (held.dev(), held.ino()) == (linked.dev(), linked.ino()) => {}
-            _ => return Ok(None),
+    let found = journal_prepared(&fd, dir, txid)?;
+    if locked || found.is_none() {
+        return Ok(found);
+    }
+    // A PREPARED read without the run's lock decides nothing: a launcher holds its lock from
+    // before BEGIN until its run is gone, and may have committed, removed its run and let go
+    // since. So the lock is taken (held: a live launcher, passed over), the run must still be
+    // the directory linked at its name, and the journal is read again while the lock is held.
+    // (Deciding on the first read, a launcher finishing in between was taken for pending.)
+    match fd.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => return Ok(None),
+        Err(std::fs::TryLockError::Error(e)) => {
+            return Err(Unreadable {
+                path: dir.to_path_buf(),
+                source: e,
+            })
         }
     }
+    match (fd.metadata(), std::fs::symlink_metadata(dir)) {
+        (Ok(held), Ok(linked)) if (held.dev(), held.ino()) == (linked.dev(), linked.ino()) => {}
+        _ => return Ok(None),
+    }
+    journal_prepared(&fd, dir, txid)
+}
+
+/// The target (and its recorded identity) named by the journal of the open run directory `fd`
+/// (at `dir`) when the journal says PREPARED; a journal that is not there or not a file is none.
+fn journal_prepared(
+    fd: &std::fs::File,
+    dir: &Path,
+    txid: &str,
+) -> Result<Option<(String, Option<TargetId>)>, Unreadable> {
     let journal_path = dir.join(JOURNAL_FILE);
-    let journal = match sys::fs::open_read_at(&fd, JOURNAL_FILE) {
+    let journal = match sys::fs::open_read_at(fd, JOURNAL_FILE) {
         Ok(j) => std::fs::File::from(j),
         Err(Errno::ENOENT | Errno::ELOOP) => return Ok(None),
-        Err(e) => return Err(unreadable(journal_path)(e)),
+        Err(e) => {
+            return Err(Unreadable {
+                path: journal_path,
+                source: e.into(),
+            })
+        }
     };
     let read = |source| Unreadable {
         path: journal_path.clone(),
@@ -171,8 +188,5 @@ fn prepared_target(
     if journal.state != RunState::Prepared {
         return Ok(None);
     }
-    let Some((target, id)) = journal.target() else {
-        return Ok(None);
-    };
-    Ok(Some((target.to_owned(), id)))
+    Ok(journal.target().map(|(target, id)| (target.to_owned(), id)))
 }
