@@ -30,7 +30,14 @@ REL=$PWD/target/$TARGET/release
 RUSTFLAGS='-C target-feature=+crt-static' cargo build --release --target "$TARGET" --workspace --bins
 
 W=$(mktemp -d "${BENCH_TMP:-/tmp}/dot-bench.XXXXXX")
-trap 'rm -rf "$W"' EXIT
+# The same two launches with their root and target in memory (a tmpfs, when /dev/shm is one): what
+# the scratch file system adds to a launch (its run directory, journal and removal; an fsync on a
+# tmpfs writes nothing). Shown beside the targets, never instead of them.
+MEM=
+if [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ]; then
+  MEM=$(mktemp -d /dev/shm/dot-bench.XXXXXX)
+fi
+trap 'rm -rf "$W" ${MEM:+"$MEM"}' EXIT
 R=$W/results
 mkdir -p "$R" "$W/stage/out" "$W/target"
 B=$REL/dot-bench
@@ -40,12 +47,18 @@ say() { printf 'bench: %s\n' "$*" >&2; }
 printf 'Run started %s (UTC), load average %s.\n' "$(date -u '+%Y-%m-%d %H:%M')" \
   "$(cut -d' ' -f1-3 /proc/loadavg)" >"$R/started.txt"
 
-# A development root with hello at both containment levels.
-"$REL/dot-register" init --root "$W/root" --dev >/dev/null
-for c in audit process; do
-  "$REL/dot-register" dev --root "$W/root" --name "hello-$c" --exe "$HELLO" --containment "$c" \
-    --input name:string:optional --input write:string:optional >/dev/null
+# The scratch directory's file system, as the launches' roots and targets see it.
+findmnt -no SOURCE,FSTYPE,OPTIONS -T "$W" >"$R/scratch-fs.txt" || :
+
+# A development root with hello at both containment levels (and one in memory, above).
+for at in "$W" ${MEM:+"$MEM"}; do
+  "$REL/dot-register" init --root "$at/root" --dev >/dev/null
+  for c in audit process; do
+    "$REL/dot-register" dev --root "$at/root" --name "hello-$c" --exe "$HELLO" --containment "$c" \
+      --input name:string:optional --input write:string:optional >/dev/null
+  done
 done
+[ -z "$MEM" ] || mkdir -p "$MEM/target"
 stat -c %s "$HELLO" >"$R/hello-size.txt"
 # The Python example under process, with /usr as its runtime.
 PY=$PWD/examples/python/greet.py
@@ -78,6 +91,12 @@ gcc -O2 -static -nostdlib -o "$W/start-raw" "$W/raw.c"
   printf '{"name":"start-raw","argv":%s},\n' "$(json_argv "$W/start-raw")"
   printf '{"name":"launch-audit","argv":%s},\n' "$(json_argv "${LAUNCH_AUDIT[@]}")"
   printf '{"name":"launch-process","argv":%s},\n' "$(json_argv "${LAUNCH_PROCESS[@]}")"
+  if [ -n "$MEM" ]; then
+    printf '{"name":"launch-audit-tmpfs","argv":%s},\n' \
+      "$(json_argv "$REL/dot-launch" --root "$MEM/root" hello-audit --allow-audit-plugin --input write=no --target "$MEM/target")"
+    printf '{"name":"launch-process-tmpfs","argv":%s},\n' \
+      "$(json_argv "$REL/dot-launch" --root "$MEM/root" hello-process --require-process-sandbox --input write=no --target "$MEM/target")"
+  fi
   printf '{"name":"digest-hello","argv":%s},\n' "$(json_argv "$REL/dot-verify" digest "$HELLO")"
   printf '{"name":"python","argv":%s,"stdin":"%s","cwd":"%s"},\n' "$(json_argv "$PY")" "$REQ" "$W/stage-py"
   printf '{"name":"launch-python-process","argv":%s}' "$(json_argv "${LAUNCH_PYTHON[@]}")"

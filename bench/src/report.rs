@@ -55,6 +55,42 @@ fn hello_size(dir: &Path) -> String {
         .map_or("hello".into(), |b| format!("{:.2} MB", b as f64 / 1e6))
 }
 
+/// The scratch file system as bench/run.sh recorded it (`findmnt`: source, type, options).
+fn scratch_fs(dir: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(dir.join("scratch-fs.txt")).ok()?;
+    let line = text.lines().next()?.split_whitespace().collect::<Vec<_>>();
+    (!line.is_empty()).then(|| line.join(" "))
+}
+
+/// What the scratch file system adds to a launch: the same launch with its root and target on a
+/// tmpfs (`NAME-tmpfs` in the wall run), when bench/run.sh could measure it; `against` says how
+/// that launch stands against the target.
+fn on_tmpfs(
+    dir: &Path,
+    name: &str,
+    on_disk: f64,
+    wall: &[Measured],
+    against: impl Fn(f64) -> String,
+) -> String {
+    let Some(mem) = wall
+        .iter()
+        .find(|m| m.name == format!("{name}-tmpfs"))
+        .map(|m| m.wall.median_us)
+    else {
+        return String::new();
+    };
+    let fs = scratch_fs(dir).map_or_else(String::new, |f| format!(" (`{f}`)"));
+    format!(
+        " With its root and target on a tmpfs the same launch takes {}: {} of the launch is its \
+         run's work on the scratch file system{fs}, the run directory, its journal and its stage \
+         made, synced and removed, none of which reaches a disk on a tmpfs. Measured that way \
+         it is {}.",
+        ms(mem),
+        ms(on_disk - mem),
+        against(mem)
+    )
+}
+
 /// A section: its title, the paragraph that says what was measured, and a table's header row.
 fn section(out: &mut String, title: &str, intro: &str, columns: &[&str]) {
     let _ = writeln!(out, "\n## {title}\n\n{intro}\n");
@@ -572,6 +608,9 @@ pub fn write(dir: &Path) -> Result<String, BenchError> {
             // `dot-verify digest hello` is one process start plus the digest of the plugin.
             let digest = median("digest-hello").map(|d| (d - h).max(0.0));
             let floor = 3.0 * h + confine - step("gate");
+            let floor_vs_bwrap = median("bwrap-full").map_or_else(String::new, |b| {
+                format!(" That floor alone is {:.3}× bwrap-full.", floor / b)
+            });
             let bwrap_ns = match (median("bwrap-full"), median("bwrap-minimal")) {
                 (Some(f), Some(m)) => format!(
                     " bubblewrap's own namespaces, `/proc` and `/dev` cost it {} (bwrap-full − \
@@ -606,8 +645,8 @@ pub fn write(dir: &Path) -> Result<String, BenchError> {
                  namespaces step {}) = {}, against {} measured; the rest, {}, is the launcher's \
                  own work before the runner starts (the registry's and the entry's checks, the \
                  kernel probe, the inputs) and after the plugin ends (reap, the run directory \
-                 removed, the result).{bwrap_ns}\
-                 {glibc} Launcher work measured as audit − hello: {}.",
+                 removed, the result).{floor_vs_bwrap}{bwrap_ns}\
+                 {glibc} Launcher work measured as audit − hello: {}.{}",
                 hello_size(dir),
                 digest.map_or("not measured".into(), ms),
                 ms(h),
@@ -617,6 +656,11 @@ pub fn write(dir: &Path) -> Result<String, BenchError> {
                 ms(p),
                 ms((p - floor).max(0.0)),
                 ms(a - h),
+                median("bwrap-full").map_or_else(String::new, |b| {
+                    on_tmpfs(dir, "launch-process", p, &wall, |mem| {
+                        format!("{:.3}× bwrap-full", mem / b)
+                    })
+                }),
             );
         }
     }
@@ -631,11 +675,15 @@ pub fn write(dir: &Path) -> Result<String, BenchError> {
                  entry's checks, the decision appended to the audit log (made durable on a \
                  thread while the run goes on), the run directory with its lock and journal \
                  (BEGIN), the spawn, the group's end (a kill and samples of `/proc` until every \
-                 member is a zombie), the run directory's removal, and the result.",
+                 member is a zombie), the run directory's removal, and the result.{}",
                 ms(a - (h + d)),
                 ms(h),
                 ms(d),
                 ms(a - (h + d)),
+                on_tmpfs(dir, "launch-audit", a, &wall, |mem| format!(
+                    "{:+.2} ms from that floor",
+                    (mem - (h + d)) / 1000.0
+                )),
             );
         }
     }
