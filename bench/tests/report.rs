@@ -68,7 +68,10 @@ fn a_missed_audit_target_says_what_the_file_system_adds_when_measured() {
     );
     let p1 = note(&doc, "P1");
     // No runner timings here: the floor is three starts of hello alone.
-    assert!(p1.contains("That floor alone is 0.750× bwrap-full."), "{p1}");
+    assert!(
+        p1.contains("That floor alone is 0.750× bwrap-full."),
+        "{p1}"
+    );
     assert!(
         p1.contains("on a tmpfs the same launch takes 3.68 ms: 0.32 ms of the launch"),
         "{p1}"
