@@ -31,8 +31,9 @@ RUSTFLAGS='-C target-feature=+crt-static' cargo build --release --target "$TARGE
 
 W=$(mktemp -d "${BENCH_TMP:-/tmp}/dot-bench.XXXXXX")
 # The same two launches with their root and target in memory (a tmpfs, when /dev/shm is one): what
-# the scratch file system adds to a launch (its run directory, journal and removal; an fsync on a
-# tmpfs writes nothing). Shown beside the targets, never instead of them.
+# the scratch file system adds to a launch (the audit log's sync, the run directory, its journal and
+# stage made and removed; none of it reaches a disk on a tmpfs). Shown beside the targets, never
+# instead of them.
 MEM=
 if [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ]; then
   MEM=$(mktemp -d /dev/shm/dot-bench.XXXXXX)
@@ -68,8 +69,11 @@ LAUNCH_PYTHON=("$REL/dot-launch" --root "$W/root" python-process --require-proce
 mkdir -p "$W/target-py" "$W/stage-py/out"
 REQ=$W/request.json
 printf '{"protocol":"1.0","plugin":"hello","inputs":{"write":"no"}}\n' >"$REQ"
-LAUNCH_AUDIT=("$REL/dot-launch" --root "$W/root" hello-audit --allow-audit-plugin --input write=no --target "$W/target")
-LAUNCH_PROCESS=("$REL/dot-launch" --root "$W/root" hello-process --require-process-sandbox --input write=no --target "$W/target")
+# The two hello launches, each with a root and a target: those in $W, or those in $MEM.
+AUDIT_ARGS=(hello-audit --allow-audit-plugin --input write=no)
+PROCESS_ARGS=(hello-process --require-process-sandbox --input write=no)
+LAUNCH_AUDIT=("$REL/dot-launch" --root "$W/root" "${AUDIT_ARGS[@]}" --target "$W/target")
+LAUNCH_PROCESS=("$REL/dot-launch" --root "$W/root" "${PROCESS_ARGS[@]}" --target "$W/target")
 
 json_argv() { local a out=""; for a in "$@"; do out+="${out:+,}\"$a\""; done; printf '[%s]' "$out"; }
 # pair_spec FILE NAME1 "COMMAND1" NAME2 "COMMAND2": a wall spec of two commands (split on spaces).
@@ -93,9 +97,9 @@ gcc -O2 -static -nostdlib -o "$W/start-raw" "$W/raw.c"
   printf '{"name":"launch-process","argv":%s},\n' "$(json_argv "${LAUNCH_PROCESS[@]}")"
   if [ -n "$MEM" ]; then
     printf '{"name":"launch-audit-tmpfs","argv":%s},\n' \
-      "$(json_argv "$REL/dot-launch" --root "$MEM/root" hello-audit --allow-audit-plugin --input write=no --target "$MEM/target")"
+      "$(json_argv "$REL/dot-launch" --root "$MEM/root" "${AUDIT_ARGS[@]}" --target "$MEM/target")"
     printf '{"name":"launch-process-tmpfs","argv":%s},\n' \
-      "$(json_argv "$REL/dot-launch" --root "$MEM/root" hello-process --require-process-sandbox --input write=no --target "$MEM/target")"
+      "$(json_argv "$REL/dot-launch" --root "$MEM/root" "${PROCESS_ARGS[@]}" --target "$MEM/target")"
   fi
   printf '{"name":"digest-hello","argv":%s},\n' "$(json_argv "$REL/dot-verify" digest "$HELLO")"
   printf '{"name":"python","argv":%s,"stdin":"%s","cwd":"%s"},\n' "$(json_argv "$PY")" "$REQ" "$W/stage-py"
