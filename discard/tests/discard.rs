@@ -279,6 +279,7 @@ fn retains_each_run_it_cannot_prove_abandoned() {
 
     // Once the lock is released, the live run (BEGIN only) is abandoned and goes; the rest stay.
     drop(lock);
+    testkit::flock::released(&live);
     let (code, again) = discard(&root, &[]);
     assert_eq!(code, 4);
     assert_eq!(again.discarded, vec![txid(10)]);

@@ -12,6 +12,7 @@
 pub mod bins;
 pub mod deb;
 pub mod fixtures;
+pub mod flock;
 pub mod journal;
 pub mod keys;
 pub mod kinds;

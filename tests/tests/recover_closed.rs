@@ -329,6 +329,7 @@ fn a_live_run_is_live_and_an_odd_entry_is_retained_like_discard_retains_it() {
         ]
     );
     drop(lock);
+    testkit::flock::released(&live);
     std::fs::remove_dir(env.root.join("txn/not-a-txid")).unwrap();
     // Unlocked, the run is ABANDONED: dot-discard's, which recover does not count for the operator.
     let r = recover(&env.root);

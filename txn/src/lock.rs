@@ -64,6 +64,7 @@ mod tests {
         assert!(matches!(got, Err(LockError::Cancelled("cancelled"))));
         assert_eq!(asked, 3);
         drop(first);
+        testkit::flock::released(tmp.path());
         assert!(matches!(
             lock_target(&second, || Ok::<(), ()>(())),
             Ok(false)
