@@ -62,14 +62,14 @@ fn scratch_fs(dir: &Path) -> Option<String> {
     (!line.is_empty()).then(|| line.join(" "))
 }
 
-/// What the scratch file system adds to a launch: the same launch with its root and target on a
-/// tmpfs (`mem`, the `NAME-tmpfs` row of the wall run), when bench/run.sh could measure it;
-/// `against` says how that launch stands against the target.
-fn on_tmpfs(dir: &Path, on_disk: f64, mem: Option<f64>, against: impl Fn(f64) -> String) -> String {
+/// What the scratch file system (`fs`: `` (`SOURCE TYPE OPTIONS`)``, or empty) adds to a
+/// launch: the same launch with its root and target on a tmpfs (`mem`, the `NAME-tmpfs` row of
+/// the wall run), when bench/run.sh could measure it; `against` says how that launch stands
+/// against the target.
+fn on_tmpfs(fs: &str, on_disk: f64, mem: Option<f64>, against: impl Fn(f64) -> String) -> String {
     let Some(mem) = mem else {
         return String::new();
     };
-    let fs = scratch_fs(dir).map_or_else(String::new, |f| format!(" (`{f}`)"));
     format!(
         " With its root and target on a tmpfs the same launch takes {}: {} of the launch is its \
          run's work on the scratch file system{fs}, the decision synced to the audit log and the \
@@ -135,6 +135,7 @@ pub fn write(dir: &Path) -> Result<String, BenchError> {
             .find(|m| m.name == name)
             .map(|m| m.wall.median_us)
     };
+    let scratch = scratch_fs(dir).map_or_else(String::new, |f| format!(" (`{f}`)"));
     let mut targets = Vec::new();
     let mut body = String::new();
     let mut notes = String::new();
@@ -648,7 +649,7 @@ pub fn write(dir: &Path) -> Result<String, BenchError> {
                 ms((p - floor).max(0.0)),
                 ms(a - h),
                 full.map_or_else(String::new, |b| {
-                    on_tmpfs(dir, p, median("launch-process-tmpfs"), |mem| {
+                    on_tmpfs(&scratch, p, median("launch-process-tmpfs"), |mem| {
                         format!("{:.3}× bwrap-full", mem / b)
                     })
                 }),
@@ -671,7 +672,7 @@ pub fn write(dir: &Path) -> Result<String, BenchError> {
                 ms(h),
                 ms(d),
                 ms(a - (h + d)),
-                on_tmpfs(dir, a, median("launch-audit-tmpfs"), |mem| format!(
+                on_tmpfs(&scratch, a, median("launch-audit-tmpfs"), |mem| format!(
                     "{:+.2} ms from that floor",
                     (mem - (h + d)) / 1000.0
                 )),
